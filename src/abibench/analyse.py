@@ -1,0 +1,182 @@
+"""From a run's stored samples to per-workload results: summaries, ratios, verdicts, validation.
+
+Works on the versioned run document (store.load_run or an imported JSON file), so every report is
+computed from what was stored, never from state that only lived in the measuring process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import stats
+
+# Preferred reference ("b" of every ratio): the 64-bit ABI of the host family.
+REFERENCE_ORDER = ("x86_64", "aarch64")
+
+
+@dataclass(frozen=True)
+class TargetRow:
+    label: str
+    state: str  # ok | failed | timeout | not built | not run
+    reason: str | None
+    n: int = 0
+    summary: stats.Summary | None = None  # of the primary metric, counted samples only
+    rss_kb: float | None = None  # median peak RSS
+    size: int | None = None  # bytes of the main artifact
+    text: int | None = None
+    data: int | None = None
+    bss: int | None = None
+    stripped: int | None = None
+    outliers: int = 0
+
+
+@dataclass(frozen=True)
+class Comparison:
+    metric: str
+    a: str
+    b: str
+    ratio: stats.Ratio
+    verdict: stats.Verdict
+    p_adjusted: float
+
+
+@dataclass
+class WorkloadResult:
+    id: str
+    title: str
+    primary: str
+    unit: str
+    better: str
+    rows: list[TargetRow]
+    comparisons: list[Comparison] = field(default_factory=list)
+    memory: list[Comparison] = field(default_factory=list)
+    validation: str = "unchecked"  # ok | miscompare | unchecked
+    validation_detail: str = ""
+    stop_reason: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+
+def pick_reference(labels: list[str]) -> str:
+    for ref in REFERENCE_ORDER:
+        if ref in labels:
+            return ref
+    return labels[-1]
+
+
+def _paired(samples: list[dict[str, Any]], metric: str, a: str, b: str) -> tuple[
+        list[float], list[float], bool]:
+    """Values of a and b; paired by round when both have every round, else unpaired."""
+    va = {s["round"]: _value(s, metric) for s in samples if s["target"] == a}
+    vb = {s["round"]: _value(s, metric) for s in samples if s["target"] == b}
+    common = sorted(set(va) & set(vb))
+    if common and len(common) == len(va) == len(vb):
+        return [va[r] for r in common], [vb[r] for r in common], True
+    return list(va.values()), list(vb.values()), False
+
+
+def _value(s: dict[str, Any], metric: str) -> float:
+    if metric == "wall":
+        return float(s["wall_s"])
+    if metric == "max_rss":
+        return float(s["max_rss_kb"])
+    if metric in ("user", "sys"):
+        return float(s[f"{metric}_s"])
+    return float(s["metrics"][metric])
+
+
+def validate_outputs(samples: list[dict[str, Any]], labels: list[str]) -> tuple[str, str]:
+    checks: dict[str, set[str]] = {}
+    for s in samples:
+        if s["status"] == "ok" and s["check"] is not None:
+            checks.setdefault(s["target"], set()).add(s["check"])
+    if not checks:
+        return "unchecked", "no validation value (the profile has no [validate])"
+    for t, values in checks.items():
+        if len(values) > 1:
+            return "miscompare", f"{t} gave {len(values)} different outputs across its own runs"
+    distinct = {t: next(iter(v)) for t, v in checks.items()}
+    if len(set(distinct.values())) > 1:
+        shown = ", ".join(f"{t}={v[:24]}" for t, v in distinct.items())
+        return "miscompare", f"outputs differ between ABIs: {shown}"
+    missing = [t for t in labels if t not in checks]
+    detail = f"identical on {', '.join(sorted(checks))}"
+    return "ok", detail + (f" (not checked: {', '.join(missing)})" if missing else "")
+
+
+def analyse(doc: dict[str, Any]) -> list[WorkloadResult]:
+    config = doc["run"]["config"]
+    workloads: dict[str, Any] = config.get("workloads", {})
+    samples_all = doc["samples"]
+    statuses = doc.get("target_status", [])
+    artifacts = doc.get("artifacts", [])
+    results: list[WorkloadResult] = []
+    for wid, meta in workloads.items():
+        primary = meta["primary"]
+        minfo = meta["metrics"].get(primary, {"unit": "", "better": "lower"})
+        counted = [s for s in samples_all
+                   if s["workload"] == wid and not s["warmup"] and s["status"] == "ok"]
+        labels = list(meta.get("targets", []))
+        rows: list[TargetRow] = []
+        for label in labels:
+            st = [x for x in statuses if x["workload"] == wid and x["target"] == label]
+            state, reason = (st[-1]["state"], st[-1]["reason"]) if st else ("ok", None)
+            art = next((a for a in artifacts if a["workload"] == wid and a["target"] == label),
+                       None)
+            sizes = {}
+            if art and art.get("sizes"):
+                sizes = art["sizes"][art["files"][0]]
+            values = [_value(s, primary) for s in counted if s["target"] == label]
+            rss = [float(s["max_rss_kb"]) for s in counted if s["target"] == label]
+            summary = stats.summarize(values) if values else None
+            rows.append(TargetRow(
+                label=label, state=state, reason=reason, n=len(values), summary=summary,
+                rss_kb=stats.summarize(rss).median if rss else None,
+                size=sizes.get("file"), text=sizes.get("text"), data=sizes.get("data"),
+                bss=sizes.get("bss"), stripped=sizes.get("stripped"),
+                outliers=sum(stats.outliers(values)) if len(values) >= 3 else 0))
+        res = WorkloadResult(id=wid, title=meta.get("title", wid), primary=primary,
+                             unit=minfo["unit"], better=minfo["better"], rows=rows,
+                             stop_reason=_stop_reason(doc, wid))
+        res.validation, res.validation_detail = validate_outputs(
+            [s for s in samples_all if s["workload"] == wid], labels)
+        measured = [r.label for r in rows if r.n >= 2]
+        if len(measured) >= 2:
+            ref = pick_reference(measured)
+            for other in measured:
+                if other == ref:
+                    continue
+                for metric, better, words, bucket in (
+                        (primary, minfo["better"], ("faster", "slower"), res.comparisons),
+                        ("max_rss", "lower", ("smaller", "larger"), res.memory)):
+                    a, b, paired = _paired(counted, metric, other, ref)
+                    try:
+                        ratio = stats.compare(a, b, paired=paired)
+                    except ValueError as exc:
+                        res.warnings.append(f"{metric} {other} vs {ref}: {exc}")
+                        continue
+                    bucket.append(Comparison(metric, other, ref, ratio,
+                                             stats.verdict(ratio, better=better, name_a=other,
+                                                           name_b=ref, words=words),
+                                             ratio.p_value))
+        results.append(res)
+    _apply_holm(results)
+    return results
+
+
+def _stop_reason(doc: dict[str, Any], wid: str) -> str:
+    o = doc.get("outcomes", {}).get(wid)
+    return f"{o['stop_reason']} ({o['rounds']} counted rounds)" if o else ""
+
+
+def _apply_holm(results: list[WorkloadResult]) -> None:
+    """Adjust p-values across all primary comparisons of the run and redo their verdicts."""
+    comps = [(r, i) for r in results for i in range(len(r.comparisons))]
+    if not comps:
+        return
+    adjusted = stats.holm([r.comparisons[i].ratio.p_value for r, i in comps])
+    for (r, i), p in zip(comps, adjusted, strict=True):
+        c = r.comparisons[i]
+        v = stats.verdict(c.ratio, better=r.better,  # type: ignore[arg-type]
+                          name_a=c.a, name_b=c.b, p_adjusted=p)
+        r.comparisons[i] = Comparison(c.metric, c.a, c.b, c.ratio, v, p)

@@ -1,0 +1,91 @@
+"""Reading ELF files: identity (class, machine, flags, interpreter) and section sizes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.constants import SH_FLAGS
+from elftools.elf.elffile import ELFFile
+
+
+@dataclass(frozen=True)
+class ElfInfo:
+    path: str
+    elf_class: int  # 32 or 64
+    machine: str  # pyelftools' e_machine name, e.g. EM_386, EM_X86_64
+    flags: int  # e_flags (ARM float ABI lives here)
+    interpreter: str | None
+    needed: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Berkeley `size` semantics: text = read-only allocated, data = writable, bss = NOBITS."""
+
+    file: int
+    text: int
+    data: int
+    bss: int
+    stripped: int | None  # file size after `strip`, None when strip is unavailable
+
+
+def read_elf(path: Path) -> ElfInfo:
+    try:
+        with path.open("rb") as fh:
+            elf = ELFFile(fh)
+            interp = None
+            needed: list[str] = []
+            for seg in elf.iter_segments():
+                if seg["p_type"] == "PT_INTERP":
+                    interp = seg.get_interp_name()
+            dyn = elf.get_section_by_name(".dynamic")
+            if dyn is not None and hasattr(dyn, "iter_tags"):
+                needed = [t.needed for t in dyn.iter_tags() if t.entry.d_tag == "DT_NEEDED"]
+            return ElfInfo(
+                path=str(path),
+                elf_class=elf.elfclass,
+                machine=str(elf["e_machine"]),
+                flags=int(elf["e_flags"]),
+                interpreter=interp,
+                needed=tuple(needed),
+            )
+    except (ELFError, OSError) as exc:
+        raise ValueError(f"{path}: not a readable ELF file ({exc})") from exc
+
+
+def section_sizes(path: Path) -> Sizes:
+    text = data = bss = 0
+    with path.open("rb") as fh:
+        elf = ELFFile(fh)
+        for sec in elf.iter_sections():
+            flags = sec["sh_flags"]
+            if not flags & SH_FLAGS.SHF_ALLOC:
+                continue
+            size = int(sec["sh_size"])
+            if sec["sh_type"] == "SHT_NOBITS":
+                bss += size
+            elif flags & SH_FLAGS.SHF_WRITE:
+                data += size
+            else:
+                text += size
+    return Sizes(file=path.stat().st_size, text=text, data=data, bss=bss, stripped=stripped_size(path))
+
+
+def stripped_size(path: Path) -> int | None:
+    strip = shutil.which("strip")
+    if strip is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="abibench-strip-") as tmp:
+        out = Path(tmp) / path.name
+        proc = subprocess.run(
+            [strip, "-o", str(out), str(path)], capture_output=True, check=False
+        )
+        if proc.returncode != 0:
+            return None
+        return os.path.getsize(out)

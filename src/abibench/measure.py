@@ -1,0 +1,164 @@
+"""One measurement run end to end: probe, build per ABI, interleaved rounds, everything stored.
+
+Nothing here prints; progress goes to a callback so the CLI decides how to show it.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from . import __version__, host
+from .abi import Abi
+from .errors import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TIMEOUT,
+    EXIT_WORKLOAD,
+    AbibenchError,
+    HostError,
+)
+from .probe import AbiStatus, probe_all
+from .provenance.source import DEFAULT_CFLAGS, Artifact, build
+from .records import Sample, Target
+from .runner import launcher
+from .schedule import Outcome, Plan, run_workload
+from .store import Store
+from .workloads.profile import Workload
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Request:
+    workloads: list[Workload]
+    abis: list[Abi]
+    plan: Plan
+    cflags: tuple[str, ...] = DEFAULT_CFLAGS
+    cc: str | None = None  # None: the compiler the probe found for each ABI
+
+
+@dataclass
+class Result:
+    run_id: str
+    exit_code: int = EXIT_OK
+    outcomes: list[Outcome] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    built: int = 0
+    reused: int = 0
+    interrupted: bool = False
+
+
+def new_run_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+
+
+def _workload_meta(wl: Workload, targets: list[str]) -> dict[str, Any]:
+    return {
+        "title": wl.title, "primary": wl.primary, "path": str(wl.path), "params": wl.params,
+        "seeds": list(wl.seeds), "targets": targets,
+        "metrics": {m.name: {"unit": m.unit, "better": m.better}
+                    for m in (*wl.metrics, *(wl.metric(n) for n in ("wall", "max_rss")))},
+    }
+
+
+def _resolve_cc(req: Request, status: AbiStatus) -> str | None:
+    if req.cc is None:
+        return status.compiler
+    found = shutil.which(req.cc)
+    if found is None:
+        raise HostError(f"compiler '{req.cc}' not found: install it (apt-get install "
+                        "build-essential) or choose another with --cc")
+    return found
+
+
+def execute(req: Request, store: Store, cache_root: Path, progress: Progress,
+            on_sample: Callable[[Sample], None] | None = None) -> Result:
+    t0 = time.monotonic()
+    ctx = host.capture()
+    probes = {s.abi: s for s in probe_all(req.abis)}
+    ctx["probe"] = [s.to_dict() for s in probes.values()]
+    run_id = new_run_id()
+    labels = [Target(a).label for a in req.abis]
+    config = {
+        "abis": [a.name for a in req.abis], "cflags": list(req.cflags), "cc": req.cc,
+        "plan": asdict(req.plan),
+        "workloads": {wl.id: _workload_meta(wl, labels) for wl in req.workloads},
+    }
+    # Checked before the run exists, so a bad --cc leaves no empty run behind.
+    ccs = {a.name: _resolve_cc(req, probes[a.name]) for a in req.abis}
+    launch = launcher(cache_root)
+    store.create_run(run_id, datetime.now(UTC).isoformat(timespec="seconds"), __version__, ctx,
+                     config)
+    for w in host.context_warnings(ctx):
+        store.add_warning(run_id, w)
+    result = Result(run_id)
+    try:
+        for wl in req.workloads:
+            runnable: list[tuple[Target, Artifact]] = []
+            for abi in req.abis:
+                target = Target(abi)
+                st = probes[abi.name]
+                cc = ccs[abi.name]
+                if not st.can_build or cc is None:
+                    store.set_target_status(run_id, wl.id, target.label, "not built",
+                                            f"{st.reason}; fix: {st.fix}")
+                    continue
+                progress(f"{wl.id}: building for {abi.name}")
+                try:
+                    art = build(wl, abi, cc, req.cflags, cache_root)
+                except AbibenchError as exc:
+                    store.set_target_status(run_id, wl.id, target.label, "failed", str(exc))
+                    result.exit_code = max(result.exit_code, EXIT_WORKLOAD)
+                    progress(f"{wl.id}: {exc}")
+                    continue
+                store.add_artifact(run_id, wl.id, target.label, art.cached, art.to_dict())
+                if art.cached:
+                    result.reused += 1
+                else:
+                    result.built += 1
+                if not st.can_run:
+                    store.set_target_status(run_id, wl.id, target.label, "not run",
+                                            f"cannot run here: {st.reason}")
+                    continue
+                runnable.append((target, art))
+            if not runnable:
+                continue
+            progress(f"{wl.id}: running {', '.join(t.label for t, _ in runnable)}")
+            outcome = Outcome(wl.id)
+            try:
+                outcome = run_workload(wl, runnable, req.plan, store, run_id, launch, on_sample)
+            finally:
+                result.outcomes.append(outcome)
+                _record_outcome(store, run_id, wl, outcome, runnable)
+            if outcome.timed_out:
+                result.exit_code = max(result.exit_code, EXIT_TIMEOUT)
+            elif outcome.failed:
+                result.exit_code = max(result.exit_code, EXIT_WORKLOAD)
+    except KeyboardInterrupt:
+        result.interrupted = True
+        result.exit_code = EXIT_INTERRUPTED
+    finally:
+        status = "interrupted" if result.interrupted else "complete"
+        store.finish_run(run_id, datetime.now(UTC).isoformat(timespec="seconds"), status)
+        result.elapsed_s = time.monotonic() - t0
+    return result
+
+
+def _record_outcome(store: Store, run_id: str, wl: Workload, outcome: Outcome,
+                    runnable: list[tuple[Target, Artifact]]) -> None:
+    for target, _ in runnable:
+        if target.label in outcome.failed:
+            state = "timeout" if "timed out" in outcome.failed[target.label] else "failed"
+            store.set_target_status(run_id, wl.id, target.label, state,
+                                    outcome.failed[target.label])
+        elif outcome.interrupted:
+            store.set_target_status(run_id, wl.id, target.label, "interrupted",
+                                    "interrupted (Ctrl-C)")
+    store.set_outcome(run_id, wl.id, outcome.rounds, outcome.stop_reason)

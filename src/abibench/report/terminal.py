@@ -1,0 +1,76 @@
+"""The table printed after every run, and by `abibench report` without a file option."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ..analyse import Comparison, WorkloadResult
+from . import formatting as fmt
+
+
+def console(stream: Any = None) -> Console:
+    out = stream or sys.stdout
+    tty = out.isatty()
+    # Not a terminal (CI, a pipe): fixed width, no colour codes in logs.
+    return Console(file=out, width=None if tty else 140, no_color=not tty, highlight=False,
+                   soft_wrap=False)
+
+
+def _ratio(c: Comparison) -> str:
+    return fmt.ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high)
+
+
+def render(results: list[WorkloadResult], header: str, warnings: list[str],
+           con: Console) -> None:
+    con.print(header)
+    for w in warnings:
+        con.print(f"[yellow]warning:[/] {w}")
+    for res in results:
+        con.print()
+        con.print(f"[bold]{res.id}[/] — {res.title}")
+        direction = "higher is better" if res.better == "higher" else "lower is better"
+        table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+        for col, justify in (("ABI", "left"), ("state", "left"), ("n", "right"),
+                             (f"{res.primary} median ({direction})", "right"), ("min–max", "right"),
+                             ("peak RSS", "right"), ("file size", "right"), ("text", "right")):
+            table.add_column(col, justify=justify)  # type: ignore[arg-type]
+        for row in res.rows:
+            s = row.summary
+            state = row.state if row.state == "ok" else f"{row.state}: {row.reason or ''}"
+            style = "" if row.state == "ok" else "yellow"
+            table.add_row(
+                row.label, state, str(row.n) if row.n else "-",
+                fmt.si(s.median, res.unit) if s else "-",
+                f"{fmt.si(s.min, res.unit)} – {fmt.si(s.max, res.unit)}" if s else "-",
+                fmt.kib(row.rss_kb), fmt.size(row.size), fmt.size(row.text), style=style)
+        con.print(table)
+        for c in res.comparisons:
+            colour = "red" if res.validation == "miscompare" else (
+                "green" if c.verdict.significant else "white")
+            prefix = "INVALID (outputs differ) — " if res.validation == "miscompare" else ""
+            con.print(f"  {c.a}/{c.b} {res.primary} ratio {_ratio(c)}"
+                      f" → [{colour}]{prefix}{c.verdict.text}[/] (p={c.p_adjusted:.3g} Holm)")
+        for c in res.memory:
+            con.print(f"  {c.a}/{c.b} peak RSS ratio {_ratio(c)} → {c.verdict.text}")
+        big = [(r.label, r.size) for r in res.rows if r.size]
+        if len(big) >= 2:
+            ref = next((sz for lbl, sz in big if lbl in ("x86_64", "aarch64")), None)
+            if ref:
+                parts = [f"{lbl} {100 * (sz / ref - 1):+.1f}%" for lbl, sz in big
+                         if sz != ref and lbl not in ("x86_64", "aarch64")]
+                if parts:
+                    con.print(f"  file size vs 64-bit: {', '.join(parts)}")
+        if res.validation == "miscompare":
+            con.print(f"  [red bold]MISCOMPARE:[/] {res.validation_detail}")
+        elif res.validation == "ok":
+            con.print(f"  output check: {res.validation_detail}")
+        else:
+            con.print(f"  output check: [yellow]{res.validation_detail}[/]")
+        if res.stop_reason:
+            con.print(f"  stopped: {res.stop_reason}")
+        for w in res.warnings:
+            con.print(f"  [yellow]warning:[/] {w}")

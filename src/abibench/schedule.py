@@ -1,0 +1,181 @@
+"""Interleaved rounds: warm-up, then rounds of every target in alternating order, until the
+ratio's confidence interval is tight enough or the budget ends.
+
+Each round runs every target once and the order alternates (A B, B A, ...), so a slow drift of
+the machine (thermal, a neighbour's load) falls on every target alike and pairs by round.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from . import stats
+from .paths import MICRO_DIR
+from .provenance.source import Artifact
+from .records import Sample, Target
+from .runner import RawResult, run_sample
+from .store import Store
+from .workloads.parsers import ParseError, parse_metrics, validation_value
+from .workloads.profile import Workload, substitute
+
+
+@dataclass(frozen=True)
+class Plan:
+    min_rounds: int = 5
+    max_rounds: int = 30
+    fixed_rounds: int | None = None  # --rounds N: exactly N counted rounds, no adaptive stop
+    precision: float = 0.02  # stop when every ratio CI half-width is within this fraction
+    max_time_s: float = 120.0  # per workload, counted rounds included, warm-up too
+    warmup: int = 1
+    seed: int = 0  # environment padding is drawn from this, so a run can be repeated exactly
+    randomize_env: bool = True
+
+
+@dataclass
+class Outcome:
+    workload: str
+    rounds: int = 0
+    stop_reason: str = ""
+    failed: dict[str, str] = field(default_factory=dict)  # target -> why it stopped being run
+    timed_out: bool = False
+    interrupted: bool = False
+
+
+def round_order(targets: list[Target], rnd: int) -> list[Target]:
+    """Forward on even rounds, reversed on odd ones: A B, B A, A B, ..."""
+    return list(targets) if rnd % 2 == 0 else list(reversed(targets))
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def _sample_from(raw: RawResult, wl: Workload, run_id: str, target: str, rnd: int, pos: int,
+                 warmup: bool, started: str, pad: int) -> Sample:
+    status, error, metrics, check = "ok", None, {}, None
+    if raw.status == "timeout":
+        status, error = "timeout", f"timed out after {wl.timeout:g}s"
+    elif raw.status == "interrupted":
+        status, error = "interrupted", "interrupted"
+    elif not raw.ok:
+        status, error = "failed", raw.describe_failure()
+    else:
+        try:
+            metrics = parse_metrics(wl, raw.stdout)
+            check = validation_value(wl, raw.stdout)
+        except ParseError as exc:
+            status, error = "failed", str(exc)
+    return Sample(run_id=run_id, workload=wl.id, target=target, round=rnd, position=pos,
+                  warmup=warmup, status=status, exit_code=raw.exit_code, wall_s=raw.wall_s,
+                  user_s=raw.user_s, sys_s=raw.sys_s, max_rss_kb=raw.max_rss_kb,
+                  stdout_digest=raw.stdout_digest, check=check, metrics=metrics, error=error,
+                  started_at=started, env_pad=pad)
+
+
+def widest_interval(samples: list[Sample], wl: Workload, labels: list[str]) -> float:
+    """The largest relative CI half-width of the primary metric among target pairs (vs the first)."""
+    if len(labels) < 2:
+        return 0.0
+    by_target: dict[str, dict[int, float]] = {t: {} for t in labels}
+    for s in samples:
+        v = s.value(wl.primary)
+        if not s.warmup and s.status == "ok" and s.target in by_target and v is not None:
+            by_target[s.target][s.round] = v
+    ref = labels[0]
+    widest = 0.0
+    for other in labels[1:]:
+        rounds = sorted(set(by_target[ref]) & set(by_target[other]))
+        if len(rounds) < 2:
+            return float("inf")
+        a = [by_target[other][r] for r in rounds]
+        b = [by_target[ref][r] for r in rounds]
+        try:
+            est = stats.compare(a, b, paired=True, resamples=2000, seed=len(rounds))
+        except ValueError:
+            return float("inf")
+        hw = est.half_width()
+        widest = max(widest, hw if hw == hw else float("inf"))
+    return widest
+
+
+def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Plan, store: Store,
+                 run_id: str, launch: Path,
+                 on_sample: Callable[[Sample], None] | None = None) -> Outcome:
+    outcome = Outcome(wl.id)
+    rng = random.Random(f"{plan.seed}:{wl.id}")
+    active = [t for t, _ in targets]
+    bins = {t.label: a.bin_dir for t, a in targets}
+    samples: list[Sample] = []
+    base_env = dict(os.environ)
+    t_start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix=f"abibench-{wl.id}-") as tmp:
+        rnd = 0
+        total_rounds = plan.warmup + (plan.fixed_rounds or plan.max_rounds)
+        while rnd < total_rounds and active:
+            warm = rnd < plan.warmup
+            for pos, target in enumerate(round_order(active, rnd)):
+                work = Path(tmp) / target.label.replace("/", "_")
+                work.mkdir(exist_ok=True)
+                values = {"bin": bins[target.label], "abi": target.abi.name, "work": str(work),
+                          "micro": str(MICRO_DIR), "profile_dir": str(wl.path.parent),
+                          **wl.params}
+                argv = [substitute(a, values) for a in wl.command]
+                pad = rng.randrange(0, 4096) if plan.randomize_env else 0
+                env = {**base_env, "ABIBENCH_PAD": "x" * pad}
+                started = now_iso()
+                try:
+                    raw = run_sample(argv, cwd=work, env=env, timeout_s=wl.timeout, launch=launch)
+                except KeyboardInterrupt:
+                    outcome.interrupted = True
+                    outcome.stop_reason = "interrupted (Ctrl-C)"
+                    raise
+                sample = _sample_from(raw, wl, run_id, target.label, rnd, pos, warm, started, pad)
+                store.add_sample(sample)
+                samples.append(sample)
+                if on_sample:
+                    on_sample(sample)
+                if sample.status == "interrupted":
+                    outcome.interrupted = True
+                    raise KeyboardInterrupt
+                if sample.status != "ok":
+                    outcome.failed[target.label] = sample.error or sample.status
+                    outcome.timed_out |= sample.status == "timeout"
+            active = [t for t in active if t.label not in outcome.failed]
+            rnd += 1
+            counted = rnd - plan.warmup
+            outcome.rounds = max(counted, 0)
+            if warm or not active:
+                continue
+            if plan.fixed_rounds is not None:
+                if counted >= plan.fixed_rounds:
+                    outcome.stop_reason = f"fixed {plan.fixed_rounds} rounds"
+                    break
+                continue
+            elapsed = time.monotonic() - t_start
+            if counted >= plan.min_rounds:
+                hw = widest_interval(samples, wl, [t.label for t in active])
+                if hw <= plan.precision:
+                    outcome.stop_reason = (f"precision reached: CI within ±{hw * 100:.1f}% "
+                                           f"(asked ±{plan.precision * 100:g}%)")
+                    break
+                if elapsed >= plan.max_time_s:
+                    outcome.stop_reason = (f"time budget {plan.max_time_s:g}s ended at "
+                                           f"±{hw * 100:.1f}% (asked ±{plan.precision * 100:g}%)")
+                    break
+                if counted >= plan.max_rounds:
+                    outcome.stop_reason = (f"max {plan.max_rounds} rounds reached at "
+                                           f"±{hw * 100:.1f}% (asked ±{plan.precision * 100:g}%)")
+                    break
+        if outcome.failed:
+            # A precision reached by the survivors says nothing about the comparison that failed.
+            failed = ", ".join(sorted(outcome.failed))
+            outcome.stop_reason = (f"{failed} failed" if not active
+                                   else f"{failed} failed; others: {outcome.stop_reason or 'ran'}")
+    return outcome

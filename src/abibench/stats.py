@@ -1,0 +1,434 @@
+"""Statistics for comparing one program built for several ABIs.
+
+Samples come from interleaved rounds: sample k of every target was taken in
+round k, so a slow drift of the machine hits all targets alike. Where that
+pairing exists, the bootstrap resamples *rounds* (the same indices for both
+targets) so the drift cancels instead of inflating the interval.
+
+Decisions worth knowing:
+
+* Confidence intervals are bootstrap **percentile** intervals (not BCa). The
+  statistic is a ratio of medians; BCa's jackknife acceleration is erratic for
+  medians of small samples, and the percentile interval is invariant under the
+  log transform, so it is equally valid for the ratio and for its inverse.
+* Bootstraps use ``numpy.random.Generator(PCG64(seed))``: same input and seed,
+  same interval, on every run and machine.
+* The p-value is a two-sided Mann-Whitney U test, as the design asks, also for
+  paired data. It ignores pairing, so under strong drift it is conservative.
+* Non-finite samples (nan, inf) are rejected: a failed run must be dropped by
+  the caller, never averaged in silently.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+from scipy import stats as _sps
+
+Better = Literal["higher", "lower"]
+FloatArray = npt.NDArray[np.float64]
+
+# 1/0.6745 and sqrt(pi/2): scale MAD and mean absolute deviation so each
+# estimates the standard deviation of a normal distribution.
+_MAD_TO_SIGMA = 1.0 / 0.6745
+_MEANAD_TO_SIGMA = math.sqrt(math.pi / 2.0)
+
+
+def _as_array(values: Sequence[float], name: str) -> FloatArray:
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a flat sequence of numbers")
+    if arr.size == 0:
+        raise ValueError(f"{name} is empty")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains nan or inf; drop failed runs before the statistics")
+    return arr
+
+
+def _check_confidence(confidence: float, resamples: int) -> None:
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if resamples < 1:
+        raise ValueError(f"resamples must be >= 1, got {resamples}")
+
+
+# --------------------------------------------------------------------------- summary
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Descriptive statistics of one target's samples.
+
+    ``mad`` is the raw median absolute deviation (not scaled to sigma).
+    ``stdev`` uses ddof=1 and is 0.0 for a single sample; ``cv`` is
+    stdev/mean and nan when mean == 0 or n < 2.
+    """
+
+    n: int
+    median: float
+    mean: float
+    stdev: float
+    min: float
+    max: float
+    mad: float
+    cv: float
+
+
+def summarize(values: Sequence[float]) -> Summary:
+    arr = _as_array(values, "values")
+    n = int(arr.size)
+    median = float(np.median(arr))
+    mean = float(np.mean(arr))
+    stdev = float(np.std(arr, ddof=1)) if n >= 2 else 0.0
+    cv = stdev / mean if n >= 2 and mean != 0.0 else math.nan
+    return Summary(
+        n=n,
+        median=median,
+        mean=mean,
+        stdev=stdev,
+        min=float(np.min(arr)),
+        max=float(np.max(arr)),
+        mad=float(np.median(np.abs(arr - median))),
+        cv=cv,
+    )
+
+
+# --------------------------------------------------------------------------- ratio
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """median(a) / median(b), with a bootstrap percentile CI.
+
+    ``hodges_lehmann`` is exp(median over all i, j of log a_i - log b_j), the
+    two-sample HL shift on the log scale expressed as a ratio; it is nan when
+    any sample is <= 0, where logs are undefined.
+    """
+
+    ratio: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    hodges_lehmann: float
+    n_a: int
+    n_b: int
+    paired: bool
+    confidence: float
+
+    def half_width(self) -> float:
+        """Relative half-width of the CI, e.g. 0.02 for about ±2%."""
+        return (self.ci_high - self.ci_low) / 2.0 / abs(self.ratio)
+
+
+def _row_medians(x: FloatArray) -> FloatArray:
+    # A full SIMD sort along rows is ~4x faster than np.median's partition on
+    # numpy 2.x for a (4000, 200) matrix, and inputs are known to be finite.
+    s = np.sort(x, axis=1)
+    k = x.shape[1] // 2
+    if x.shape[1] % 2:
+        return s[:, k]
+    out: FloatArray = 0.5 * (s[:, k - 1] + s[:, k])
+    return out
+
+
+def _bootstrap_ratios(
+    rng: np.random.Generator, a: FloatArray, b: FloatArray, *, paired: bool, resamples: int
+) -> FloatArray:
+    """Bootstrap replicates of median(a*) / median(b*), one per resample."""
+    idx_a = rng.integers(0, a.size, size=(resamples, a.size))
+    # Paired: the same round indices for both, so a round's drift stays in
+    # both numerator and denominator and divides out.
+    idx_b = idx_a if paired else rng.integers(0, b.size, size=(resamples, b.size))
+    med_a = _row_medians(a[idx_a])
+    med_b = _row_medians(b[idx_b])
+    # b may contain zeros even though its median is not zero; such replicates
+    # become inf and land in the tails, which is where they belong.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out: FloatArray = med_a / med_b
+    return out
+
+
+def _percentile_ci(replicates: FloatArray, confidence: float) -> tuple[float, float]:
+    # Bounds are actual replicates, rounded outwards, rather than interpolated:
+    # interpolating between two inf replicates would give nan, and with
+    # thousands of resamples the extra width is negligible.
+    tail = (1.0 - confidence) / 2.0
+    lo = np.nanquantile(replicates, tail, method="lower")
+    hi = np.nanquantile(replicates, 1.0 - tail, method="higher")
+    return float(lo), float(hi)
+
+
+def _mann_whitney_p(a: FloatArray, b: FloatArray) -> float:
+    # scipy yields nan (zero variance) when every value is the same; identical
+    # constant samples are the clearest possible "no difference".
+    if np.all(a == a[0]) and np.all(b == a[0]):
+        return 1.0
+    res = _sps.mannwhitneyu(a, b, alternative="two-sided", method="auto")
+    return float(res.pvalue)
+
+
+def _hodges_lehmann_ratio(a: FloatArray, b: FloatArray) -> float:
+    if np.any(a <= 0.0) or np.any(b <= 0.0):
+        return math.nan
+    diffs = np.log(a)[:, None] - np.log(b)[None, :]
+    return float(np.exp(np.median(diffs)))
+
+
+def _median_ratio(a: FloatArray, b: FloatArray, name_b: str = "b") -> float:
+    med_b = float(np.median(b))
+    if med_b == 0.0:
+        raise ValueError(f"median of {name_b} is 0; a ratio of medians is undefined")
+    return float(np.median(a)) / med_b
+
+
+def compare(
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    paired: bool,
+    confidence: float = 0.95,
+    resamples: int = 4000,
+    seed: int = 0,
+) -> Ratio:
+    """Compare a against b as the ratio of medians median(a) / median(b).
+
+    With ``paired=True`` sample k of a and b must come from the same round,
+    and rounds are resampled jointly. With fewer than 2 samples on either side
+    the CI and the p-value are nan.
+    """
+    arr_a = _as_array(a, "a")
+    arr_b = _as_array(b, "b")
+    _check_confidence(confidence, resamples)
+    if paired and arr_a.size != arr_b.size:
+        raise ValueError(
+            f"paired comparison needs one sample per round for both targets, "
+            f"got {arr_a.size} and {arr_b.size}"
+        )
+    ratio = _median_ratio(arr_a, arr_b)
+    hl = _hodges_lehmann_ratio(arr_a, arr_b)
+
+    if arr_a.size < 2 or arr_b.size < 2:
+        ci_low = ci_high = p_value = math.nan
+    else:
+        rng = np.random.default_rng(seed)
+        reps = _bootstrap_ratios(rng, arr_a, arr_b, paired=paired, resamples=resamples)
+        ci_low, ci_high = _percentile_ci(reps, confidence)
+        p_value = _mann_whitney_p(arr_a, arr_b)
+
+    return Ratio(
+        ratio=ratio,
+        ci_low=ci_low,
+        ci_high=ci_high,
+        p_value=p_value,
+        hodges_lehmann=hl,
+        n_a=int(arr_a.size),
+        n_b=int(arr_b.size),
+        paired=paired,
+        confidence=confidence,
+    )
+
+
+# --------------------------------------------------------------------------- verdict
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A human-readable conclusion from a Ratio.
+
+    When significant, ``percent`` is how much better the winner is (>= 0) and
+    ``low``/``high`` its CI. When not significant, ``percent`` is the relative
+    CI half-width in % and ``low``/``high`` is the signed CI of a relative to
+    b in %, i.e. ((ci_low - 1) * 100, (ci_high - 1) * 100), which straddles 0.
+    """
+
+    text: str
+    significant: bool
+    winner: str | None
+    percent: float
+    low: float
+    high: float
+
+
+def verdict(
+    r: Ratio,
+    *,
+    better: Better,
+    name_a: str,
+    name_b: str,
+    p_adjusted: float | None = None,
+    alpha: float = 0.05,
+    words: tuple[str, str] = ("faster", "slower"),
+) -> Verdict:
+    """Turn a Ratio into "X is N% faster [lo%, hi%]" or "no significant difference".
+
+    Significant iff the CI lies entirely on one side of 1.0, the point
+    estimate lies on that same side, and the p-value (``p_adjusted`` when
+    given, e.g. from :func:`holm`) is below ``alpha``. ``words[0]`` names the
+    winner's advantage ("faster", "smaller", ...).
+    """
+    if better not in ("higher", "lower"):
+        raise ValueError(f"better must be 'higher' or 'lower', got {better!r}")
+    p = r.p_value if p_adjusted is None else p_adjusted
+    above = r.ci_low > 1.0 and r.ratio > 1.0
+    below = r.ci_high < 1.0 and r.ratio < 1.0
+    # nan compares False everywhere, so a missing CI or p is never significant.
+    significant = (above or below) and p < alpha
+
+    if not significant:
+        hw = r.half_width() * 100.0
+        detail = f"±{hw:.1f}%" if math.isfinite(hw) else "no CI: fewer than 2 samples"
+        return Verdict(
+            text=f"no significant difference ({detail})",
+            significant=False,
+            winner=None,
+            percent=hw,
+            low=(r.ci_low - 1.0) * 100.0,
+            high=(r.ci_high - 1.0) * 100.0,
+        )
+
+    # "a's value is larger" is good news for a when higher is better, and for
+    # b when lower is better.
+    a_wins = above == (better == "higher")
+    winner = name_a if a_wins else name_b
+    if above:
+        percent = (r.ratio - 1.0) * 100.0
+        low, high = (r.ci_low - 1.0) * 100.0, (r.ci_high - 1.0) * 100.0
+    else:
+        # Express the advantage relative to the loser, so "25% faster" means
+        # the loser needs 1.25x the winner's time (or delivers 1/1.25 the rate).
+        percent = (1.0 / r.ratio - 1.0) * 100.0
+        low, high = (1.0 / r.ci_high - 1.0) * 100.0, (1.0 / r.ci_low - 1.0) * 100.0
+    return Verdict(
+        text=f"{winner} is {percent:.1f}% {words[0]} [{low:.1f}%, {high:.1f}%]",
+        significant=True,
+        winner=winner,
+        percent=percent,
+        low=low,
+        high=high,
+    )
+
+
+# --------------------------------------------------------------------------- multiple testing
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values, in input order, capped at 1.
+
+    nan entries (comparisons that could not be tested) stay nan and do not
+    count towards the number of hypotheses.
+    """
+    p = np.asarray(p_values, dtype=np.float64)
+    out = np.full(p.shape, math.nan)
+    valid = np.flatnonzero(~np.isnan(p))
+    m = valid.size
+    if m == 0:
+        return [float(x) for x in out]
+    order = valid[np.argsort(p[valid], kind="stable")]
+    scaled = p[order] * (m - np.arange(m))
+    # Holm's step-down: a hypothesis cannot be rejected more easily than one
+    # with a smaller raw p, hence the running maximum.
+    out[order] = np.minimum(np.maximum.accumulate(scaled), 1.0)
+    return [float(x) for x in out]
+
+
+# --------------------------------------------------------------------------- outliers
+
+
+def outliers(values: Sequence[float], threshold: float = 3.5) -> list[bool]:
+    """Flag values whose modified z-score |0.6745 (x - median) / MAD| exceeds threshold.
+
+    Iglewicz-Hoaglin. When MAD == 0 (more than half of the samples are
+    identical, common with a coarse timer) the scale falls back to
+    1.2533 * mean absolute deviation from the median, which estimates sigma
+    the same way 1.4826 * MAD does; then a lone deviant value among many
+    identical ones is flagged, however small its deviation. Only when every
+    value is identical is nothing flagged. Flags are advice: the caller
+    decides whether to drop anything.
+    """
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.size == 0:
+        return []
+    dev = arr - np.median(arr)
+    mad = float(np.median(np.abs(dev)))
+    if mad > 0.0:
+        scale = mad * _MAD_TO_SIGMA
+    else:
+        scale = float(np.mean(np.abs(dev))) * _MEANAD_TO_SIGMA
+        if scale == 0.0:
+            return [False] * int(arr.size)
+    return [bool(x) for x in np.abs(dev) / scale > threshold]
+
+
+# --------------------------------------------------------------------------- suite summary
+
+
+@dataclass(frozen=True)
+class GeoMean:
+    """Geometric mean of per-workload ratios; ``n`` is the number of workloads."""
+
+    value: float
+    ci_low: float
+    ci_high: float
+    n: int
+
+
+def geomean_ratio(
+    groups: Sequence[tuple[Sequence[float], Sequence[float], bool]],
+    *,
+    better: Sequence[Better] | None = None,
+    confidence: float = 0.95,
+    resamples: int = 4000,
+    seed: int = 0,
+) -> GeoMean:
+    """Suite summary: geometric mean over workloads of median(a) / median(b).
+
+    Each group is (a, b, paired). The CI comes from resampling inside every
+    workload (jointly by round when paired) and taking the geometric mean per
+    bootstrap replicate; workloads themselves are fixed, not resampled.
+
+    With ``better`` given (one entry per group), ratios of "higher"-is-better
+    groups are inverted, so every ratio reads as a's *cost* relative to b and
+    the result is time-like: > 1 means b is better overall, < 1 means a is.
+    Without ``better`` the ratios are used as they are, so do not mix
+    directions. Every per-workload ratio must be positive. If any group has
+    fewer than 2 samples on a side, the CI is nan.
+    """
+    if len(groups) == 0:
+        raise ValueError("geomean_ratio needs at least one group")
+    if better is not None and len(better) != len(groups):
+        raise ValueError(f"better has {len(better)} entries for {len(groups)} groups")
+    _check_confidence(confidence, resamples)
+
+    rng = np.random.default_rng(seed)
+    log_ratios = np.empty(len(groups))
+    log_reps = np.zeros(resamples)
+    can_bootstrap = True
+    for i, (a_raw, b_raw, paired) in enumerate(groups):
+        a = _as_array(a_raw, f"group {i} a")
+        b = _as_array(b_raw, f"group {i} b")
+        if paired and a.size != b.size:
+            raise ValueError(f"group {i} is paired but has {a.size} and {b.size} samples")
+        ratio = _median_ratio(a, b, name_b=f"group {i} b")
+        if ratio <= 0.0:
+            raise ValueError(f"group {i} ratio is {ratio}; a geometric mean needs ratios > 0")
+        sign = -1.0 if better is not None and better[i] == "higher" else 1.0
+        log_ratios[i] = sign * math.log(ratio)
+        if a.size < 2 or b.size < 2:
+            can_bootstrap = False
+        if can_bootstrap:
+            reps = _bootstrap_ratios(rng, a, b, paired=paired, resamples=resamples)
+            # A replicate of <= 0 (median of b* at 0 or negative) has no log;
+            # nan marks it and the quantiles skip it.
+            with np.errstate(divide="ignore", invalid="ignore"):
+                log_reps += sign * np.where(reps > 0.0, np.log(np.abs(reps)), np.nan)
+
+    value = float(np.exp(np.mean(log_ratios)))
+    if not can_bootstrap:
+        return GeoMean(value=value, ci_low=math.nan, ci_high=math.nan, n=len(groups))
+    lo, hi = _percentile_ci(log_reps / len(groups), confidence)
+    return GeoMean(value=value, ci_low=math.exp(lo), ci_high=math.exp(hi), n=len(groups))

@@ -1,0 +1,324 @@
+"""Workload profiles: one TOML file per workload, the same format for built-ins and users.
+
+Errors name the file, the line where it can be found, and what to write instead.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ..errors import ProfileError
+from ..paths import MICRO_DIR, PROFILES_DIR
+
+Better = Literal["higher", "lower"]
+ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+PLACEHOLDER_RE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+# Placeholders the tool fills in per target; params may not shadow them.
+RESERVED = {"bin", "out", "cc", "cflags", "abi", "micro", "profile_dir", "work", "src"}
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    unit: str
+    better: Better
+    regex: re.Pattern[str] | None  # None for metrics the runner measures itself (wall, rss)
+    scale: float = 1.0
+
+
+# Measured for every sample by the runner, whatever the program prints.
+BUILTIN_METRICS: dict[str, Metric] = {
+    "wall": Metric("wall", "s", "lower", None),
+    "user": Metric("user", "s", "lower", None),
+    "sys": Metric("sys", "s", "lower", None),
+    "max_rss": Metric("max_rss", "KiB", "lower", None),
+}
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    files: tuple[str, ...]  # compiled and linked in one compiler call when `build` is empty
+    ldflags: tuple[str, ...]
+    artifacts: tuple[str, ...]
+    build: tuple[str, ...]  # a full build command for projects that need more than one cc call
+
+
+@dataclass(frozen=True)
+class Workload:
+    id: str
+    title: str
+    description: str
+    path: Path
+    seeds: tuple[str, ...]
+    suites: tuple[str, ...]
+    params: dict[str, str]
+    source: SourceSpec
+    command: tuple[str, ...]
+    timeout: float
+    stdout_match: re.Pattern[str] | None
+    metrics: tuple[Metric, ...]
+    primary: str
+    sources_resolved: tuple[Path, ...] = field(default=())
+
+    def metric(self, name: str) -> Metric:
+        for m in self.metrics:
+            if m.name == name:
+                return m
+        if name in BUILTIN_METRICS:
+            return BUILTIN_METRICS[name]
+        raise KeyError(name)
+
+    def with_params(self, overrides: dict[str, str]) -> Workload:
+        unknown = set(overrides) - set(self.params)
+        if unknown:
+            known = ", ".join(sorted(self.params)) or "none"
+            raise ProfileError(
+                f"{self.id}: unknown parameter {', '.join(sorted(unknown))} in --set "
+                f"(this workload takes: {known})"
+            )
+        merged = {**self.params, **overrides}
+        return Workload(**{**self.__dict__, "params": merged})
+
+
+def _line_of(text: str, key: str) -> int:
+    """Best-effort line of a key or table header, so a semantic error can point at it."""
+    pat = re.compile(rf"^\s*(\[+\s*{re.escape(key)}\s*\]+|{re.escape(key)}\s*=)", re.M)
+    m = pat.search(text)
+    return text.count("\n", 0, m.start()) + 1 if m else 1
+
+
+def parse_duration(value: Any) -> float:
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    if isinstance(value, str):
+        m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m|h)?\s*", value)
+        if m:
+            factor = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}[m.group(2) or "s"]
+            seconds = float(m.group(1)) * factor
+            if seconds > 0:
+                return seconds
+    raise ValueError(f"bad duration {value!r}: write e.g. \"90s\", \"2m\" or 500ms")
+
+
+class _Loader:
+    def __init__(self, path: Path, text: str) -> None:
+        self.path = path
+        self.text = text
+
+    def fail(self, key: str, msg: str) -> ProfileError:
+        return ProfileError(f"{self.path}:{_line_of(self.text, key)}: {msg}")
+
+    def str_(self, table: dict[str, Any], key: str, *, required: bool = True,
+             default: str = "") -> str:
+        if key not in table:
+            if required:
+                raise self.fail(key, f"missing '{key}': add {key} = \"...\"")
+            return default
+        value = table[key]
+        if not isinstance(value, str):
+            raise self.fail(key, f"'{key}' must be a string, not {type(value).__name__}")
+        return value
+
+    def strlist(self, table: dict[str, Any], key: str, *, required: bool = False) -> tuple[str, ...]:
+        if key not in table:
+            if required:
+                raise self.fail(key, f"missing '{key}': add {key} = [\"...\"]")
+            return ()
+        value = table[key]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.fail(key, f"'{key}' must be a list of strings, like {key} = [\"a\", \"b\"]")
+        return tuple(value)
+
+    def regex(self, table: dict[str, Any], key: str) -> re.Pattern[str]:
+        pattern = self.str_(table, key)
+        try:
+            rx = re.compile(pattern)
+        except re.error as exc:
+            raise self.fail(key, f"bad regular expression in '{key}': {exc}") from None
+        if rx.groups < 1:
+            raise self.fail(key, f"'{key}' needs one capture group (...) around the value")
+        return rx
+
+    def table(self, data: dict[str, Any], key: str, *, required: bool = True) -> dict[str, Any]:
+        if key not in data:
+            if required:
+                raise self.fail(key, f"missing table [{key}]")
+            return {}
+        value = data[key]
+        if not isinstance(value, dict):
+            raise self.fail(key, f"'{key}' must be a table [{key}]")
+        return value
+
+    def metric(self, m: Any, index: int) -> Metric:
+        if not isinstance(m, dict):
+            raise self.fail("metric", f"[[metric]] number {index + 1} must be a table")
+        name = self.str_(m, "name")
+        if not ID_RE.match(name.replace("_", "-")):
+            raise self.fail("name", f"metric name '{name}' must be lowercase letters, digits, _ - .")
+        if name in BUILTIN_METRICS:
+            raise self.fail("name", f"metric name '{name}' is measured by abibench itself: rename it")
+        better = self.str_(m, "better")
+        if better not in ("higher", "lower"):
+            raise self.fail("better", f"metric '{name}': better = \"higher\" or \"lower\", not "
+                            f"{better!r}")
+        parse = m.get("parse")
+        if not isinstance(parse, dict) or "regex" not in parse:
+            raise self.fail("parse", f"metric '{name}': add parse = {{ regex = '...([0-9.]+)...' }}")
+        scale = m.get("scale", 1.0)
+        if not isinstance(scale, int | float) or scale <= 0:
+            raise self.fail("scale", f"metric '{name}': scale must be a positive number")
+        return Metric(name, self.str_(m, "unit"), better, self.regex(parse, "regex"), float(scale))
+
+
+def load_profile(path: Path) -> Workload:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ProfileError(f"{path}: cannot read profile ({exc.strerror})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ProfileError(f"{path}: not valid TOML: {exc}") from None
+    ld = _Loader(path, text)
+
+    wid = ld.str_(data, "id")
+    if not ID_RE.match(wid):
+        raise ld.fail("id", f"id '{wid}' must be lowercase letters, digits, '.', '_' or '-'")
+    known_top = {"id", "title", "description", "seeds", "suites", "primary", "params", "source",
+                 "run", "validate", "metric"}
+    for key in data:
+        if key not in known_top:
+            raise ld.fail(key, f"unknown key '{key}' (known: {', '.join(sorted(known_top))})")
+
+    raw_params = ld.table(data, "params", required=False)
+    params: dict[str, str] = {}
+    for k, v in raw_params.items():
+        if k in RESERVED:
+            raise ld.fail(k, f"parameter '{k}' is a reserved placeholder: rename it")
+        if not isinstance(v, str | int | float) or isinstance(v, bool):
+            raise ld.fail(k, f"parameter '{k}' must be a string or a number")
+        params[k] = str(v)
+
+    src = ld.table(data, "source")
+    source = SourceSpec(
+        files=ld.strlist(src, "files"),
+        ldflags=ld.strlist(src, "ldflags"),
+        artifacts=ld.strlist(src, "artifacts", required=True),
+        build=ld.strlist(src, "build"),
+    )
+    if not source.files and not source.build:
+        raise ld.fail("source", "[source] needs files = [\"prog.c\"] or a build = [...] command")
+    if not source.artifacts:
+        raise ld.fail("artifacts", "[source] artifacts must name at least one built file")
+    if not source.build and len(source.artifacts) != 1:
+        raise ld.fail("artifacts", "with files = [...] exactly one artifact is built; use build = "
+                      "[...] for more")
+
+    run = ld.table(data, "run")
+    command = ld.strlist(run, "command", required=True)
+    if not command:
+        raise ld.fail("command", "[run] command is empty")
+    try:
+        timeout = parse_duration(run.get("timeout", "300s"))
+    except ValueError as exc:
+        raise ld.fail("timeout", str(exc)) from None
+
+    validate = ld.table(data, "validate", required=False)
+    stdout_match = ld.regex(validate, "stdout_match") if "stdout_match" in validate else None
+
+    raw_metrics = data.get("metric", [])
+    if not isinstance(raw_metrics, list):
+        raise ld.fail("metric", "metrics are written as [[metric]] tables")
+    metrics = tuple(ld.metric(m, i) for i, m in enumerate(raw_metrics))
+    names = [m.name for m in metrics]
+    if len(set(names)) != len(names):
+        raise ld.fail("metric", "two [[metric]] tables have the same name")
+
+    primary = ld.str_(data, "primary", required=False, default=names[0] if names else "wall")
+    if primary not in names and primary not in BUILTIN_METRICS:
+        raise ld.fail("primary", f"primary = '{primary}' is not a metric of this workload "
+                      f"(have: {', '.join(names + list(BUILTIN_METRICS))})")
+
+    wl = Workload(
+        id=wid,
+        title=ld.str_(data, "title"),
+        description=ld.str_(data, "description", required=False),
+        path=path,
+        seeds=ld.strlist(data, "seeds"),
+        suites=ld.strlist(data, "suites"),
+        params=params,
+        source=source,
+        command=command,
+        timeout=timeout,
+        stdout_match=stdout_match,
+        metrics=metrics,
+        primary=primary,
+    )
+    _check_placeholders(ld, wl)
+    return wl
+
+
+def _check_placeholders(ld: _Loader, wl: Workload) -> None:
+    allowed = RESERVED | set(wl.params)
+    for key, items in (("command", wl.command), ("build", wl.source.build),
+                       ("files", wl.source.files), ("ldflags", wl.source.ldflags)):
+        for item in items:
+            for name in PLACEHOLDER_RE.findall(item):
+                if name not in allowed:
+                    raise ld.fail(key, f"unknown placeholder {{{name}}} in '{key}': known are "
+                                  f"{', '.join(sorted(allowed))} (add it under [params])")
+
+
+def substitute(template: str, values: dict[str, str]) -> str:
+    def repl(m: re.Match[str]) -> str:
+        name = m.group(1)
+        if name not in values:
+            raise ProfileError(f"placeholder {{{name}}} has no value here (known: "
+                               f"{', '.join(sorted(values))})")
+        return values[name]
+
+    return PLACEHOLDER_RE.sub(repl, template)
+
+
+def resolve_source_files(wl: Workload) -> list[Path]:
+    values = {"micro": str(MICRO_DIR), "profile_dir": str(wl.path.parent), **wl.params}
+    out = []
+    for f in wl.source.files:
+        p = Path(substitute(f, values))
+        if not p.is_absolute():
+            p = wl.path.parent / p
+        if not p.is_file():
+            raise ProfileError(f"{wl.path}: source file {p} does not exist: fix [source] files")
+        out.append(p)
+    return out
+
+
+def builtin_profiles() -> dict[str, Path]:
+    return {p.stem: p for p in sorted(PROFILES_DIR.glob("*.toml"))}
+
+
+def load_workloads(selection: list[str] | None, suite: str | None) -> list[Workload]:
+    """Select built-in workloads by id or suite; a path to a .toml file loads a user's profile."""
+    builtins = builtin_profiles()
+    if not selection:
+        loaded = [load_profile(p) for p in builtins.values()]
+        want = suite or "default"
+        chosen = [w for w in loaded if want in w.suites]
+        if not chosen:
+            suites = sorted({s for w in loaded for s in w.suites})
+            raise ProfileError(f"no workload in suite '{want}' (suites: {', '.join(suites)})")
+        return chosen
+    chosen = []
+    for item in selection:
+        if item.endswith(".toml") or "/" in item:
+            chosen.append(load_profile(Path(item)))
+        elif item in builtins:
+            chosen.append(load_profile(builtins[item]))
+        else:
+            raise ProfileError(f"unknown workload '{item}': see `abibench list`, or give a path "
+                               "to a .toml profile")
+    return chosen
