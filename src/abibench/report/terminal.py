@@ -33,21 +33,27 @@ def render(results: list[WorkloadResult], header: str, warnings: list[str],
         con.print()
         con.print(f"[bold]{res.id}[/] — {res.title}")
         direction = "higher is better" if res.better == "higher" else "lower is better"
+        con.print(f"  {res.primary} in {res.unit or 'units'}, {direction}")
         table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-        for col, justify in (("ABI", "left"), ("state", "left"), ("n", "right"),
-                             (f"{res.primary} median ({direction})", "right"), ("min–max", "right"),
-                             ("peak RSS", "right"), ("file size", "right"), ("text", "right")):
-            table.add_column(col, justify=justify)  # type: ignore[arg-type]
+        for col in ("ABI", "n", "median", "min", "max", "outliers", "peak RSS", "file size",
+                    "text"):
+            table.add_column(col, justify="left" if col == "ABI" else "right")
+        notes = []
         for row in res.rows:
             s = row.summary
-            state = row.state if row.state == "ok" else f"{row.state}: {row.reason or ''}"
-            style = "" if row.state == "ok" else "yellow"
+            if row.state != "ok":
+                notes.append(f"  [yellow]{row.label}: {row.state}[/] — {row.reason or ''}")
             table.add_row(
-                row.label, state, str(row.n) if row.n else "-",
+                row.label if row.state == "ok" else f"{row.label} ({row.state})",
+                str(row.n) if row.n else "-",
                 fmt.si(s.median, res.unit) if s else "-",
-                f"{fmt.si(s.min, res.unit)} – {fmt.si(s.max, res.unit)}" if s else "-",
-                fmt.kib(row.rss_kb), fmt.size(row.size), fmt.size(row.text), style=style)
+                fmt.si(s.min, res.unit) if s else "-",
+                fmt.si(s.max, res.unit) if s else "-",
+                str(row.outliers) if s else "-",
+                fmt.kib(row.rss_kb), fmt.size(row.size), fmt.size(row.text))
         con.print(table)
+        for note in notes:
+            con.print(note)
         for c in res.comparisons:
             colour = "red" if res.validation == "miscompare" else (
                 "green" if c.verdict.significant else "white")

@@ -84,11 +84,23 @@ class Workload:
         return Workload(**{**self.__dict__, "params": merged})
 
 
-def _line_of(text: str, key: str) -> int:
-    """Best-effort line of a key or table header, so a semantic error can point at it."""
-    pat = re.compile(rf"^\s*(\[+\s*{re.escape(key)}\s*\]+|{re.escape(key)}\s*=)", re.M)
-    m = pat.search(text)
-    return text.count("\n", 0, m.start()) + 1 if m else 1
+def _line_of(text: str, key: str, array: str | None = None, index: int = 0) -> int:
+    """Best-effort line of a key or table header, so a semantic error can point at it.
+
+    With `array`, the search starts at the index-th [[array]] header, so an error in the third
+    [[metric]] points into the third one.
+    """
+    start = 0
+    if array is not None:
+        headers = list(re.finditer(rf"^\s*\[\[\s*{re.escape(array)}\s*\]\]", text, re.M))
+        if index < len(headers):
+            start = headers[index].start()
+    pat = re.compile(rf"^\s*\[+\s*{re.escape(key)}\s*\]+|(?:^|[{{,]|\s){re.escape(key)}\s*=",
+                     re.M)
+    m = pat.search(text, start)
+    if m is None:
+        return text.count("\n", 0, start) + 1
+    return text.count("\n", 0, m.start() + (1 if text[m.start()] == "\n" else 0)) + 1
 
 
 def parse_duration(value: Any) -> float:
@@ -108,9 +120,11 @@ class _Loader:
     def __init__(self, path: Path, text: str) -> None:
         self.path = path
         self.text = text
+        self.within: tuple[str, int] | None = None  # set while reading one [[metric]]
 
     def fail(self, key: str, msg: str) -> ProfileError:
-        return ProfileError(f"{self.path}:{_line_of(self.text, key)}: {msg}")
+        line = _line_of(self.text, key, *self.within) if self.within else _line_of(self.text, key)
+        return ProfileError(f"{self.path}:{line}: {msg}")
 
     def str_(self, table: dict[str, Any], key: str, *, required: bool = True,
              default: str = "") -> str:
@@ -233,7 +247,12 @@ def load_profile(path: Path) -> Workload:
     raw_metrics = data.get("metric", [])
     if not isinstance(raw_metrics, list):
         raise ld.fail("metric", "metrics are written as [[metric]] tables")
-    metrics = tuple(ld.metric(m, i) for i, m in enumerate(raw_metrics))
+    metric_list = []
+    for i, m in enumerate(raw_metrics):
+        ld.within = ("metric", i)
+        metric_list.append(ld.metric(m, i))
+    ld.within = None
+    metrics = tuple(metric_list)
     names = [m.name for m in metrics]
     if len(set(names)) != len(names):
         raise ld.fail("metric", "two [[metric]] tables have the same name")
