@@ -59,7 +59,7 @@ def test_second_run_rebuilds_nothing(cli: Cli, cli_env: dict[str, str], tmp_path
                  env=env)
     assert "builds: 0 new, 3 reused" in second.stdout
     # A different flag set is a different build.
-    third = cli("run", "nbody", "--rounds", "1", "--cflags", "-O1", "--set", "steps=1000",
+    third = cli("run", "nbody", "--rounds", "1", "--cflags=-O1", "--set", "steps=1000",
                 env=env)
     assert "builds: 3 new, 0 reused" in third.stdout
 

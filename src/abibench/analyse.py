@@ -29,6 +29,7 @@ class TargetRow:
     bss: int | None = None
     stripped: int | None = None
     outliers: int = 0
+    instructions: int | None = None  # from one run under valgrind, when --counters asked
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,10 @@ class WorkloadResult:
     validation_detail: str = ""
     stop_reason: str = ""
     warnings: list[str] = field(default_factory=list)
+
+
+def _better(value: str) -> stats.Better:
+    return "higher" if value == "higher" else "lower"
 
 
 def pick_reference(labels: list[str]) -> str:
@@ -115,7 +120,11 @@ def analyse(doc: dict[str, Any]) -> list[WorkloadResult]:
         primary = meta["primary"]
         minfo = meta["metrics"].get(primary, {"unit": "", "better": "lower"})
         counted = [s for s in samples_all
-                   if s["workload"] == wid and not s["warmup"] and s["status"] == "ok"]
+                   if s["workload"] == wid and not s["warmup"] and s["status"] == "ok"
+                   and s.get("kind", "timed") == "timed"]
+        counts = {s["target"]: s["instructions"] for s in samples_all
+                  if s["workload"] == wid and s.get("kind") == "counters"
+                  and s["instructions"] is not None}
         labels = list(meta.get("targets", []))
         rows: list[TargetRow] = []
         for label in labels:
@@ -134,10 +143,12 @@ def analyse(doc: dict[str, Any]) -> list[WorkloadResult]:
                 rss_kb=stats.summarize(rss).median if rss else None,
                 size=sizes.get("file"), text=sizes.get("text"), data=sizes.get("data"),
                 bss=sizes.get("bss"), stripped=sizes.get("stripped"),
-                outliers=sum(stats.outliers(values)) if len(values) >= 3 else 0))
+                outliers=sum(stats.outliers(values)) if len(values) >= 5 else 0,
+                instructions=counts.get(label)))
         res = WorkloadResult(id=wid, title=meta.get("title", wid), primary=primary,
                              unit=minfo["unit"], better=minfo["better"], rows=rows,
                              stop_reason=_stop_reason(doc, wid))
+        res.warnings.extend(_sample_warnings(rows, counted, res.stop_reason))
         res.validation, res.validation_detail = validate_outputs(
             [s for s in samples_all if s["workload"] == wid], labels)
         measured = [r.label for r in rows if r.n >= 2]
@@ -147,7 +158,8 @@ def analyse(doc: dict[str, Any]) -> list[WorkloadResult]:
                 if other == ref:
                     continue
                 for metric, better, words, bucket in (
-                        (primary, minfo["better"], ("faster", "slower"), res.comparisons),
+                        (primary, _better(minfo["better"]), ("faster", "slower"),
+                         res.comparisons),
                         ("max_rss", "lower", ("smaller", "larger"), res.memory)):
                     a, b, paired = _paired(counted, metric, other, ref)
                     try:
@@ -156,12 +168,34 @@ def analyse(doc: dict[str, Any]) -> list[WorkloadResult]:
                         res.warnings.append(f"{metric} {other} vs {ref}: {exc}")
                         continue
                     bucket.append(Comparison(metric, other, ref, ratio,
-                                             stats.verdict(ratio, better=better, name_a=other,
+                                             stats.verdict(ratio, better=_better(better),
+                                                           name_a=other,
                                                            name_b=ref, words=words),
                                              ratio.p_value))
         results.append(res)
     _apply_holm(results)
     return results
+
+
+SHORT_SAMPLE_S = 0.005  # below this, timer resolution and spawn cost are a visible share
+HIGH_CV = 0.10
+
+
+def _sample_warnings(rows: list[TargetRow], counted: list[dict[str, Any]],
+                     stop_reason: str) -> list[str]:
+    out = []
+    for row in rows:
+        walls = [float(s["wall_s"]) for s in counted if s["target"] == row.label]
+        if walls and stats.summarize(walls).median < SHORT_SAMPLE_S:
+            out.append(f"{row.label}: samples take under 5 ms: spawn cost and timer resolution "
+                       "are part of what is measured; give the workload more work")
+        if row.summary and row.summary.n >= 3 and row.summary.cv == row.summary.cv \
+                and abs(row.summary.cv) > HIGH_CV:
+            out.append(f"{row.label}: coefficient of variation {abs(row.summary.cv) * 100:.0f}% "
+                       "> 10%: a noisy machine or workload; more rounds narrow the CI")
+    if stop_reason.startswith(("time budget", "max ")):
+        out.append(f"stopped by budget before reaching the asked precision ({stop_reason})")
+    return out
 
 
 def _stop_reason(doc: dict[str, Any], wid: str) -> str:
@@ -177,6 +211,6 @@ def _apply_holm(results: list[WorkloadResult]) -> None:
     adjusted = stats.holm([r.comparisons[i].ratio.p_value for r, i in comps])
     for (r, i), p in zip(comps, adjusted, strict=True):
         c = r.comparisons[i]
-        v = stats.verdict(c.ratio, better=r.better,  # type: ignore[arg-type]
-                          name_a=c.a, name_b=c.b, p_adjusted=p)
+        v = stats.verdict(c.ratio, better=_better(r.better), name_a=c.a, name_b=c.b,
+                          p_adjusted=p)
         r.comparisons[i] = Comparison(c.metric, c.a, c.b, c.ratio, v, p)

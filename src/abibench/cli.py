@@ -93,6 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="override a workload parameter, e.g. --set nodes=20000")
     r.add_argument("--seed", type=int, default=0, help="seed for environment-size randomisation")
+    r.add_argument("--counters", action="store_true",
+                   help="also count instructions: one run per target under valgrind")
     r.add_argument("--report", type=Path, default=None, help="also write a Markdown report")
     r.add_argument("--json", action="store_true", help="print the run document as JSON")
 
@@ -187,7 +189,7 @@ def cmd_run(args: argparse.Namespace, store: Store) -> int:
                              "this parameter (see `abibench list --json`)")
     plan = Plan(min_rounds=args.min_rounds, max_rounds=max(args.max_rounds, args.min_rounds),
                 fixed_rounds=args.rounds, precision=args.precision, max_time_s=args.max_time,
-                warmup=max(args.warmup, 0), seed=args.seed)
+                warmup=max(args.warmup, 0), seed=args.seed, counters=args.counters)
     req = Request(workloads=workloads, abis=abis, plan=plan, cflags=tuple(args.cflags.split()),
                   cc=args.cc)
     err = sys.stderr

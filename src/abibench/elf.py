@@ -43,7 +43,7 @@ def read_elf(path: Path) -> ElfInfo:
             needed: list[str] = []
             for seg in elf.iter_segments():
                 if seg["p_type"] == "PT_INTERP":
-                    interp = seg.get_interp_name()
+                    interp = seg.get_interp_name()  # type: ignore[attr-defined]
             dyn = elf.get_section_by_name(".dynamic")
             if dyn is not None and hasattr(dyn, "iter_tags"):
                 needed = [t.needed for t in dyn.iter_tags() if t.entry.d_tag == "DT_NEEDED"]

@@ -146,3 +146,31 @@ def context_warnings(ctx: dict[str, Any]) -> list[str]:
     if ctx.get("virtualization"):
         warnings.append(f"running under {ctx['virtualization']}: a neighbour's load can add noise")
     return warnings
+
+
+def runtime_library(loader: str) -> str | None:
+    """The Debian package (and version) that provides an ABI's C library on this host.
+
+    Programs of different ABIs are linked against different libc builds (libc6:amd64 vs
+    libc6-i386 here): when their versions differ, the comparison includes that difference.
+    """
+    if shutil.which("dpkg") is None or not Path(loader).exists():
+        return None
+    # dpkg knows the path as packaged, which may be the unresolved symlink; try both.
+    for path in (loader, os.path.realpath(loader)):
+        proc = subprocess.run(["dpkg", "-S", path], capture_output=True, text=True, check=False)
+        if proc.returncode == 0 and ":" in proc.stdout:
+            pkg = proc.stdout.split(": ", 1)[0].split(",")[0].strip()
+            ver = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], capture_output=True,
+                                 text=True, check=False).stdout.strip()
+            return f"{pkg} {ver}".strip()
+    return None
+
+
+def library_skew(libs: dict[str, str | None]) -> str | None:
+    """A warning when targets run on C libraries of different versions."""
+    versions = {abi: lib.split(" ", 1)[1] for abi, lib in libs.items() if lib and " " in lib}
+    if len(set(versions.values())) > 1:
+        shown = ", ".join(f"{abi}: {libs[abi]}" for abi in versions)
+        return f"targets run on different C library versions ({shown}): part of any difference"
+    return None

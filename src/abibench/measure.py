@@ -84,6 +84,8 @@ def execute(req: Request, store: Store, cache_root: Path, progress: Progress,
     ctx = host.capture()
     probes = {s.abi: s for s in probe_all(req.abis)}
     ctx["probe"] = [s.to_dict() for s in probes.values()]
+    ctx["runtime_libc"] = {a.name: host.runtime_library(a.loader) for a in req.abis
+                           if probes[a.name].can_run}
     run_id = new_run_id()
     labels = [Target(a).label for a in req.abis]
     config = {
@@ -96,7 +98,8 @@ def execute(req: Request, store: Store, cache_root: Path, progress: Progress,
     launch = launcher(cache_root)
     store.create_run(run_id, datetime.now(UTC).isoformat(timespec="seconds"), __version__, ctx,
                      config)
-    for w in host.context_warnings(ctx):
+    skew = host.library_skew(ctx["runtime_libc"])
+    for w in [*host.context_warnings(ctx), *([skew] if skew else [])]:
         store.add_warning(run_id, w)
     result = Result(run_id)
     try:

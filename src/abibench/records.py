@@ -28,7 +28,7 @@ class Sample:
     round: int  # 0 is the warm-up round
     position: int  # order within the round (interleaving is visible in the data)
     warmup: bool
-    status: str  # ok | failed | timeout | interrupted | miscompare-free parse error: "parse"
+    status: str  # ok | failed | timeout | interrupted
     exit_code: int
     wall_s: float
     user_s: float
@@ -41,6 +41,7 @@ class Sample:
     started_at: str = ""
     env_pad: int = 0  # bytes of environment padding (stack alignment is randomised per sample)
     instructions: int | None = None
+    kind: str = "timed"  # timed | counters (one run under valgrind: its times mean nothing)
 
     def value(self, metric: str) -> float | None:
         if metric == "wall":

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import os
 import random
+import re
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from . import stats
+from .errors import HostError
 from .paths import MICRO_DIR
 from .provenance.source import Artifact
 from .records import Sample, Target
@@ -36,6 +39,7 @@ class Plan:
     warmup: int = 1
     seed: int = 0  # environment padding is drawn from this, so a run can be repeated exactly
     randomize_env: bool = True
+    counters: bool = False  # one extra run per target under valgrind, counting instructions
 
 
 @dataclass
@@ -79,6 +83,31 @@ def _sample_from(raw: RawResult, wl: Workload, run_id: str, target: str, rnd: in
                   started_at=started, env_pad=pad)
 
 
+VALGRIND_SLOWDOWN = 100  # cachegrind without cache simulation runs ~50x slower; leave room
+
+
+def count_instructions(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
+                       launch: Path) -> tuple[RawResult, int | None]:
+    """Run argv once under cachegrind (no cache simulation) and read the instructions executed.
+
+    Instruction counts do not depend on what else the machine is doing, so they are a noise-free
+    second opinion where hardware counters are not available (VMs).
+    """
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise HostError("--counters needs valgrind: apt-get install valgrind")
+    out = cwd / "cachegrind.out"
+    raw = run_sample([valgrind, "--tool=cachegrind", "--cache-sim=no",
+                      f"--cachegrind-out-file={out}", *argv], cwd=cwd, env=env,
+                     timeout_s=timeout_s * VALGRIND_SLOWDOWN, launch=launch)
+    count = None
+    if out.is_file():
+        m = re.search(r"^summary:\s+(\d+)", out.read_text(), re.M)
+        count = int(m.group(1)) if m else None
+        out.unlink()
+    return raw, count
+
+
 def widest_interval(samples: list[Sample], wl: Workload, labels: list[str]) -> float:
     """The largest relative CI half-width of the primary metric among target pairs (vs the first)."""
     if len(labels) < 2:
@@ -105,6 +134,11 @@ def widest_interval(samples: list[Sample], wl: Workload, labels: list[str]) -> f
     return widest
 
 
+def _values(wl: Workload, target: Target, bins: dict[str, str], work: Path) -> dict[str, str]:
+    return {"bin": bins[target.label], "abi": target.abi.name, "work": str(work),
+            "micro": str(MICRO_DIR), "profile_dir": str(wl.path.parent), **wl.params}
+
+
 def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Plan, store: Store,
                  run_id: str, launch: Path,
                  on_sample: Callable[[Sample], None] | None = None) -> Outcome:
@@ -123,10 +157,7 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
             for pos, target in enumerate(round_order(active, rnd)):
                 work = Path(tmp) / target.label.replace("/", "_")
                 work.mkdir(exist_ok=True)
-                values = {"bin": bins[target.label], "abi": target.abi.name, "work": str(work),
-                          "micro": str(MICRO_DIR), "profile_dir": str(wl.path.parent),
-                          **wl.params}
-                argv = [substitute(a, values) for a in wl.command]
+                argv = [substitute(a, _values(wl, target, bins, work)) for a in wl.command]
                 pad = rng.randrange(0, 4096) if plan.randomize_env else 0
                 env = {**base_env, "ABIBENCH_PAD": "x" * pad}
                 started = now_iso()
@@ -173,6 +204,20 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
                     outcome.stop_reason = (f"max {plan.max_rounds} rounds reached at "
                                            f"±{hw * 100:.1f}% (asked ±{plan.precision * 100:g}%)")
                     break
+        if plan.counters:
+            for pos, target in enumerate(active):
+                work = Path(tmp) / target.label.replace("/", "_")
+                argv = [substitute(a, _values(wl, target, bins, work)) for a in wl.command]
+                started = now_iso()
+                # No environment padding: the count must repeat exactly for the same build.
+                raw, count = count_instructions(argv, work, base_env, wl.timeout, launch)
+                sample = _sample_from(raw, wl, run_id, target.label, rnd, pos, False, started, 0)
+                sample = replace(sample, kind="counters", instructions=count,
+                                 status=sample.status if count is not None else "failed",
+                                 error=sample.error if count is not None else
+                                 "valgrind wrote no instruction count")
+                store.add_sample(sample)
+                samples.append(sample)
         if outcome.failed:
             # A precision reached by the survivors says nothing about the comparison that failed.
             failed = ", ".join(sorted(outcome.failed))

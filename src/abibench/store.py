@@ -31,7 +31,8 @@ CREATE TABLE IF NOT EXISTS samples (
     warmup INTEGER NOT NULL, status TEXT NOT NULL, exit_code INTEGER NOT NULL,
     wall_s REAL NOT NULL, user_s REAL NOT NULL, sys_s REAL NOT NULL, max_rss_kb INTEGER NOT NULL,
     stdout_digest TEXT NOT NULL, check_value TEXT, metrics_json TEXT NOT NULL, error TEXT,
-    started_at TEXT NOT NULL, env_pad INTEGER NOT NULL, instructions INTEGER);
+    started_at TEXT NOT NULL, env_pad INTEGER NOT NULL, instructions INTEGER,
+    kind TEXT NOT NULL DEFAULT 'timed');
 CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id, workload, target);
 CREATE TABLE IF NOT EXISTS outcomes (
     run_id TEXT NOT NULL REFERENCES runs(id), workload TEXT NOT NULL, rounds INTEGER NOT NULL,
@@ -102,11 +103,11 @@ class Store:
         self.db.execute(
             "INSERT INTO samples(run_id, workload, target, round, position, warmup, status, "
             "exit_code, wall_s, user_s, sys_s, max_rss_kb, stdout_digest, check_value, "
-            "metrics_json, error, started_at, env_pad, instructions) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "metrics_json, error, started_at, env_pad, instructions, kind) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (s.run_id, s.workload, s.target, s.round, s.position, int(s.warmup), s.status,
              s.exit_code, s.wall_s, s.user_s, s.sys_s, s.max_rss_kb, s.stdout_digest, s.check,
-             json.dumps(s.metrics), s.error, s.started_at, s.env_pad, s.instructions))
+             json.dumps(s.metrics), s.error, s.started_at, s.env_pad, s.instructions, s.kind))
 
     # Reading
     def run_ids(self) -> list[str]:
@@ -140,7 +141,7 @@ class Store:
                    stdout_digest=r["stdout_digest"], check=r["check_value"],
                    metrics=json.loads(r["metrics_json"]), error=r["error"],
                    started_at=r["started_at"], env_pad=r["env_pad"],
-                   instructions=r["instructions"])
+                   instructions=r["instructions"], kind=r["kind"])
             for r in rows
         ]
 

@@ -24,6 +24,14 @@ def _ratio(c: Comparison) -> str:
     return fmt.ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high)
 
 
+def _instr_ratio(counted: list[tuple[str, int]]) -> str:
+    ref = next((n for lbl, n in counted if lbl in ("x86_64", "aarch64")), None)
+    if ref is None:
+        return ""
+    parts = [f"{lbl}/64-bit {n / ref:.3f}" for lbl, n in counted if n != ref]
+    return f" ({', '.join(parts)})" if parts else ""
+
+
 def render(results: list[WorkloadResult], header: str, warnings: list[str],
            con: Console) -> None:
     con.print(header)
@@ -62,6 +70,10 @@ def render(results: list[WorkloadResult], header: str, warnings: list[str],
                       f" → [{colour}]{prefix}{c.verdict.text}[/] (p={c.p_adjusted:.3g} Holm)")
         for c in res.memory:
             con.print(f"  {c.a}/{c.b} peak RSS ratio {_ratio(c)} → {c.verdict.text}")
+        counted = [(r.label, r.instructions) for r in res.rows if r.instructions]
+        if counted:
+            con.print("  instructions (valgrind, exact): " + ", ".join(
+                f"{lbl} {n:,}" for lbl, n in counted) + _instr_ratio(counted))
         big = [(r.label, r.size) for r in res.rows if r.size]
         if len(big) >= 2:
             ref = next((sz for lbl, sz in big if lbl in ("x86_64", "aarch64")), None)

@@ -185,7 +185,8 @@ class _Loader:
         scale = m.get("scale", 1.0)
         if not isinstance(scale, int | float) or scale <= 0:
             raise self.fail("scale", f"metric '{name}': scale must be a positive number")
-        return Metric(name, self.str_(m, "unit"), better, self.regex(parse, "regex"), float(scale))
+        direction: Better = "higher" if better == "higher" else "lower"
+        return Metric(name, self.str_(m, "unit"), direction, self.regex(parse, "regex"), float(scale))
 
 
 def load_profile(path: Path) -> Workload:
