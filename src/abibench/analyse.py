@@ -6,6 +6,7 @@ computed from what was stored, never from state that only lived in the measuring
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +41,20 @@ class Comparison:
     ratio: stats.Ratio
     verdict: stats.Verdict
     p_adjusted: float
+    values_a: tuple[float, ...] = ()
+    values_b: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class SuiteSummary:
+    """Geometric mean over workloads of a's cost relative to b (> 1: b is better overall)."""
+
+    a: str
+    b: str
+    geomean: stats.GeoMean
+    workloads: tuple[str, ...]
+    excluded: tuple[str, ...]  # miscompared workloads: never averaged in
+    text: str
 
 
 @dataclass
@@ -171,7 +186,7 @@ def analyse(doc: dict[str, Any]) -> list[WorkloadResult]:
                                              stats.verdict(ratio, better=_better(better),
                                                            name_a=other,
                                                            name_b=ref, words=words),
-                                             ratio.p_value))
+                                             ratio.p_value, tuple(a), tuple(b)))
         results.append(res)
     _apply_holm(results)
     return results
@@ -213,4 +228,35 @@ def _apply_holm(results: list[WorkloadResult]) -> None:
         c = r.comparisons[i]
         v = stats.verdict(c.ratio, better=_better(r.better), name_a=c.a, name_b=c.b,
                           p_adjusted=p)
-        r.comparisons[i] = Comparison(c.metric, c.a, c.b, c.ratio, v, p)
+        r.comparisons[i] = Comparison(c.metric, c.a, c.b, c.ratio, v, p, c.values_a, c.values_b)
+
+
+def suite_summary(results: list[WorkloadResult]) -> list[SuiteSummary]:
+    """One geometric mean per ABI pair over the primary metrics of every valid workload."""
+    pairs: dict[tuple[str, str], list[tuple[WorkloadResult, Comparison]]] = {}
+    for r in results:
+        for c in r.comparisons:
+            pairs.setdefault((c.a, c.b), []).append((r, c))
+    out = []
+    for (a, b), items in pairs.items():
+        valid = [(r, c) for r, c in items if r.validation != "miscompare"]
+        excluded = tuple(r.id for r, _ in items if r.validation == "miscompare")
+        if not valid:
+            continue
+        gm = stats.geomean_ratio(
+            [(c.values_a, c.values_b, c.ratio.paired) for _, c in valid],
+            better=[_better(r.better) for r, _ in valid])
+        out.append(SuiteSummary(a, b, gm, tuple(r.id for r, _ in valid), excluded,
+                                _suite_text(a, b, gm)))
+    return out
+
+
+def _suite_text(a: str, b: str, gm: stats.GeoMean) -> str:
+    # gm is a's cost relative to b: > 1 means b is better.
+    if math.isnan(gm.ci_low) or gm.ci_low <= 1.0 <= gm.ci_high:
+        return "no significant difference overall"
+    if gm.value > 1:
+        return (f"{b} is {(gm.value - 1) * 100:.1f}% faster overall "
+                f"[{(gm.ci_low - 1) * 100:.1f}%, {(gm.ci_high - 1) * 100:.1f}%]")
+    return (f"{a} is {(1 / gm.value - 1) * 100:.1f}% faster overall "
+            f"[{(1 / gm.ci_high - 1) * 100:.1f}%, {(1 / gm.ci_low - 1) * 100:.1f}%]")

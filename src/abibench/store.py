@@ -10,7 +10,7 @@ from typing import Any
 from .errors import UsageError
 from .records import Sample
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 EXPORT_FORMAT = "abibench-run"
 EXPORT_VERSION = 1
 
@@ -31,8 +31,7 @@ CREATE TABLE IF NOT EXISTS samples (
     warmup INTEGER NOT NULL, status TEXT NOT NULL, exit_code INTEGER NOT NULL,
     wall_s REAL NOT NULL, user_s REAL NOT NULL, sys_s REAL NOT NULL, max_rss_kb INTEGER NOT NULL,
     stdout_digest TEXT NOT NULL, check_value TEXT, metrics_json TEXT NOT NULL, error TEXT,
-    started_at TEXT NOT NULL, env_pad INTEGER NOT NULL, instructions INTEGER,
-    kind TEXT NOT NULL DEFAULT 'timed');
+    started_at TEXT NOT NULL, env_pad INTEGER NOT NULL, instructions INTEGER);
 CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id, workload, target);
 CREATE TABLE IF NOT EXISTS outcomes (
     run_id TEXT NOT NULL REFERENCES runs(id), workload TEXT NOT NULL, rounds INTEGER NOT NULL,
@@ -41,6 +40,13 @@ CREATE TABLE IF NOT EXISTS warnings (
     id INTEGER PRIMARY KEY, run_id TEXT NOT NULL REFERENCES runs(id), workload TEXT,
     target TEXT, message TEXT NOT NULL);
 """
+
+
+# Each step takes the database from version i+1 to i+2; _SCHEMA is version 1.
+_MIGRATIONS: list[str] = [
+    "ALTER TABLE samples ADD COLUMN kind TEXT NOT NULL DEFAULT 'timed'",
+]
+assert len(_MIGRATIONS) == SCHEMA_VERSION - 1
 
 
 class Store:
@@ -59,11 +65,16 @@ class Store:
     def _migrate(self) -> None:
         self.db.executescript(_SCHEMA)
         row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        if row is None:
-            self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-        elif int(row["value"]) > SCHEMA_VERSION:
+        version = 1 if row is None else int(row["value"])
+        if version > SCHEMA_VERSION:
             raise UsageError(f"{self.path} was written by a newer abibench (schema "
-                             f"{row['value']}): upgrade abibench or use another --db")
+                             f"{version}): upgrade abibench or use another --db")
+        with self.db:
+            self.db.execute("BEGIN")
+            for step in _MIGRATIONS[version - 1:]:
+                self.db.execute(step)
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
+                            (str(SCHEMA_VERSION),))
 
     def close(self) -> None:
         self.db.close()

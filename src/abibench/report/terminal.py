@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ..analyse import Comparison, WorkloadResult
+from ..analyse import Comparison, WorkloadResult, suite_summary
 from . import formatting as fmt
 
 
@@ -34,6 +34,21 @@ def _instr_ratio(counted: list[tuple[str, int]]) -> str:
 
 def render(results: list[WorkloadResult], header: str, warnings: list[str],
            con: Console) -> None:
+    _render_workloads(results, header, warnings, con)
+    suites = suite_summary(results)
+    if suites:
+        con.print()
+        for sm in suites:
+            gm = sm.geomean
+            con.print(f"[bold]suite[/] ({len(sm.workloads)} workloads): geometric mean of "
+                      f"{sm.a}/{sm.b} cost ratios {fmt.ratio(gm.value, gm.ci_low, gm.ci_high)}"
+                      f" → {sm.text}")
+            if sm.excluded:
+                con.print(f"  [red]left out (outputs differ):[/] {', '.join(sm.excluded)}")
+
+
+def _render_workloads(results: list[WorkloadResult], header: str, warnings: list[str],
+                      con: Console) -> None:
     con.print(header)
     for w in warnings:
         con.print(f"[yellow]warning:[/] {w}")
