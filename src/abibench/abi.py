@@ -20,7 +20,8 @@ class Abi:
     cflags: tuple[str, ...]  # the only flags that differ between ABIs of one build
     cc_prefix: str  # cross-compiler prefix used when the host is not native for it
     debian_arch: str
-    gnu_triplet: str  # multiarch directory and autoconf --host
+    gnu_triplet: str  # multiarch directory
+    autoconf_host: str  # what autoconf's --host wants for a build of this ABI
     elf_class: int
     elf_machine: str
     loader: str
@@ -39,21 +40,32 @@ class Abi:
 ABIS: dict[str, Abi] = {
     a.name: a
     for a in (
-        Abi("i386", "x86", 32, "ILP32", ("-m32",), "i686-linux-gnu-", "i386", "i386-linux-gnu",
-            32, "EM_386", "/lib/ld-linux.so.2", ("x86_64", "i686", "i386"),
-            ("gcc-multilib", "g++-multilib")),
-        Abi("x86_64", "x86", 64, "LP64", ("-m64",), "x86_64-linux-gnu-", "amd64",
-            "x86_64-linux-gnu", 64, "EM_X86_64", "/lib64/ld-linux-x86-64.so.2", ("x86_64",),
-            ()),
-        Abi("x32", "x86", 32, "ILP32", ("-mx32",), "x86_64-linux-gnux32-", "x32",
-            "x86_64-linux-gnux32", 32, "EM_X86_64", "/libx32/ld-linux-x32.so.2", ("x86_64",),
-            ("gcc-multilib", "g++-multilib", "libc6-dev-x32")),
-        Abi("armhf", "arm", 32, "ILP32", ("-marm", "-mfloat-abi=hard"), "arm-linux-gnueabihf-",
-            "armhf", "arm-linux-gnueabihf", 32, "EM_ARM", "/lib/ld-linux-armhf.so.3",
-            ("armv7l", "armv8l", "aarch64"), ("gcc-arm-linux-gnueabihf",)),
-        Abi("aarch64", "arm", 64, "LP64", (), "aarch64-linux-gnu-", "arm64", "aarch64-linux-gnu",
-            64, "EM_AARCH64", "/lib/ld-linux-aarch64.so.1", ("aarch64",),
-            ("gcc-aarch64-linux-gnu",)),
+        Abi(name="i386", family="x86", pointer_bits=32, data_model="ILP32", cflags=("-m32",),
+            cc_prefix="i686-linux-gnu-", debian_arch="i386", gnu_triplet="i386-linux-gnu",
+            autoconf_host="i686-linux-gnu", elf_class=32, elf_machine="EM_386",
+            loader="/lib/ld-linux.so.2", run_on=("x86_64", "i686", "i386"),
+            multilib_packages=("gcc-multilib", "g++-multilib")),
+        Abi(name="x86_64", family="x86", pointer_bits=64, data_model="LP64", cflags=("-m64",),
+            cc_prefix="x86_64-linux-gnu-", debian_arch="amd64", gnu_triplet="x86_64-linux-gnu",
+            autoconf_host="x86_64-linux-gnu", elf_class=64, elf_machine="EM_X86_64",
+            loader="/lib64/ld-linux-x86-64.so.2", run_on=("x86_64",), multilib_packages=()),
+        Abi(name="x32", family="x86", pointer_bits=32, data_model="ILP32", cflags=("-mx32",),
+            cc_prefix="x86_64-linux-gnux32-", debian_arch="x32",
+            gnu_triplet="x86_64-linux-gnux32", autoconf_host="x86_64-linux-gnux32",
+            elf_class=32, elf_machine="EM_X86_64", loader="/libx32/ld-linux-x32.so.2",
+            run_on=("x86_64",),
+            multilib_packages=("gcc-multilib", "g++-multilib", "libc6-dev-x32")),
+        Abi(name="armhf", family="arm", pointer_bits=32, data_model="ILP32",
+            cflags=("-marm", "-mfloat-abi=hard"), cc_prefix="arm-linux-gnueabihf-",
+            debian_arch="armhf", gnu_triplet="arm-linux-gnueabihf",
+            autoconf_host="arm-linux-gnueabihf", elf_class=32, elf_machine="EM_ARM",
+            loader="/lib/ld-linux-armhf.so.3", run_on=("armv7l", "armv8l", "aarch64"),
+            multilib_packages=("gcc-arm-linux-gnueabihf",)),
+        Abi(name="aarch64", family="arm", pointer_bits=64, data_model="LP64", cflags=(),
+            cc_prefix="aarch64-linux-gnu-", debian_arch="arm64", gnu_triplet="aarch64-linux-gnu",
+            autoconf_host="aarch64-linux-gnu", elf_class=64, elf_machine="EM_AARCH64",
+            loader="/lib/ld-linux-aarch64.so.1", run_on=("aarch64",),
+            multilib_packages=("gcc-aarch64-linux-gnu",)),
     )
 }
 

@@ -178,15 +178,7 @@ def _parse_sets(items: list[str]) -> dict[str, str]:
 def cmd_run(args: argparse.Namespace, store: Store) -> int:
     abis = parse_abi_list(args.abi or _default_abis())
     selection = [*args.workloads, *args.workload]
-    workloads = load_workloads(selection or None, args.suite)
-    sets = _parse_sets(args.set)
-    if sets:
-        workloads = [w.with_params({k: v for k, v in sets.items() if k in w.params})
-                     for w in workloads]
-        unknown = set(sets) - {k for w in workloads for k in w.params}
-        if unknown:
-            raise UsageError(f"--set {', '.join(sorted(unknown))}: no selected workload takes "
-                             "this parameter (see `abibench list --json`)")
+    workloads = load_workloads(selection or None, args.suite, _parse_sets(args.set))
     plan = Plan(min_rounds=args.min_rounds, max_rounds=max(args.max_rounds, args.min_rounds),
                 fixed_rounds=args.rounds, precision=args.precision, max_time_s=args.max_time,
                 warmup=max(args.warmup, 0), seed=args.seed, counters=args.counters)

@@ -30,6 +30,7 @@ from .records import Sample, Target
 from .runner import launcher
 from .schedule import Outcome, Plan, run_workload
 from .store import Store
+from .workloads.inputs import generate_input
 from .workloads.profile import Workload
 
 Progress = Callable[[str], None]
@@ -133,10 +134,15 @@ def execute(req: Request, store: Store, cache_root: Path, progress: Progress,
                 runnable.append((target, art))
             if not runnable:
                 continue
+            inputs = {}
+            for name, spec in wl.inputs.items():
+                progress(f"{wl.id}: preparing input {name} ({spec['kind']})")
+                inputs[name] = generate_input(name, spec, cache_root)
             progress(f"{wl.id}: running {', '.join(t.label for t, _ in runnable)}")
             outcome = Outcome(wl.id)
             try:
-                outcome = run_workload(wl, runnable, req.plan, store, run_id, launch, on_sample)
+                outcome = run_workload(wl, runnable, req.plan, store, run_id, launch, on_sample,
+                                       inputs)
             finally:
                 result.outcomes.append(outcome)
                 _record_outcome(store, run_id, wl, outcome, runnable)

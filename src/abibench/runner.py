@@ -112,16 +112,25 @@ def resolve_program(program: str) -> str:
 
 
 def run_sample(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: float,
-               launch: Path) -> RawResult:
+               launch: Path, stdin: Path | None = None) -> RawResult:
     """Run argv once. KeyboardInterrupt propagates after the child's process group is dead."""
     with tempfile.TemporaryDirectory(prefix="abibench-sample-") as tmp:
         result = Path(tmp) / "result"
         out_path, err_path = Path(tmp) / "stdout", Path(tmp) / "stderr"
         cmd = [str(launch), str(result), str(int(timeout_s * 1000)),
                resolve_program(argv[0]), *argv[1:]]
+        try:
+            stdin_fh = stdin.open("rb") if stdin is not None else None
+        except OSError as exc:
+            raise UsageError(f"cannot open standard input {stdin}: {exc.strerror}; check [run] "
+                             "stdin") from None
         with out_path.open("wb") as out, err_path.open("wb") as err:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                    cwd=cwd, env=env)
+            try:
+                proc = subprocess.Popen(cmd, stdin=stdin_fh or subprocess.DEVNULL, stdout=out,
+                                        stderr=err, cwd=cwd, env=env)
+            finally:
+                if stdin_fh is not None:
+                    stdin_fh.close()
             try:
                 # The launcher enforces the timeout; this guard only catches a launcher gone wrong.
                 proc.wait(timeout=timeout_s + 60)

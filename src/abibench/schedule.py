@@ -7,10 +7,12 @@ the machine (thermal, a neighbour's load) falls on every target alike and pairs 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import re
 import shutil
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable
@@ -61,8 +63,31 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
+def _file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def check_value(wl: Workload, raw: RawResult, files: list[Path]) -> str | None:
+    """Everything the profile asks to be identical across ABIs, as one comparable string."""
+    parts = []
+    match = validation_value(wl, raw.stdout)
+    if match is not None:
+        parts.append(match)
+    if wl.stdout_digest:
+        parts.append(f"stdout:{raw.stdout_digest[:16]}")
+    for f in files:
+        if not f.is_file():
+            raise ParseError(f"output file {f} to validate was not written")
+        parts.append(f"{f.name}:{_file_digest(f)[:16]}")
+    return " ".join(parts) if parts else None
+
+
 def _sample_from(raw: RawResult, wl: Workload, run_id: str, target: str, rnd: int, pos: int,
-                 warmup: bool, started: str, pad: int) -> Sample:
+                 warmup: bool, started: str, pad: int, files: list[Path]) -> Sample:
     status, error, metrics, check = "ok", None, {}, None
     if raw.status == "timeout":
         status, error = "timeout", f"timed out after {wl.timeout:g}s"
@@ -73,7 +98,7 @@ def _sample_from(raw: RawResult, wl: Workload, run_id: str, target: str, rnd: in
     else:
         try:
             metrics = parse_metrics(wl, raw.stdout)
-            check = validation_value(wl, raw.stdout)
+            check = check_value(wl, raw, files)
         except ParseError as exc:
             status, error = "failed", str(exc)
     return Sample(run_id=run_id, workload=wl.id, target=target, round=rnd, position=pos,
@@ -87,7 +112,7 @@ VALGRIND_SLOWDOWN = 100  # cachegrind without cache simulation runs ~50x slower;
 
 
 def count_instructions(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
-                       launch: Path) -> tuple[RawResult, int | None]:
+                       launch: Path, stdin: Path | None = None) -> tuple[RawResult, int | None]:
     """Run argv once under cachegrind (no cache simulation) and read the instructions executed.
 
     Instruction counts do not depend on what else the machine is doing, so they are a noise-free
@@ -99,7 +124,7 @@ def count_instructions(argv: list[str], cwd: Path, env: dict[str, str], timeout_
     out = cwd / "cachegrind.out"
     raw = run_sample([valgrind, "--tool=cachegrind", "--cache-sim=no",
                       f"--cachegrind-out-file={out}", *argv], cwd=cwd, env=env,
-                     timeout_s=timeout_s * VALGRIND_SLOWDOWN, launch=launch)
+                     timeout_s=timeout_s * VALGRIND_SLOWDOWN, launch=launch, stdin=stdin)
     count = None
     if out.is_file():
         m = re.search(r"^summary:\s+(\d+)", out.read_text(), re.M)
@@ -134,14 +159,35 @@ def widest_interval(samples: list[Sample], wl: Workload, labels: list[str]) -> f
     return widest
 
 
-def _values(wl: Workload, target: Target, bins: dict[str, str], work: Path) -> dict[str, str]:
+def _values(wl: Workload, target: Target, bins: dict[str, str], work: Path,
+            inputs: dict[str, Path]) -> dict[str, str]:
     return {"bin": bins[target.label], "abi": target.abi.name, "work": str(work),
-            "micro": str(MICRO_DIR), "profile_dir": str(wl.path.parent), **wl.params}
+            "micro": str(MICRO_DIR), "profile_dir": str(wl.path.parent), **wl.params,
+            **{k: str(v) for k, v in inputs.items()}}
+
+
+def _setup(wl: Workload, values: dict[str, str], work: Path, env: dict[str, str]) -> str | None:
+    """Run the profile's untimed setup step for one target; the error text when it fails."""
+    if not wl.setup:
+        return None
+    argv = [substitute(a, values) for a in wl.setup]
+    try:
+        proc = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True,
+                              timeout=wl.timeout * 10, check=False)
+    except subprocess.TimeoutExpired:
+        return f"setup step timed out after {wl.timeout * 10:g}s"
+    except OSError as exc:
+        return f"setup step could not start: {exc.strerror}"
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [""]
+        return f"setup step failed (exit {proc.returncode}): {tail[0]}"
+    return None
 
 
 def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Plan, store: Store,
                  run_id: str, launch: Path,
-                 on_sample: Callable[[Sample], None] | None = None) -> Outcome:
+                 on_sample: Callable[[Sample], None] | None = None,
+                 inputs: dict[str, Path] | None = None) -> Outcome:
     outcome = Outcome(wl.id)
     rng = random.Random(f"{plan.seed}:{wl.id}")
     active = [t for t, _ in targets]
@@ -149,25 +195,39 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
     samples: list[Sample] = []
     base_env = dict(os.environ)
     t_start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix=f"abibench-{wl.id}-") as tmp:
+    inputs = inputs or {}
+    with tempfile.TemporaryDirectory(prefix=f"abibench-{wl.base_id or wl.id}-") as tmp:
+        for target in active:
+            work = Path(tmp) / target.label.replace("/", "_")
+            work.mkdir()
+            failure = _setup(wl, _values(wl, target, bins, work, inputs), work, base_env)
+            if failure:
+                outcome.failed[target.label] = failure
+        active = [t for t in active if t.label not in outcome.failed]
         rnd = 0
         total_rounds = plan.warmup + (plan.fixed_rounds or plan.max_rounds)
         while rnd < total_rounds and active:
             warm = rnd < plan.warmup
             for pos, target in enumerate(round_order(active, rnd)):
                 work = Path(tmp) / target.label.replace("/", "_")
-                work.mkdir(exist_ok=True)
-                argv = [substitute(a, _values(wl, target, bins, work)) for a in wl.command]
+                values = _values(wl, target, bins, work, inputs)
+                argv = [substitute(a, values) for a in wl.command]
+                stdin = Path(substitute(wl.stdin, values)) if wl.stdin else None
+                files = [Path(substitute(f, values)) for f in wl.validate_files]
+                for f in files:
+                    f.unlink(missing_ok=True)  # a stale file must not pass for this run's output
                 pad = rng.randrange(0, 4096) if plan.randomize_env else 0
                 env = {**base_env, "ABIBENCH_PAD": "x" * pad}
                 started = now_iso()
                 try:
-                    raw = run_sample(argv, cwd=work, env=env, timeout_s=wl.timeout, launch=launch)
+                    raw = run_sample(argv, cwd=work, env=env, timeout_s=wl.timeout, launch=launch,
+                                     stdin=stdin)
                 except KeyboardInterrupt:
                     outcome.interrupted = True
                     outcome.stop_reason = "interrupted (Ctrl-C)"
                     raise
-                sample = _sample_from(raw, wl, run_id, target.label, rnd, pos, warm, started, pad)
+                sample = _sample_from(raw, wl, run_id, target.label, rnd, pos, warm, started, pad,
+                                      files)
                 store.add_sample(sample)
                 samples.append(sample)
                 if on_sample:
@@ -207,11 +267,16 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
         if plan.counters:
             for pos, target in enumerate(active):
                 work = Path(tmp) / target.label.replace("/", "_")
-                argv = [substitute(a, _values(wl, target, bins, work)) for a in wl.command]
+                values = _values(wl, target, bins, work, inputs)
+                argv = [substitute(a, values) for a in wl.command]
+                files = [Path(substitute(f, values)) for f in wl.validate_files]
                 started = now_iso()
                 # No environment padding: the count must repeat exactly for the same build.
-                raw, count = count_instructions(argv, work, base_env, wl.timeout, launch)
-                sample = _sample_from(raw, wl, run_id, target.label, rnd, pos, False, started, 0)
+                raw, count = count_instructions(argv, work, base_env, wl.timeout, launch,
+                                                Path(substitute(wl.stdin, values))
+                                                if wl.stdin else None)
+                sample = _sample_from(raw, wl, run_id, target.label, rnd, pos, False, started, 0,
+                                      files)
                 sample = replace(sample, kind="counters", instructions=count,
                                  status=sample.status if count is not None else "failed",
                                  error=sample.error if count is not None else

@@ -25,9 +25,10 @@ from ..elf import section_sizes
 from ..errors import BuildError, HostError
 from ..paths import MICRO_DIR
 from ..workloads.profile import Workload, resolve_source_files, substitute
+from . import debsource
 
 DEFAULT_CFLAGS = ("-O2",)
-RECIPE_VERSION = "1"  # bump when the way we build changes, so old cache entries are not reused
+RECIPE_VERSION = "2"  # bump when the way we build changes, so old cache entries are not reused
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,9 @@ class Artifact:
     sizes: dict[str, dict[str, int | None]]
     elf: dict[str, dict[str, Any]]
     log: str
+    source_package: str | None = None  # Debian source package and the pinned version built
+    source_version: str | None = None
+    data: tuple[str, ...] = ()  # non-ELF files shipped beside the binaries (scripts, scenes)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -56,8 +60,8 @@ class Artifact:
     @staticmethod
     def from_dict(d: dict[str, Any]) -> Artifact:
         d = dict(d)
-        for key in ("files", "cflags", "abi_flags", "commands"):
-            d[key] = tuple(d[key])
+        for key in ("files", "cflags", "abi_flags", "commands", "data"):
+            d[key] = tuple(d.get(key, ()))
         return Artifact(**d)
 
 
@@ -107,8 +111,10 @@ def _digest_sources(paths: list[Path], root: Path | None) -> str:
     return h.hexdigest()
 
 
-def cache_key(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...]) -> str:
+def cache_key(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
+              debian_version: str | None = None) -> str:
     if wl.source.build:
+        # The profile's own directory is part of the recipe (scripts, patches it may use).
         sources = [wl.path.parent]
         root: Path | None = wl.path.parent
     else:
@@ -127,6 +133,9 @@ def cache_key(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...]) -> str:
         "artifacts": wl.source.artifacts,
         "params": wl.params if wl.source.build else {},
         "sources": _digest_sources(sources, root),
+        # A Debian source tree is identified by its pinned version; its bytes are not re-read.
+        "debian": [wl.source.debian, debian_version],
+        "data": wl.source.data,
     }
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
 
@@ -141,7 +150,9 @@ def _run_logged(argv: list[str], cwd: Path, log: Any, env: dict[str, str]) -> in
 
 def build(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], cache_root: Path) -> Artifact:
     """Return the artifact for (workload, ABI), building it only if the cache has no match."""
-    key = cache_key(wl, abi, cc, cflags)
+    tree = debsource.fetch(wl.source.debian, wl.source.version, cache_root) \
+        if wl.source.debian else None
+    key = cache_key(wl, abi, cc, cflags, tree.version if tree else None)
     final = cache_root / "builds" / wl.id / f"{abi.name}-{key[:16]}"
     meta_path = final / "artifact.json"
     if meta_path.is_file():
@@ -159,9 +170,15 @@ def build(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], cache_root: 
     flags = " ".join((*abi.cflags, *cflags))
     values = {"cc": cc, "cflags": flags, "out": str(out), "abi": abi.name,
               "micro": str(MICRO_DIR), "profile_dir": str(wl.path.parent),
-              "src": str(staging / "src"), **wl.params}
+              "src": str(staging / "src"), "host_triplet": abi.autoconf_host,
+              "jobs": str(os.cpu_count() or 1), **wl.params}
     commands: list[list[str]] = []
-    if wl.source.build:
+    if tree is not None:
+        # A scratch copy: builds write into their tree, and the cached tree must stay pristine.
+        shutil.copytree(tree.path, staging / "src", symlinks=True)
+        commands.append([substitute(a, values) for a in wl.source.build])
+        cwd = staging / "src"
+    elif wl.source.build:
         shutil.copytree(wl.path.parent, staging / "src")
         commands.append([substitute(a, values) for a in wl.source.build])
         cwd = staging / "src"
@@ -184,6 +201,17 @@ def build(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], cache_root: 
                                  f"{failed_log}")
     seconds = time.monotonic() - t0
 
+    for name in wl.source.data:
+        src_file = cwd / substitute(name, values)
+        if not src_file.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+            raise BuildError(f"{wl.id}: data file '{name}' not found after the build for "
+                             f"{abi.name}: fix [source] data in {wl.path}")
+        dest = out / Path(name).name
+        if src_file.is_dir():
+            shutil.copytree(src_file, dest, dirs_exist_ok=True)
+        else:
+            shutil.copy2(src_file, dest)
     sizes: dict[str, dict[str, int | None]] = {}
     elf: dict[str, dict[str, Any]] = {}
     for name in wl.source.artifacts:
@@ -203,6 +231,9 @@ def build(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], cache_root: 
         commands=tuple(_display(c, staging, final) for c in commands),
         effective=effective_target_flags(cc, (*abi.cflags, *cflags)),
         build_seconds=round(seconds, 3), sizes=sizes, elf=elf, log=str(final / "build.log"),
+        source_package=tree.package if tree else None,
+        source_version=tree.version if tree else None,
+        data=tuple(Path(n).name for n in wl.source.data),
     )
     (staging / "artifact.json").write_text(json.dumps(art.to_dict(), indent=1))
     try:

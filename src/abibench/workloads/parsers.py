@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from .profile import Workload
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .profile import Workload
+
+# Named parsers for programs whose output holds many figures (openssl speed, speedtest1, ...):
+# name -> function(stdout) -> {key: value}. Profiles pick values with parse = {builtin, key}.
+BuiltinParser = Callable[[str], dict[str, float]]
+BUILTIN_PARSERS: dict[str, BuiltinParser] = {}
 
 
 class ParseError(ValueError):
@@ -11,7 +20,20 @@ class ParseError(ValueError):
 
 def parse_metrics(wl: Workload, stdout: str) -> dict[str, float]:
     values: dict[str, float] = {}
+    parsed: dict[str, dict[str, float]] = {}
     for m in wl.metrics:
+        if m.builtin is not None:
+            if m.builtin not in parsed:
+                try:
+                    parsed[m.builtin] = BUILTIN_PARSERS[m.builtin](stdout)
+                except ValueError as exc:
+                    raise ParseError(f"parser '{m.builtin}': {exc}") from None
+            found_value = parsed[m.builtin].get(m.key or m.name)
+            if found_value is None:
+                raise ParseError(f"metric '{m.name}': parser '{m.builtin}' found no '{m.key}' in "
+                                 "the output")
+            values[m.name] = found_value * m.scale
+            continue
         if m.regex is None:
             continue
         found = m.regex.search(stdout)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,7 +18,8 @@ Better = Literal["higher", "lower"]
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 PLACEHOLDER_RE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 # Placeholders the tool fills in per target; params may not shadow them.
-RESERVED = {"bin", "out", "cc", "cflags", "abi", "micro", "profile_dir", "work", "src"}
+RESERVED = {"bin", "out", "cc", "cflags", "abi", "micro", "profile_dir", "work", "src",
+            "host_triplet", "jobs"}
 
 
 @dataclass(frozen=True)
@@ -26,8 +27,10 @@ class Metric:
     name: str
     unit: str
     better: Better
-    regex: re.Pattern[str] | None  # None for metrics the runner measures itself (wall, rss)
+    regex: re.Pattern[str] | None  # None for builtin parsers and the runner's own metrics
     scale: float = 1.0
+    builtin: str | None = None  # a named parser of workloads/parsers.py
+    key: str | None = None  # which value of the builtin parser's result
 
 
 # Measured for every sample by the runner, whatever the program prints.
@@ -45,6 +48,9 @@ class SourceSpec:
     ldflags: tuple[str, ...]
     artifacts: tuple[str, ...]
     build: tuple[str, ...]  # a full build command for projects that need more than one cc call
+    debian: str | None = None  # a Debian source package to build from (apt-get source)
+    version: str | None = None  # its pinned version; None: the newest apt knows
+    data: tuple[str, ...] = ()  # non-ELF files copied from the tree into {out}
 
 
 @dataclass(frozen=True)
@@ -62,7 +68,15 @@ class Workload:
     stdout_match: re.Pattern[str] | None
     metrics: tuple[Metric, ...]
     primary: str
-    sources_resolved: tuple[Path, ...] = field(default=())
+    inputs: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> {kind, ...}
+    setup: tuple[str, ...] = ()  # once per target before its warm-up, not timed
+    stdin: str | None = None
+    stdout_digest: bool = False
+    validate_files: tuple[str, ...] = ()
+    sweep: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    debian_packages: tuple[str, ...] = ()
+    debian_bin: str = "/usr/bin"
+    base_id: str = ""  # the profile's id when this is one instance of a [sweep]
 
     def metric(self, name: str) -> Metric:
         for m in self.metrics:
@@ -80,8 +94,7 @@ class Workload:
                 f"{self.id}: unknown parameter {', '.join(sorted(unknown))} in --set "
                 f"(this workload takes: {known})"
             )
-        merged = {**self.params, **overrides}
-        return Workload(**{**self.__dict__, "params": merged})
+        return replace(self, params={**self.params, **overrides})
 
 
 def _line_of(text: str, key: str, array: str | None = None, index: int = 0) -> int:
@@ -180,13 +193,24 @@ class _Loader:
             raise self.fail("better", f"metric '{name}': better = \"higher\" or \"lower\", not "
                             f"{better!r}")
         parse = m.get("parse")
-        if not isinstance(parse, dict) or "regex" not in parse:
-            raise self.fail("parse", f"metric '{name}': add parse = {{ regex = '...([0-9.]+)...' }}")
+        if not isinstance(parse, dict) or not ("regex" in parse or "builtin" in parse):
+            raise self.fail("parse", f"metric '{name}': add parse = {{ regex = '...([0-9.]+)...' }}"
+                            " or parse = { builtin = \"NAME\", key = \"...\" }")
         scale = m.get("scale", 1.0)
         if not isinstance(scale, int | float) or scale <= 0:
             raise self.fail("scale", f"metric '{name}': scale must be a positive number")
         direction: Better = "higher" if better == "higher" else "lower"
-        return Metric(name, self.str_(m, "unit"), direction, self.regex(parse, "regex"), float(scale))
+        unit = self.str_(m, "unit")
+        if "builtin" in parse:
+            from .parsers import BUILTIN_PARSERS  # parsers needs this module's types
+
+            builtin = self.str_(parse, "builtin")
+            if builtin not in BUILTIN_PARSERS:
+                raise self.fail("builtin", f"metric '{name}': no builtin parser '{builtin}' (have: "
+                                f"{', '.join(sorted(BUILTIN_PARSERS)) or 'none'})")
+            key = self.str_(parse, "key", required=False, default=name)
+            return Metric(name, unit, direction, None, float(scale), builtin, key)
+        return Metric(name, unit, direction, self.regex(parse, "regex"), float(scale))
 
 
 def load_profile(path: Path) -> Workload:
@@ -204,7 +228,7 @@ def load_profile(path: Path) -> Workload:
     if not ID_RE.match(wid):
         raise ld.fail("id", f"id '{wid}' must be lowercase letters, digits, '.', '_' or '-'")
     known_top = {"id", "title", "description", "seeds", "suites", "primary", "params", "source",
-                 "run", "validate", "metric"}
+                 "run", "validate", "metric", "inputs", "sweep", "debian"}
     for key in data:
         if key not in known_top:
             raise ld.fail(key, f"unknown key '{key}' (known: {', '.join(sorted(known_top))})")
@@ -224,9 +248,14 @@ def load_profile(path: Path) -> Workload:
         ldflags=ld.strlist(src, "ldflags"),
         artifacts=ld.strlist(src, "artifacts", required=True),
         build=ld.strlist(src, "build"),
+        debian=ld.str_(src, "debian", required=False) or None,
+        version=ld.str_(src, "version", required=False) or None,
+        data=ld.strlist(src, "data"),
     )
     if not source.files and not source.build:
         raise ld.fail("source", "[source] needs files = [\"prog.c\"] or a build = [...] command")
+    if source.debian and not source.build:
+        raise ld.fail("debian", "[source] debian = ... needs a build = [...] command to build the tree")
     if not source.artifacts:
         raise ld.fail("artifacts", "[source] artifacts must name at least one built file")
     if not source.build and len(source.artifacts) != 1:
@@ -244,6 +273,33 @@ def load_profile(path: Path) -> Workload:
 
     validate = ld.table(data, "validate", required=False)
     stdout_match = ld.regex(validate, "stdout_match") if "stdout_match" in validate else None
+    stdout_digest = validate.get("stdout_digest", False)
+    if not isinstance(stdout_digest, bool):
+        raise ld.fail("stdout_digest", "stdout_digest = true or false")
+
+    inputs: dict[str, dict[str, Any]] = {}
+    for name, spec in ld.table(data, "inputs", required=False).items():
+        if not isinstance(spec, dict) or not isinstance(spec.get("kind"), str):
+            raise ld.fail(name, f"input '{name}' must be a table like {name} = {{ kind = \"corpus\" }}")
+        if name in RESERVED or name in params:
+            raise ld.fail(name, f"input '{name}' clashes with a parameter or placeholder: rename it")
+        from .inputs import INPUT_KINDS  # inputs imports nothing of ours but is heavy
+
+        if spec["kind"] not in INPUT_KINDS:
+            raise ld.fail(name, f"input '{name}': unknown kind '{spec['kind']}' (have: "
+                          f"{', '.join(sorted(INPUT_KINDS)) or 'none'})")
+        inputs[name] = dict(spec)
+
+    sweep: dict[str, tuple[str, ...]] = {}
+    for name, values in ld.table(data, "sweep", required=False).items():
+        if name not in params:
+            raise ld.fail(name, f"[sweep] {name}: sweep a parameter declared under [params]")
+        if not isinstance(values, list) or not values or \
+                not all(isinstance(v, str | int | float) for v in values):
+            raise ld.fail(name, f"[sweep] {name} must be a non-empty list of values")
+        sweep[name] = tuple(str(v) for v in values)
+
+    deb = ld.table(data, "debian", required=False)
 
     raw_metrics = data.get("metric", [])
     if not isinstance(raw_metrics, list):
@@ -263,6 +319,9 @@ def load_profile(path: Path) -> Workload:
         raise ld.fail("primary", f"primary = '{primary}' is not a metric of this workload "
                       f"(have: {', '.join(names + list(BUILTIN_METRICS))})")
 
+    stdin = run.get("stdin")
+    if stdin is not None and not isinstance(stdin, str):
+        raise ld.fail("stdin", "stdin must be a path string, like stdin = \"{corpus}\"")
     wl = Workload(
         id=wid,
         title=ld.str_(data, "title"),
@@ -277,15 +336,38 @@ def load_profile(path: Path) -> Workload:
         stdout_match=stdout_match,
         metrics=metrics,
         primary=primary,
+        inputs=inputs,
+        setup=ld.strlist(run, "setup"),
+        stdin=stdin,
+        stdout_digest=stdout_digest,
+        validate_files=ld.strlist(validate, "files"),
+        sweep=sweep,
+        debian_packages=ld.strlist(deb, "packages"),
+        debian_bin=ld.str_(deb, "bin", required=False, default="/usr/bin"),
+        base_id=wid,
     )
     _check_placeholders(ld, wl)
     return wl
 
 
+def expand_sweep(wl: Workload) -> list[Workload]:
+    """One instance per combination of swept values; ids name the values, e.g. list[n=10000]."""
+    instances = [wl]
+    for name, values in wl.sweep.items():
+        instances = [
+            replace(w, id=f"{w.id}[{name}={v}]" if w.id == wl.id else f"{w.id[:-1]},{name}={v}]",
+                    params={**w.params, name: v}, sweep={})
+            for w in instances for v in values
+        ]
+    return instances
+
+
 def _check_placeholders(ld: _Loader, wl: Workload) -> None:
-    allowed = RESERVED | set(wl.params)
+    allowed = RESERVED | set(wl.params) | set(wl.inputs)
     for key, items in (("command", wl.command), ("build", wl.source.build),
-                       ("files", wl.source.files), ("ldflags", wl.source.ldflags)):
+                       ("files", wl.source.files), ("ldflags", wl.source.ldflags),
+                       ("setup", wl.setup), ("stdin", (wl.stdin or "",)),
+                       ("files", wl.validate_files)):
         for item in items:
             for name in PLACEHOLDER_RE.findall(item):
                 if name not in allowed:
@@ -321,7 +403,27 @@ def builtin_profiles() -> dict[str, Path]:
     return {p.stem: p for p in sorted(PROFILES_DIR.glob("*.toml"))}
 
 
-def load_workloads(selection: list[str] | None, suite: str | None) -> list[Workload]:
+def load_workloads(selection: list[str] | None, suite: str | None,
+                   overrides: dict[str, str] | None = None) -> list[Workload]:
+    """Select workloads by id, suite or profile path; [sweep] profiles become one per value.
+
+    `overrides` (--set) apply to every selected workload that has the parameter; a swept
+    parameter that is set explicitly is no longer swept.
+    """
+    chosen = _select(selection, suite)
+    if overrides:
+        unknown = set(overrides) - {k for w in chosen for k in w.params}
+        if unknown:
+            raise ProfileError(f"--set {', '.join(sorted(unknown))}: no selected workload takes "
+                               "this parameter (see `abibench list --json`)")
+        chosen = [replace(w, params={**w.params, **{k: v for k, v in overrides.items()
+                                                      if k in w.params}},
+                          sweep={k: v for k, v in w.sweep.items() if k not in overrides})
+                  for w in chosen]
+    return [inst for wl in chosen for inst in expand_sweep(wl)]
+
+
+def _select(selection: list[str] | None, suite: str | None) -> list[Workload]:
     """Select built-in workloads by id or suite; a path to a .toml file loads a user's profile."""
     builtins = builtin_profiles()
     if not selection:
