@@ -90,8 +90,31 @@ def test_pairing_removes_drift() -> None:
     a, b = _lognormal_pair(rng, TRUE_RATIO, drift=True)
     paired = compare(a, b, paired=True)
     unpaired = compare(a, b, paired=False)
-    assert paired.ratio == unpaired.ratio
     assert paired.half_width() < 0.8 * unpaired.half_width()
+
+
+def test_paired_estimate_survives_a_step_change_halfway() -> None:
+    # A competing load doubles every time from round 15 on: both targets alike. The median of
+    # per-round ratios stays on the truth; a ratio of medians would land between the steps.
+    rng = np.random.default_rng(11)
+    n = 30
+    step = np.where(np.arange(n) >= n // 2, 2.0, 1.0)
+    b = 0.1 * step * rng.lognormal(0.0, 0.01, n)
+    a = 0.1 * step * rng.lognormal(0.0, 0.01, n)
+    r = compare(a.tolist(), b.tolist(), paired=True)
+    assert abs(r.ratio - 1.0) < 0.01
+    assert r.ci_low <= 1.0 <= r.ci_high and r.half_width() < 0.02
+
+
+def test_paired_identical_not_significant_by_wilcoxon() -> None:
+    rng = np.random.default_rng(5)
+    quiet = 0
+    for trial in range(TRIALS):
+        a, b = _lognormal_pair(rng, 1.0, drift=True)
+        v = verdict(compare(a, b, paired=True, seed=trial), better="lower", name_a="A",
+                    name_b="B")
+        quiet += not v.significant
+    assert quiet >= 90, f"only {quiet}/{TRIALS} identical paired samples judged not significant"
 
 
 def test_identical_distributions_not_significant() -> None:

@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -131,19 +132,20 @@ def run_sample(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: fl
             finally:
                 if stdin_fh is not None:
                     stdin_fh.close()
+            # The launcher enforces the timeout; this guard only catches a launcher gone wrong.
+            # A blocking wait, not wait(timeout=...): that polls with sleeps of up to 50 ms,
+            # which delays every sample and wakes the parent during the measurement.
+            guard = threading.Timer(timeout_s + 60, proc.kill)
+            guard.start()
             try:
-                # The launcher enforces the timeout; this guard only catches a launcher gone wrong.
-                proc.wait(timeout=timeout_s + 60)
+                proc.wait()
             except KeyboardInterrupt:
                 # When Ctrl-C came from a terminal the launcher saw it too; otherwise tell it.
                 proc.send_signal(signal.SIGTERM)
                 proc.wait()
                 raise
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-                raise HostError("the sample launcher did not return: abibench bug, please "
-                                "report") from None
+            finally:
+                guard.cancel()
         if proc.returncode != 0 or not result.is_file():
             raise HostError(f"the sample launcher failed (exit {proc.returncode}): "
                             f"{_tail(err_path).strip()[-300:]}")

@@ -103,7 +103,9 @@ def summarize(values: Sequence[float]) -> Summary:
 
 @dataclass(frozen=True)
 class Ratio:
-    """median(a) / median(b), with a bootstrap percentile CI.
+    """How many times a's typical value is b's, with a bootstrap percentile CI.
+
+    Paired: the median of per-round ratios; unpaired: median(a) / median(b) (see compare).
 
     ``hodges_lehmann`` is exp(median over all i, j of log a_i - log b_j), the
     two-sample HL shift on the log scale expressed as a ratio; it is nan when
@@ -179,6 +181,44 @@ def _hodges_lehmann_ratio(a: FloatArray, b: FloatArray) -> float:
     return float(np.exp(np.median(diffs)))
 
 
+def _pairable(a: FloatArray, b: FloatArray, paired: bool) -> bool:
+    """Paired data with positive values use per-round log ratios; anything else medians."""
+    return paired and a.size == b.size and bool(np.all(a > 0.0)) and bool(np.all(b > 0.0))
+
+
+def _estimate(
+    rng: np.random.Generator | None, a: FloatArray, b: FloatArray, *, paired: bool,
+    resamples: int, name_b: str = "b",
+) -> tuple[float, FloatArray | None]:
+    """The ratio estimate and, given a generator, its bootstrap replicates.
+
+    Paired by round, the estimate is the median of the per-round ratios a_r / b_r: a drift that
+    hits both targets of a round divides out of every term, even a step change halfway through,
+    where a ratio of two medians would swing with whichever side of the step each median lands
+    on. Unpaired, it is the ratio of medians.
+    """
+    if _pairable(a, b, paired):
+        d = np.log(a) - np.log(b)
+        point = float(np.exp(np.median(d)))
+        if rng is None:
+            return point, None
+        idx = rng.integers(0, d.size, size=(resamples, d.size))
+        reps: FloatArray = np.exp(_row_medians(d[idx]))
+        return point, reps
+    point = _median_ratio(a, b, name_b)
+    if rng is None:
+        return point, None
+    return point, _bootstrap_ratios(rng, a, b, paired=paired, resamples=resamples)
+
+
+def _wilcoxon_p(a: FloatArray, b: FloatArray) -> float:
+    d = np.log(a) - np.log(b)
+    if np.all(d == 0.0):
+        return 1.0
+    res = _sps.wilcoxon(d, alternative="two-sided", zero_method="zsplit")
+    return float(res.pvalue)
+
+
 def _median_ratio(a: FloatArray, b: FloatArray, name_b: str = "b") -> float:
     med_b = float(np.median(b))
     if med_b == 0.0:
@@ -195,11 +235,14 @@ def compare(
     resamples: int = 4000,
     seed: int = 0,
 ) -> Ratio:
-    """Compare a against b as the ratio of medians median(a) / median(b).
+    """Compare a against b: how many times a's typical value is b's.
 
-    With ``paired=True`` sample k of a and b must come from the same round,
-    and rounds are resampled jointly. With fewer than 2 samples on either side
-    the CI and the p-value are nan.
+    Unpaired: the ratio of medians median(a) / median(b), Mann-Whitney U p-value.
+    With ``paired=True`` sample k of a and b must come from the same round: the estimate is the
+    median of the per-round ratios (rounds resampled for the CI) and the p-value a Wilcoxon
+    signed-rank test on the per-round log ratios, so drift shared by a round cancels. (Paired
+    data with a zero or negative value fall back to the unpaired estimators.) With fewer than 2
+    samples on either side the CI and the p-value are nan.
     """
     arr_a = _as_array(a, "a")
     arr_b = _as_array(b, "b")
@@ -209,16 +252,18 @@ def compare(
             f"paired comparison needs one sample per round for both targets, "
             f"got {arr_a.size} and {arr_b.size}"
         )
-    ratio = _median_ratio(arr_a, arr_b)
     hl = _hodges_lehmann_ratio(arr_a, arr_b)
 
     if arr_a.size < 2 or arr_b.size < 2:
+        ratio, _ = _estimate(None, arr_a, arr_b, paired=paired, resamples=resamples)
         ci_low = ci_high = p_value = math.nan
     else:
         rng = np.random.default_rng(seed)
-        reps = _bootstrap_ratios(rng, arr_a, arr_b, paired=paired, resamples=resamples)
+        ratio, reps = _estimate(rng, arr_a, arr_b, paired=paired, resamples=resamples)
+        assert reps is not None
         ci_low, ci_high = _percentile_ci(reps, confidence)
-        p_value = _mann_whitney_p(arr_a, arr_b)
+        p_value = (_wilcoxon_p(arr_a, arr_b) if _pairable(arr_a, arr_b, paired)
+                   else _mann_whitney_p(arr_a, arr_b))
 
     return Ratio(
         ratio=ratio,
@@ -413,7 +458,8 @@ def geomean_ratio(
         b = _as_array(b_raw, f"group {i} b")
         if paired and a.size != b.size:
             raise ValueError(f"group {i} is paired but has {a.size} and {b.size} samples")
-        ratio = _median_ratio(a, b, name_b=f"group {i} b")
+        ratio, _ = _estimate(None, a, b, paired=paired, resamples=resamples,
+                             name_b=f"group {i} b")
         if ratio <= 0.0:
             raise ValueError(f"group {i} ratio is {ratio}; a geometric mean needs ratios > 0")
         sign = -1.0 if better is not None and better[i] == "higher" else 1.0
@@ -421,7 +467,9 @@ def geomean_ratio(
         if a.size < 2 or b.size < 2:
             can_bootstrap = False
         if can_bootstrap:
-            reps = _bootstrap_ratios(rng, a, b, paired=paired, resamples=resamples)
+            _, group_reps = _estimate(rng, a, b, paired=paired, resamples=resamples)
+            assert group_reps is not None
+            reps = group_reps
             # A replicate of <= 0 (median of b* at 0 or negative) has no log;
             # nan marks it and the quantiles skip it.
             with np.errstate(divide="ignore", invalid="ignore"):

@@ -6,6 +6,7 @@ import sys
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape as e
 from rich.table import Table
 
 from ..analyse import Comparison, WorkloadResult, suite_summary
@@ -44,19 +45,19 @@ def render(results: list[WorkloadResult], header: str, warnings: list[str],
                       f"{sm.a}/{sm.b} cost ratios {fmt.ratio(gm.value, gm.ci_low, gm.ci_high)}"
                       f" → {sm.text}")
             if sm.excluded:
-                con.print(f"  [red]left out (outputs differ):[/] {', '.join(sm.excluded)}")
+                con.print(f"  [red]left out (outputs differ):[/] {e(', '.join(sm.excluded))}")
 
 
 def _render_workloads(results: list[WorkloadResult], header: str, warnings: list[str],
                       con: Console) -> None:
-    con.print(header)
+    con.print(e(header))
     for w in warnings:
-        con.print(f"[yellow]warning:[/] {w}")
+        con.print(f"[yellow]warning:[/] {e(w)}")
     for res in results:
         con.print()
-        con.print(f"[bold]{res.id}[/] — {res.title}")
+        con.print(f"[bold]{e(res.id)}[/] — {e(res.title)}")
         direction = "higher is better" if res.better == "higher" else "lower is better"
-        con.print(f"  {res.primary} in {res.unit or 'units'}, {direction}")
+        con.print(f"  {e(res.primary)} in {e(res.unit or 'units')}, {direction}")
         table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
         for col in ("ABI", "n", "median", "min", "max", "outliers", "peak RSS", "file size",
                     "text"):
@@ -65,9 +66,9 @@ def _render_workloads(results: list[WorkloadResult], header: str, warnings: list
         for row in res.rows:
             s = row.summary
             if row.state != "ok":
-                notes.append(f"  [yellow]{row.label}: {row.state}[/] — {row.reason or ''}")
+                notes.append(f"  [yellow]{e(row.label)}: {row.state}[/] — {e(row.reason or '')}")
             table.add_row(
-                row.label if row.state == "ok" else f"{row.label} ({row.state})",
+                e(row.label if row.state == "ok" else f"{row.label} ({row.state})"),
                 str(row.n) if row.n else "-",
                 fmt.si(s.median, res.unit) if s else "-",
                 fmt.si(s.min, res.unit) if s else "-",
@@ -77,18 +78,20 @@ def _render_workloads(results: list[WorkloadResult], header: str, warnings: list
         con.print(table)
         for note in notes:
             con.print(note)
+        for line in res.provenance:
+            con.print(f"  {e(line)}")
         for c in res.comparisons:
             colour = "red" if res.validation == "miscompare" else (
                 "green" if c.verdict.significant else "white")
             prefix = "INVALID (outputs differ) — " if res.validation == "miscompare" else ""
-            con.print(f"  {c.a}/{c.b} {res.primary} ratio {_ratio(c)}"
-                      f" → [{colour}]{prefix}{c.verdict.text}[/] (p={c.p_adjusted:.3g} Holm)")
+            con.print(f"  {e(c.a)}/{e(c.b)} {e(res.primary)} ratio {_ratio(c)}"
+                      f" → [{colour}]{prefix}{e(c.verdict.text)}[/] (p={c.p_adjusted:.3g} Holm)")
         for c in res.memory:
-            con.print(f"  {c.a}/{c.b} peak RSS ratio {_ratio(c)} → {c.verdict.text}")
+            con.print(f"  {e(c.a)}/{e(c.b)} peak RSS ratio {_ratio(c)} → {e(c.verdict.text)}")
         counted = [(r.label, r.instructions) for r in res.rows if r.instructions]
         if counted:
-            con.print("  instructions (valgrind, exact): " + ", ".join(
-                f"{lbl} {n:,}" for lbl, n in counted) + _instr_ratio(counted))
+            con.print("  instructions (valgrind, exact): " + e(", ".join(
+                f"{lbl} {n:,}" for lbl, n in counted) + _instr_ratio(counted)))
         big = [(r.label, r.size) for r in res.rows if r.size]
         if len(big) >= 2:
             ref = next((sz for lbl, sz in big if lbl in ("x86_64", "aarch64")), None)
@@ -96,14 +99,14 @@ def _render_workloads(results: list[WorkloadResult], header: str, warnings: list
                 parts = [f"{lbl} {100 * (sz / ref - 1):+.1f}%" for lbl, sz in big
                          if sz != ref and lbl not in ("x86_64", "aarch64")]
                 if parts:
-                    con.print(f"  file size vs 64-bit: {', '.join(parts)}")
+                    con.print(f"  file size vs 64-bit: {e(', '.join(parts))}")
         if res.validation == "miscompare":
-            con.print(f"  [red bold]MISCOMPARE:[/] {res.validation_detail}")
+            con.print(f"  [red bold]MISCOMPARE:[/] {e(res.validation_detail)}")
         elif res.validation == "ok":
-            con.print(f"  output check: {res.validation_detail}")
+            con.print(f"  output check: {e(res.validation_detail)}")
         else:
-            con.print(f"  output check: [yellow]{res.validation_detail}[/]")
+            con.print(f"  output check: [yellow]{e(res.validation_detail)}[/]")
         if res.stop_reason:
-            con.print(f"  stopped: {res.stop_reason}")
+            con.print(f"  stopped: {e(res.stop_reason)}")
         for w in res.warnings:
-            con.print(f"  [yellow]warning:[/] {w}")
+            con.print(f"  [yellow]warning:[/] {e(w)}")
