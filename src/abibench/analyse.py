@@ -6,6 +6,7 @@ computed from what was stored, never from state that only lived in the measuring
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,6 +72,7 @@ class WorkloadResult:
     validation_detail: str = ""
     stop_reason: str = ""
     warnings: list[str] = field(default_factory=list)
+    provenance: list[str] = field(default_factory=list)  # e.g. the Debian versions compared
 
 
 def _better(value: str) -> stats.Better:
@@ -124,6 +126,34 @@ def validate_outputs(samples: list[dict[str, Any]], labels: list[str]) -> tuple[
     return "ok", detail + (f" (not checked: {', '.join(missing)})" if missing else "")
 
 
+def debian_versions(artifacts: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """What Debian's builds of one workload were: the package versions per target, and whether
+    the closures were identical; allowed version skew comes back as warnings."""
+    debs = [a for a in artifacts if a.get("debian_packages")]
+    if not debs:
+        return [], []
+    notes, warnings = [], []
+    versions = {a["target"]: a["debian_packages"] for a in debs}
+    distinct = {json.dumps(v, sort_keys=True) for v in versions.values()}
+    if len(distinct) == 1:
+        pkgs = ", ".join(f"{k} {v}" for k, v in sorted(debs[0]["debian_packages"].items()))
+        notes.append(f"Debian packages: {pkgs} on {', '.join(versions)}")
+    else:
+        for target, v in versions.items():
+            notes.append(f"Debian packages on {target}: "
+                         + ", ".join(f"{k} {ver}" for k, ver in sorted(v.items())))
+    closures = [a.get("debian_closure") or {} for a in debs]
+    names = set.intersection(*(set(c) for c in closures))
+    differ = sorted(n for n in names if len({c[n] for c in closures}) > 1)
+    sizes = "/".join(str(len(c)) for c in closures)
+    notes.append(f"dependency closure: {sizes} packages, "
+                 + ("every shared package at the same version" if not differ
+                    else f"{len(differ)} at different versions: {', '.join(differ)}"))
+    for skew in sorted({s for a in debs for s in a.get("version_skew") or []}):
+        warnings.append(f"version skew allowed (--allow-version-skew): {skew}")
+    return notes, warnings
+
+
 def analyse(doc: dict[str, Any]) -> list[WorkloadResult]:
     config = doc["run"]["config"]
     workloads: dict[str, Any] = config.get("workloads", {})
@@ -164,6 +194,9 @@ def analyse(doc: dict[str, Any]) -> list[WorkloadResult]:
                              unit=minfo["unit"], better=minfo["better"], rows=rows,
                              stop_reason=_stop_reason(doc, wid))
         res.warnings.extend(_sample_warnings(rows, counted, res.stop_reason))
+        notes, skew = debian_versions([a for a in artifacts if a["workload"] == wid])
+        res.provenance.extend(notes)
+        res.warnings.extend(skew)
         res.validation, res.validation_detail = validate_outputs(
             [s for s in samples_all if s["workload"] == wid], labels)
         measured = [r.label for r in rows if r.n >= 2]
