@@ -1,0 +1,81 @@
+"""Run documents built in memory, shaped exactly like `abibench export` writes them."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+
+def make_doc(*, run_id: str = "20260101-000000-aaaa", host: str = "vm", kernel_bits: int = 64,
+             targets: tuple[str, ...] = ("i386", "x86_64"),
+             workloads: dict[str, dict[str, float]] | None = None, rounds: int = 8,
+             noise: float = 0.01, seed: int = 1, started: str = "2026-01-01T00:00:00+00:00",
+             params: dict[str, str] | None = None) -> dict[str, Any]:
+    """A valid run document: ``workloads`` maps workload id -> {target: true rate}.
+
+    Every workload has a primary metric ``rate`` (higher is better), a secondary ``time``
+    (lower is better, 1/rate) and a constant check value, so outputs validate.
+    """
+    workloads = workloads or {"alpha": {"i386": 90.0, "x86_64": 100.0},
+                              "beta": {"i386": 120.0, "x86_64": 100.0}}
+    rng = np.random.default_rng(seed)
+    config_workloads: dict[str, Any] = {}
+    samples: list[dict[str, Any]] = []
+    artifacts: list[dict[str, Any]] = []
+    for wid, rates in workloads.items():
+        config_workloads[wid] = {
+            "title": f"{wid} workload", "primary": "rate", "params": dict(params or {"n": "1"}),
+            "seeds": [], "targets": list(targets),
+            "metrics": {"rate": {"unit": "ops/s", "better": "higher"},
+                        "time": {"unit": "s", "better": "lower"},
+                        "wall": {"unit": "s", "better": "lower"},
+                        "max_rss": {"unit": "KiB", "better": "lower"}}}
+        for t in targets:
+            bits = 32 if t != "x86_64" else 64
+            artifacts.append({
+                "workload": wid, "target": t, "cached": False, "abi": t, "provenance": "source",
+                "files": [wid], "compiler_version": "gcc 12", "cflags": ["-O2"],
+                "abi_flags": ["-m32" if bits == 32 else "-m64"], "commands": [f"gcc {wid}.c"],
+                "effective": {"-march": "i686" if bits == 32 else "x86-64"},
+                "build_seconds": 0.1,
+                "sizes": {wid: {"file": 15000 + bits * 40, "text": 3000 + bits * 10, "data": 600,
+                                "bss": 8, "stripped": 14000}},
+                "elf": {wid: {"elf_class": bits, "machine": "EM_386" if bits == 32 else
+                              "EM_X86_64", "interpreter": "/lib/ld", "needed": ["libc.so.6"]}}})
+        for r in range(rounds + 1):
+            order = list(targets) if r % 2 == 0 else list(reversed(targets))
+            for pos, t in enumerate(order):
+                if t not in rates:
+                    continue
+                rate = rates[t] * (1 + noise * float(rng.standard_normal()))
+                samples.append({
+                    "run_id": run_id, "workload": wid, "target": t, "round": r, "position": pos,
+                    "warmup": r == 0, "status": "ok", "exit_code": 0, "wall_s": 1.0 / rate,
+                    "user_s": 0.9 / rate, "sys_s": 0.0,
+                    "max_rss_kb": 2000 if t != "x86_64" else 3000,
+                    "stdout_digest": "d" * 64, "check": "42",
+                    "metrics": {"rate": rate, "time": 1.0 / rate}, "error": None,
+                    "started_at": started, "env_pad": pos, "instructions": None,
+                    "kind": "timed"})
+    status = [{"workload": wid, "target": t, "state": "not run", "reason": "cannot run here"}
+              for wid, rates in workloads.items() for t in targets if t not in rates]
+    assert all(math.isfinite(s["wall_s"]) for s in samples)
+    return {
+        "format": "abibench-run", "version": 1,
+        "run": {"id": run_id, "started": started, "finished": started, "status": "complete",
+                "tool_version": "0.1.0",
+                "config": {"abis": list(targets), "cflags": ["-O2"], "cc": None,
+                           "plan": {"min_rounds": rounds}, "workloads": config_workloads}},
+        "host": {"hostname": host, "cpu_model": "Test CPU", "cpus_online": 2,
+                 "machine": "x86_64" if kernel_bits == 64 else "i686",
+                 "kernel_release": "6.1.0", "kernel_version": "#1", "kernel_bits": kernel_bits,
+                 "kernel_x32": "n", "governor": "performance", "turbo": None,
+                 "virtualization": None, "mem_total_kb": 4_000_000,
+                 "load_average": [0.1, 0.1, 0.1], "libc": "glibc 2.36",
+                 "compilers": {"gcc": "gcc 12"}, "python": "3.11", "os_release": "Debian 12"},
+        "artifacts": artifacts, "target_status": status, "warnings": [],
+        "outcomes": {wid: {"rounds": rounds, "stop_reason": "fixed rounds"} for wid in workloads},
+        "samples": samples,
+    }
