@@ -14,6 +14,8 @@ cd "$here"
 PKGS=(
   build-essential gcc-multilib g++-multilib libc6-dev-x32 libc6-dev-i386
   dpkg-dev valgrind hyperfine bubblewrap python3-venv python3-dev
+  sysbench
+  chromium fonts-dejavu-core
 )
 
 say() { printf 'setup: %s\n' "$*" >&2; }
@@ -115,7 +117,7 @@ system_setup
 python_setup
 
 case "${1:-}" in
-  run)  shift; exec .venv/bin/abibench run --report abibench-report.md "$@" ;;
+  run)  shift; exec .venv/bin/abibench run --report abibench-report.md --html abibench-report.html "$@" ;;
   test) shift; exec bash scripts/test.sh "$@" ;;
   "")   say "ready: .venv/bin/abibench" ;;
   *)    die "unknown argument '$1': use 'bash setup.sh run' or 'bash setup.sh test'" ;;

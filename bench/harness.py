@@ -231,7 +231,8 @@ def calibrate_spin(spin: Path, launch: Path, cwd: Path, target_s: float) -> dict
     """The spin argument (millions of steps) that takes about target_s here, measured now."""
     probe_n = 20
     walls = [sample_once([str(spin), str(probe_n)], launch, cwd).wall_s for _ in range(5)]
-    per_million = median(walls) / probe_n
+    # The fastest probe: another process competing for the CPU only ever makes a run slower.
+    per_million = min(walls) / probe_n
     n = max(1, round(target_s / per_million))
     check = [sample_once([str(spin), str(n)], launch, cwd).wall_s for _ in range(3)]
     return {"millions": n, "per_million_s": per_million, "probe_walls_s": walls,
@@ -498,6 +499,7 @@ def part_p2(sz: Sizes, launch: Path, tmp: Path, hog_at: float) -> dict[str, Any]
         for sched in order:
             log(f"P2 rep {rep + 1}/{sz.p2_reps}: {sched} ({n} samples per copy, hog of "
                 f"{sz.p2_hogs} busy loops from {hog_at:.0%})")
+            m = CpuMeter()
             if sched == "interleaved":
                 run = _p2_interleaved(wl, targets, n, hog_after, spin, sz.p2_hogs, launch, base,
                                       seed=rep)
@@ -507,6 +509,7 @@ def part_p2(sz: Sizes, launch: Path, tmp: Path, hog_at: float) -> dict[str, Any]
                 run = _p2_sequential(bins, [str(cal["millions"])], n, spin, sz.p2_hogs, launch,
                                      base, seed=rep)
                 run["summary"] = _p2_summary(run, None)
+            run["disturbance"] = m.read()
             rec[sched] = run
             r = stats.compare(run["a"], run["b"], paired=run["paired"])
             log(f"P2 rep {rep + 1} {sched}: ratio {fmt_ratio(r)}")
@@ -531,7 +534,7 @@ def show_p2(res: dict[str, Any]) -> None:
                     f"(~{fmt_ms(cal['check_median_s'])}), {res['rounds']} samples per copy, "
                     f"{res['hogs']} busy-loop hogs started halfway")
     for col in ("rep", "schedule", "median A", "median B", "ratio A/B [95% CI]", "error |r-1|",
-                "CI has 1", "median of round ratios [95% CI]", "hog slowdown"):
+                "CI has 1", "median of round ratios [95% CI]", "hog slowdown", "other CPU"):
         t.add_column(col)
     for rec in res["reps"]:
         for sched in ("interleaved", "sequential"):
@@ -543,7 +546,8 @@ def show_p2(res: dict[str, Any]) -> None:
                       fmt_pct(s["error"]), "yes" if s["ci_contains_1"] else "no",
                       f"{mrr['ratio']:.4f} [{mrr['ci_low']:.4f}, {mrr['ci_high']:.4f}], err "
                       f"{fmt_pct(s['median_of_round_ratios_error'])}" if mrr is not None else "-",
-                      f"x{s['hog_slowdown']:.2f}")
+                      f"x{s['hog_slowdown']:.2f}",
+                      f"{rec[sched]['disturbance']['foreign_cores']:.2f} cores")
     console.print(t)
     sm = res["summary"]
     console.print(f"interleaved error: mean {fmt_pct(sm['interleaved']['mean_error'])}, max "
@@ -579,11 +583,26 @@ def _p3_abibench(wl: Workload, targets: list[tuple[Target, Artifact]], sz: Sizes
     plan = Plan(precision=0.01, min_rounds=sz.p3_min_rounds, max_rounds=sz.p3_max_rounds,
                 max_time_s=sz.p3_max_time_s)
     samples: list[Sample] = []
+    done_at: list[float] = []  # seconds since the start when each sample finished
     t0 = time.monotonic()
-    outcome = run_workload(wl, targets, plan, store, run_id, launch, samples.append)
+
+    def on_sample(smp: Sample) -> None:
+        samples.append(smp)
+        done_at.append(time.monotonic() - t0)
+
+    outcome = run_workload(wl, targets, plan, store, run_id, launch, on_sample)
     elapsed = time.monotonic() - t0
     store.close()
     labels = [t.label for t, _ in targets]
+    # The stopping rule's half-width after every counted round, recomputed on the samples the
+    # schedule had then: when would a looser precision (±5%, ±2%) have been reached?
+    trajectory: list[dict[str, float]] = []
+    for rnd in range(plan.min_rounds, outcome.rounds + 1):
+        upto = [i for i, smp in enumerate(samples) if smp.round <= rnd]
+        hw = widest_interval([samples[i] for i in upto], wl, labels)
+        trajectory.append({"round": rnd, "elapsed_s": done_at[upto[-1]], "half_width": hw})
+    first_at = {f"{p:g}%": next((t["elapsed_s"] for t in trajectory if t["half_width"] <= p / 100),
+                                None) for p in (5.0, 2.0, 1.0)}
     by: dict[str, dict[int, float]] = {lab: {} for lab in labels}
     for s in samples:
         v = s.value(wl.primary)
@@ -602,9 +621,11 @@ def _p3_abibench(wl: Workload, targets: list[tuple[Target, Artifact]], sz: Sizes
         "ratio_paired": ratio_dict(paired), "ratio_unpaired": ratio_dict(unpaired),
         "values": {labels[0]: ref, labels[1]: other},
         "reached": bool(outcome.stop_reason.startswith("precision reached")),
+        "trajectory": trajectory, "first_reached_s": first_at,
         "samples": [{"target": s.target, "round": s.round, "position": s.position,
                      "warmup": s.warmup, "status": s.status, "wall_s": s.wall_s,
-                     "value": s.value(wl.primary)} for s in samples],
+                     "value": s.value(wl.primary), "done_at_s": at}
+                    for s, at in zip(samples, done_at, strict=True)],
     }
 
 
@@ -676,6 +697,7 @@ def part_p3(sz: Sizes, launch: Path, tmp: Path) -> dict[str, Any]:
         rec["order"] = order
         for method in order:
             log(f"P3 {wid}: {method} ({', '.join(f'{k}={v}' for k, v in wl.params.items())})")
+            m = CpuMeter()
             if method == "abibench":
                 rec["abibench"] = _p3_abibench(wl, targets, sz, launch, tmp)
                 log(f"P3 {wid} abibench: {rec['abibench']['elapsed_s']:.1f} s, "
@@ -684,9 +706,14 @@ def part_p3(sz: Sizes, launch: Path, tmp: Path) -> dict[str, Any]:
                 rec["pts"] = _p3_pts(wl, targets, sz, launch, tmp)
                 log(f"P3 {wid} pts: {rec['pts']['elapsed_s']:.1f} s, runs {rec['pts']['runs']}, "
                     f"±{fmt_pct(rec['pts']['ratio_unpaired']['half_width'])}")
+            rec[method]["disturbance"] = m.read()
         out["workloads"][wid] = rec
     out["disturbance"] = meter.read()
     return out
+
+
+def fmt_s(x: float | None) -> str:
+    return "never" if x is None else f"{x:.0f} s"
 
 
 def short_reason(reason: str) -> str:
@@ -702,7 +729,8 @@ def show_p3(res: dict[str, Any]) -> None:
     t = Table(title=f"P3 time to precision: {b}/{a} ratio of the primary metric, asked ±1% "
                     "(95% CI half-width)")
     for col in ("workload", "method", "wall time", "runs per target", "stop", f"ratio {b}/{a}",
-                "±CI paired", "±CI unpaired", "±1% reached"):
+                "±CI paired", "±CI unpaired", "±1% reached", "±5% / ±2% first at",
+                "other CPU"):
         t.add_column(col)
     for wid, rec in res["workloads"].items():
         ab, pts = rec["abibench"], rec["pts"]
@@ -711,11 +739,14 @@ def show_p3(res: dict[str, Any]) -> None:
                   f"{ab['rounds']} (+1 warm-up)", short_reason(ab["stop_reason"]),
                   f"{rp['ratio']:.4f}",
                   fmt_pct(rp["half_width"]), fmt_pct(ru["half_width"]),
-                  "yes" if ab["reached"] else "no")
+                  "yes" if ab["reached"] else "no",
+                  " / ".join(fmt_s(ab["first_reached_s"][k]) for k in ("5%", "2%")),
+                  f"{ab['disturbance']['foreign_cores']:.2f} cores")
         pr = pts["ratio_unpaired"]
         t.add_row("", "PTS-like", f"{pts['elapsed_s']:.1f} s",
                   ", ".join(f"{k} {v}" for k, v in pts["runs"].items()), "σ rule", f"{pr['ratio']:.4f}",
-                  "-", fmt_pct(pr["half_width"]), "yes" if pts["reached"] else "no")
+                  "-", fmt_pct(pr["half_width"]), "yes" if pts["reached"] else "no", "-",
+                  f"{pts['disturbance']['foreign_cores']:.2f} cores")
     console.print(t)
     first = next(iter(res["workloads"].values()), None)
     if first:
@@ -723,7 +754,9 @@ def show_p3(res: dict[str, Any]) -> None:
                       f"min_rounds={first['abibench']['plan']['min_rounds']}, max_rounds="
                       f"{first['abibench']['plan']['max_rounds']}, max_time_s="
                       f"{first['abibench']['plan']['max_time_s']:g}), its stopping rule uses the "
-                      "paired CI; 'unpaired' is the same bootstrap ignoring rounds, as for PTS.")
+                      "paired CI; 'unpaired' is the same bootstrap ignoring rounds, as for PTS. "
+                      "'first at' recomputes abibench's stopping half-width after every round. "
+                      "'other CPU' = average cores used by other processes during that method.")
     console.print(disturbance_note(res["disturbance"]))
 
 

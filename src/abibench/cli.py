@@ -90,28 +90,76 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--cflags", default=" ".join(DEFAULT_CFLAGS),
                    help="flags for every ABI (default -O2); the ABI flag is added per target")
     r.add_argument("--cc", default=None, help="C compiler (default: gcc)")
+    r.add_argument("--provenance", choices=("source", "debian"), default="source",
+                   help="source: build each workload per ABI (default); debian: Debian's own "
+                   "per-arch binary packages, one pinned version, run inside per-arch sysroots")
+    r.add_argument("--allow-version-skew", action="store_true",
+                   help="with --provenance debian: compare even when no version exists for every "
+                   "arch (shown as a warning in every result)")
     r.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="override a workload parameter, e.g. --set nodes=20000")
     r.add_argument("--seed", type=int, default=0, help="seed for environment-size randomisation")
     r.add_argument("--counters", action="store_true",
                    help="also count instructions: one run per target under valgrind")
     r.add_argument("--report", type=Path, default=None, help="also write a Markdown report")
+    r.add_argument("--html", type=Path, default=None, help="write the HTML report here (default: "
+                   "reports/RUN.html beside the results database)")
+    r.add_argument("--no-html", action="store_true", help="do not write the HTML report")
     r.add_argument("--json", action="store_true", help="print the run document as JSON")
 
     rs = sub.add_parser("runs", help="list stored runs")
     rs.add_argument("--json", action="store_true")
 
-    rp = sub.add_parser("report", help="show a stored run")
-    rp.add_argument("run", nargs="?", default="latest")
-    rp.add_argument("--markdown", type=Path, default=None, help="write Markdown to this file")
-    rp.add_argument("--json", action="store_true")
+    rp = sub.add_parser("report", help="show stored runs or result files; write HTML, Markdown, "
+                        "CSV or JSON")
+    rp.add_argument("run", nargs="*", default=["latest"], metavar="RUN_OR_FILE",
+                    help="run ids (default: latest) or exported .json files; two or more are "
+                    "merged into one comparison")
+    _report_options(rp)
+
+    cp = sub.add_parser("compare", help="merge result sets from different machines, kernels or "
+                        "days into one N-way comparison")
+    cp.add_argument("sources", nargs="+", metavar="RUN_OR_FILE",
+                    help="two or more run ids or exported .json files")
+    _report_options(cp)
+
+    im = sub.add_parser("import", help="store others' exported results (validated, never run)")
+    im.add_argument("files", nargs="+", type=Path, metavar="FILE.json")
+    im.add_argument("--json", action="store_true")
 
     ex = sub.add_parser("export", help="write a run as a versioned JSON document")
     ex.add_argument("run", nargs="?", default="latest")
     ex.add_argument("--json", action="store_true", help="JSON (the only format; accepted for "
                     "clarity)")
     ex.add_argument("-o", "--output", type=Path, default=None)
+
+    ins = sub.add_parser("inspect", help="ELF class, machine, interpreter, sizes and libraries "
+                         "of binaries, resolved for their own ABI")
+    ins.add_argument("binaries", nargs="+", type=Path, metavar="BINARY")
+    ins.add_argument("--sysroot", type=Path, default=None,
+                     help="resolve everything inside this root (an unpacked Debian system)")
+    ins.add_argument("--library-path", action="append", default=[], metavar="DIR[:DIR...]",
+                     help="searched where LD_LIBRARY_PATH is (the environment's one is used too, "
+                     "unless --sysroot)")
+    ins.add_argument("--json", action="store_true")
     return p
+
+
+def _report_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--html", type=Path, default=None,
+                   help="write a self-contained HTML report (inline SVG charts, works offline)")
+    p.add_argument("--markdown", type=Path, default=None, help="write Markdown to this file")
+    p.add_argument("--csv", type=Path, default=None,
+                   help="write the results (one row per workload, metric and target) as CSV")
+    p.add_argument("--samples-csv", type=Path, default=None, help="write every raw sample as CSV")
+    p.add_argument("--json", action="store_true",
+                   help="print the report's content as JSON (the stored run: abibench export)")
+    p.add_argument("--baseline", default=None, metavar="SERIES",
+                   help="with several result sets: the series every other is compared with "
+                   "(a series label, an ABI of the first set, or a set tag)")
+    p.add_argument("--tag", action="append", default=None, metavar="NAME",
+                   help="name of each result set, once per set in order (default: host and "
+                   "kernel bitness, e.g. 'vm k64')")
 
 
 def _print_json(data: Any) -> None:
@@ -183,7 +231,8 @@ def cmd_run(args: argparse.Namespace, store: Store) -> int:
                 fixed_rounds=args.rounds, precision=args.precision, max_time_s=args.max_time,
                 warmup=max(args.warmup, 0), seed=args.seed, counters=args.counters)
     req = Request(workloads=workloads, abis=abis, plan=plan, cflags=tuple(args.cflags.split()),
-                  cc=args.cc)
+                  cc=args.cc, provenance=args.provenance,
+                  allow_version_skew=args.allow_version_skew)
     err = sys.stderr
     show = err.isatty() and os.environ.get("CI") != "true"
     con = terminal.console(err)
@@ -217,9 +266,12 @@ def cmd_run(args: argparse.Namespace, store: Store) -> int:
                   f"(builds: {result.built} new, {result.reused} reused from cache)")
         terminal.render(results, header, [w["message"] for w in doc["warnings"]
                                           if not w.get("workload")], terminal.console())
+        _print_index(doc)
     if args.report:
         args.report.write_text(markdown.render(doc, results))
         print(f"report: {args.report}", file=err)
+    if not args.no_html:
+        _write_run_html(args, store, doc, results, sys.stderr if args.json else sys.stdout)
     if result.interrupted:
         n = len(doc["samples"])
         print(f"abibench: interrupted; {n} samples of run {result.run_id} are stored in "
@@ -228,6 +280,22 @@ def cmd_run(args: argparse.Namespace, store: Store) -> int:
     if any(r.validation == "miscompare" for r in results):
         return max(result.exit_code, 1)
     return result.exit_code
+
+
+def _write_run_html(args: argparse.Namespace, store: Store, doc: dict[str, Any],
+                    results: list[analyse.WorkloadResult], out: Any) -> None:
+    from .report import content
+    from .report.write import Outputs, write
+
+    path = args.html or store.path.parent / "reports" / f"{doc['run']['id']}.html"
+    try:
+        write(content.from_run(doc, results=results), Outputs(html=path))
+    except AbibenchError as exc:  # the results are stored; only the file is missing
+        print(f"abibench: warning: {exc} (`abibench report {doc['run']['id']} --html FILE` "
+              "writes it again)", file=sys.stderr)
+        return
+    print(f"report: {path} (open it in a browser; Markdown, CSV, JSON: abibench report "
+          f"{doc['run']['id']} --markdown/--csv/--json)", file=out)
 
 
 def cmd_runs(args: argparse.Namespace, store: Store) -> int:
@@ -241,17 +309,62 @@ def cmd_runs(args: argparse.Namespace, store: Store) -> int:
 
 
 def cmd_report(args: argparse.Namespace, store: Store) -> int:
-    doc = store.load_run(store.resolve_run(args.run))
-    results = analyse.analyse(doc)
+    from .compare import load_sources
+    from .report import content, nway
+    from .report.write import Outputs, write
+
+    sources = args.run if args.command == "report" else args.sources
+    if args.command == "compare" and len(sources) < 2:
+        raise UsageError("compare needs two or more result sets: pass run ids (`abibench runs`)"
+                         " or exported .json files")
+    sets = load_sources(sources, store)
+    rep = content.from_sets(sets, args.baseline, args.tag)
     if args.json:
-        _print_json(doc)
-    elif args.markdown:
-        args.markdown.write_text(markdown.render(doc, results))
-        print(f"report: {args.markdown}", file=sys.stderr)
+        sys.stdout.write(content.json_text(rep))
+    written = write(rep, Outputs(args.html, args.markdown, args.csv, args.samples_csv))
+    for kind, path in written:
+        print(f"{kind}: {path}", file=sys.stderr)
+    if args.json or written:
+        return EXIT_OK
+    if rep.kind == "comparison":
+        nway.render(rep, terminal.console())
     else:
-        terminal.render(results, f"run {doc['run']['id']} ({doc['run']['status']})",
+        doc = sets[0].doc
+        terminal.render([b.result for b in rep.workloads],
+                        f"run {doc['run']['id']} ({doc['run']['status']})",
                         [w["message"] for w in doc["warnings"] if not w.get("workload")],
                         terminal.console())
+        _print_index(doc)
+    return EXIT_OK
+
+
+def _print_index(doc: dict[str, Any]) -> None:
+    """The XBench-style index, when the run holds at least two of its micro tests."""
+    from . import xbench
+
+    index = xbench.xbench_index(doc)
+    if len({t.workload for t in index.tests}) >= 2:
+        print()
+        print("\n".join(xbench.render(index)))
+
+
+def cmd_import(args: argparse.Namespace, store: Store) -> int:
+    from .importer import import_doc, load_file
+
+    docs = [(path, load_file(path)) for path in args.files]  # every file checked before storing
+    done = []
+    for path, doc in docs:
+        res = import_doc(store, doc, str(path))
+        done.append({"file": str(path), "run_id": res.run_id, "new": res.new,
+                     "samples": res.samples})
+        if not args.json:
+            host = doc["host"]
+            what = "imported" if res.new else "already stored:"
+            print(f"{what} {path} as run {res.run_id} ({res.samples} samples from "
+                  f"{host.get('hostname') or '?'}, {host.get('kernel_bits') or '?'}-bit kernel, "
+                  f"started {doc['run']['started']})")
+    if args.json:
+        _print_json(done)
     return EXIT_OK
 
 
@@ -265,16 +378,33 @@ def cmd_export(args: argparse.Namespace, store: Store) -> int:
     return EXIT_OK
 
 
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from .inspect import inspect_binary, render
+
+    found = [inspect_binary(b, sysroot=args.sysroot, library_path=tuple(args.library_path))
+             for b in args.binaries]
+    if args.json:
+        _print_json([f.to_dict() for f in found])
+    else:
+        for f in found:
+            print("\n".join(render(f)))
+    # 1: a library is missing or of the wrong class, as for a workload that failed.
+    return EXIT_OK if all(f.ok for f in found) else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command == "probe":
             return cmd_probe(args)
+        if args.command == "inspect":
+            return cmd_inspect(args)
         if args.command == "list":
             return cmd_list(args)
         store = Store(args.db or default_db())
         try:
             handler = {"run": cmd_run, "runs": cmd_runs, "report": cmd_report,
+                       "compare": cmd_report, "import": cmd_import,
                        "export": cmd_export}[args.command]
             return handler(args, store)
         finally:

@@ -8,6 +8,7 @@ EXIT_WORKLOAD = 1  # a workload crashed, failed to build, or its output miscompa
 EXIT_USAGE = 2  # bad usage or input: unknown ABI or workload, malformed profile, bad option
 EXIT_HOST = 3  # this host cannot do what was asked: missing compiler, cannot run an ABI
 EXIT_TIMEOUT = 4  # a sample ran past its timeout
+EXIT_PACKAGE = 5  # a Debian package/version/closure cannot be had for an arch (--provenance debian)
 EXIT_INTERRUPTED = 130  # Ctrl-C; what was measured before it is in the store
 
 

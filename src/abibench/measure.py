@@ -25,6 +25,7 @@ from .errors import (
     HostError,
 )
 from .probe import AbiStatus, probe_all
+from .provenance import debsource
 from .provenance.source import DEFAULT_CFLAGS, Artifact, build
 from .records import Sample, Target
 from .runner import launcher
@@ -43,6 +44,8 @@ class Request:
     plan: Plan
     cflags: tuple[str, ...] = DEFAULT_CFLAGS
     cc: str | None = None  # None: the compiler the probe found for each ABI
+    provenance: str = "source"  # or "debian": Debian's own per-arch builds in sysroots
+    allow_version_skew: bool = False  # debian: compare different versions (a warning each)
 
 
 @dataclass
@@ -88,15 +91,26 @@ def execute(req: Request, store: Store, cache_root: Path, progress: Progress,
     ctx["runtime_libc"] = {a.name: host.runtime_library(a.loader) for a in req.abis
                            if probes[a.name].can_run}
     run_id = new_run_id()
-    labels = [Target(a).label for a in req.abis]
+    labels = [Target(a, req.provenance).label for a in req.abis]
     config = {
         "abis": [a.name for a in req.abis], "cflags": list(req.cflags), "cc": req.cc,
+        "provenance": req.provenance,
         "plan": asdict(req.plan),
         "workloads": {wl.id: _workload_meta(wl, labels) for wl in req.workloads},
     }
     # Checked before the run exists, so a bad --cc leaves no empty run behind.
     ccs = {a.name: _resolve_cc(req, probes[a.name]) for a in req.abis}
     launch = launcher(cache_root)
+    if req.provenance == "source":
+        # A Debian source version apt does not have is bad input: one error naming package and
+        # version before the run exists (exit 2), not one failed target per ABI.
+        for wl in req.workloads:
+            for pkg, version in ([(wl.source.debian, wl.source.version)] if wl.source.debian
+                                 else []) + [(p, v) for _, p, v in wl.source.extra]:
+                debsource.pick_version(pkg, version)
+    # Debian's binaries are resolved, downloaded and unpacked before the run, never beside
+    # timed samples; a package that cannot be had refuses the run (exit 5) before it exists.
+    debian_arts = _obtain_debian(req, probes, cache_root, progress)
     store.create_run(run_id, datetime.now(UTC).isoformat(timespec="seconds"), __version__, ctx,
                      config)
     skew = host.library_skew(ctx["runtime_libc"])
@@ -106,22 +120,39 @@ def execute(req: Request, store: Store, cache_root: Path, progress: Progress,
     try:
         for wl in req.workloads:
             runnable: list[tuple[Target, Artifact]] = []
+            for skewed in sorted({s for a in debian_arts.get(wl.id, {}).values()
+                                  for s in a.version_skew}):
+                store.add_warning(run_id, f"version skew allowed (--allow-version-skew): "
+                                  f"{skewed}", workload=wl.id)
             for abi in req.abis:
-                target = Target(abi)
+                target = Target(abi, req.provenance)
                 st = probes[abi.name]
                 cc = ccs[abi.name]
-                if not st.can_build or cc is None:
+                if req.provenance == "debian":
+                    if abi.name not in debian_arts.get(wl.id, {}):
+                        why = (f"cannot run here: {st.reason}" if not st.can_run else
+                               f"Debian has no {abi.debian_arch} binary packages")
+                        store.set_target_status(run_id, wl.id, target.label, "not run", why)
+                        continue
+                    art = debian_arts[wl.id][abi.name]
+                elif not wl.source.artifacts:
+                    store.set_target_status(run_id, wl.id, target.label, "not built",
+                                            "this workload has no [source]: run it with "
+                                            "--provenance debian")
+                    continue
+                elif not st.can_build or cc is None:
                     store.set_target_status(run_id, wl.id, target.label, "not built",
                                             f"{st.reason}; fix: {st.fix}")
                     continue
-                progress(f"{wl.id}: building for {abi.name}")
-                try:
-                    art = build(wl, abi, cc, req.cflags, cache_root)
-                except AbibenchError as exc:
-                    store.set_target_status(run_id, wl.id, target.label, "failed", str(exc))
-                    result.exit_code = max(result.exit_code, EXIT_WORKLOAD)
-                    progress(f"{wl.id}: {exc}")
-                    continue
+                else:
+                    progress(f"{wl.id}: building for {abi.name}")
+                    try:
+                        art = build(wl, abi, cc, req.cflags, cache_root)
+                    except AbibenchError as exc:
+                        store.set_target_status(run_id, wl.id, target.label, "failed", str(exc))
+                        result.exit_code = max(result.exit_code, EXIT_WORKLOAD)
+                        progress(f"{wl.id}: {exc}")
+                        continue
                 store.add_artifact(run_id, wl.id, target.label, art.cached, art.to_dict())
                 if art.cached:
                     result.reused += 1
@@ -158,6 +189,26 @@ def execute(req: Request, store: Store, cache_root: Path, progress: Progress,
         store.finish_run(run_id, datetime.now(UTC).isoformat(timespec="seconds"), status)
         result.elapsed_s = time.monotonic() - t0
     return result
+
+
+def _obtain_debian(req: Request, probes: dict[str, AbiStatus], cache_root: Path,
+                   progress: Progress) -> dict[str, dict[str, Artifact]]:
+    """{workload: {ABI: Artifact}} of Debian's own builds, for the ABIs Debian has and can run."""
+    if req.provenance != "debian":
+        return {}
+    from .provenance import debian
+
+    abis = [a for a in req.abis
+            if a.debian_arch in debian.SUPPORTED_ARCHES and probes[a.name].can_run]
+    if not abis:
+        raise HostError("--provenance debian: none of the ABIs asked for has Debian binary "
+                        "packages that run here: use --abi i386,x86_64")
+    out: dict[str, dict[str, Artifact]] = {}
+    for wl in req.workloads:
+        progress(f"{wl.id}: Debian packages {' '.join(wl.debian_packages)} for "
+                 f"{', '.join(a.debian_arch for a in abis)}")
+        out[wl.id] = debian.obtain(wl, abis, cache_root, allow_skew=req.allow_version_skew)
+    return out
 
 
 def _record_outcome(store: Store, run_id: str, wl: Workload, outcome: Outcome,

@@ -7,6 +7,7 @@ the machine (thermal, a neighbour's load) falls on every target alike and pairs 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import random
@@ -23,9 +24,11 @@ from pathlib import Path
 from . import stats
 from .errors import HostError
 from .paths import MICRO_DIR
+from .placement import Placement
 from .provenance.source import Artifact
 from .records import Sample, Target
 from .runner import RawResult, run_sample
+from .servers import ServerError, sigterm_as_interrupt
 from .store import Store
 from .workloads.parsers import ParseError, parse_metrics, validation_value
 from .workloads.profile import Workload, substitute
@@ -196,11 +199,18 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
     base_env = dict(os.environ)
     t_start = time.monotonic()
     inputs = inputs or {}
-    with tempfile.TemporaryDirectory(prefix=f"abibench-{wl.base_id or wl.id}-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"abibench-{wl.base_id or wl.id}-") as tmp, \
+            contextlib.ExitStack() as stack:
+        if wl.server is not None:
+            # A polite kill must stop the servers too: SIGTERM unwinds like Ctrl-C.
+            stack.enter_context(sigterm_as_interrupt())
+        # Where each target runs: the host, or its Debian sysroot (with its server, if any).
+        places = {t.label: Placement.create(wl, t, a, Path(tmp), inputs, stack)
+                  for t, a in targets}
         for target in active:
-            work = Path(tmp) / target.label.replace("/", "_")
-            work.mkdir()
-            failure = _setup(wl, _values(wl, target, bins, work, inputs), work, base_env)
+            pl = places[target.label]
+            failure = (_setup(wl, pl.host_values(), pl.work, base_env)
+                       or pl.prepare_server(wl.timeout * 10))
             if failure:
                 outcome.failed[target.label] = failure
         active = [t for t in active if t.label not in outcome.failed]
@@ -209,19 +219,29 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
         while rnd < total_rounds and active:
             warm = rnd < plan.warmup
             for pos, target in enumerate(round_order(active, rnd)):
-                work = Path(tmp) / target.label.replace("/", "_")
-                values = _values(wl, target, bins, work, inputs)
-                argv = [substitute(a, values) for a in wl.command]
-                stdin = Path(substitute(wl.stdin, values)) if wl.stdin else None
-                files = [Path(substitute(f, values)) for f in wl.validate_files]
-                for f in files:
-                    f.unlink(missing_ok=True)  # a stale file must not pass for this run's output
+                pl = places[target.label]
                 pad = rng.randrange(0, 4096) if plan.randomize_env else 0
-                env = {**base_env, "ABIBENCH_PAD": "x" * pad}
-                started = now_iso()
                 try:
-                    raw = run_sample(argv, cwd=work, env=env, timeout_s=wl.timeout, launch=launch,
-                                     stdin=stdin)
+                    # A [server] workload: the target's server runs around this sample only.
+                    with pl.server() as srv:
+                        failure = pl.warm_server(srv, wl.timeout)
+                        if failure:
+                            raise ServerError(failure)
+                        values, host_values = pl.values(srv), pl.host_values(srv)
+                        argv = pl.argv([substitute(a, values) for a in wl.command])
+                        stdin = Path(substitute(wl.stdin, host_values)) if wl.stdin else None
+                        files = [Path(substitute(f, host_values)) for f in wl.validate_files]
+                        for f in files:
+                            f.unlink(missing_ok=True)  # a stale file must not pass for this run
+                        started = now_iso()
+                        raw = run_sample(argv, cwd=pl.work, env=pl.env(base_env, "x" * pad),
+                                         timeout_s=wl.timeout, launch=launch, stdin=stdin)
+                    if srv.peak_rss_kb is not None:
+                        # What a server workload compares is the server's memory, not the client's.
+                        raw = replace(raw, max_rss_kb=srv.peak_rss_kb)
+                except ServerError as exc:
+                    outcome.failed[target.label] = str(exc)
+                    continue
                 except KeyboardInterrupt:
                     outcome.interrupted = True
                     outcome.stop_reason = "interrupted (Ctrl-C)"
@@ -266,6 +286,8 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
                     break
         if plan.counters:
             for pos, target in enumerate(active):
+                if places[target.label].in_sysroot:
+                    continue  # valgrind would count chroot/bwrap, not the program
                 work = Path(tmp) / target.label.replace("/", "_")
                 values = _values(wl, target, bins, work, inputs)
                 argv = [substitute(a, values) for a in wl.command]

@@ -23,6 +23,7 @@ from typing import Any
 from ..abi import Abi, check_artifact
 from ..elf import section_sizes
 from ..errors import BuildError, HostError
+from ..inspect import inspect_artifacts
 from ..paths import MICRO_DIR
 from ..workloads.profile import Workload, resolve_source_files, substitute
 from . import debsource
@@ -53,6 +54,18 @@ class Artifact:
     source_package: str | None = None  # Debian source package and the pinned version built
     source_version: str | None = None
     data: tuple[str, ...] = ()  # non-ELF files shipped beside the binaries (scripts, scenes)
+    # `abibench inspect` of every file, redone on each run (cache hits too): libraries change.
+    inspection: dict[str, dict[str, Any]] | None = None
+    # provenance "debian": the sysroot the program runs in, the pinned versions of the packages
+    # asked for and of the whole closure, and any version skew that was allowed (a warning).
+    sysroot: str | None = None
+    debian_packages: dict[str, str] | None = None
+    debian_closure: dict[str, str] | None = None
+    version_skew: tuple[str, ...] = ()
+    # [source.extra] Debian source trees the build also read: {package: pinned version}
+    extra_sources: dict[str, str] | None = None
+    # what the build wrote to {out}/buildinfo.txt, e.g. `openssl version -a` (options bn(64,32))
+    buildinfo: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -60,7 +73,7 @@ class Artifact:
     @staticmethod
     def from_dict(d: dict[str, Any]) -> Artifact:
         d = dict(d)
-        for key in ("files", "cflags", "abi_flags", "commands", "data"):
+        for key in ("files", "cflags", "abi_flags", "commands", "data", "version_skew"):
             d[key] = tuple(d.get(key, ()))
         return Artifact(**d)
 
@@ -112,13 +125,22 @@ def _digest_sources(paths: list[Path], root: Path | None) -> str:
 
 
 def cache_key(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
-              debian_version: str | None = None) -> str:
-    if wl.source.build:
+              debian_version: str | None = None,
+              extra_versions: dict[str, str] | None = None) -> str:
+    if wl.source.debian:
+        # The tree is the Debian package at its pinned version (below) and only it is copied
+        # into the build; the recipe is the build command. Other profiles beside this one
+        # must not invalidate a build that takes many minutes.
+        sources: list[Path] = []
+        root: Path | None = None
+    elif wl.source.build:
         # The profile's own directory is part of the recipe (scripts, patches it may use).
         sources = [wl.path.parent]
-        root: Path | None = wl.path.parent
+        root = wl.path.parent
     else:
         sources = resolve_source_files(wl)
+        # Headers beside the sources are included by them: a change must rebuild too.
+        sources += sorted({h for d in {p.parent for p in sources} for h in d.glob("*.h")})
         root = None
     recipe = {
         "v": RECIPE_VERSION,
@@ -131,12 +153,16 @@ def cache_key(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
         "ldflags": wl.source.ldflags,
         "build": wl.source.build,
         "artifacts": wl.source.artifacts,
-        "params": wl.params if wl.source.build else {},
+        # Only the parameters the build command uses: --set of a run-time size must not rebuild.
+        "params": {k: v for k, v in wl.params.items()
+                   if any(f"{{{k}}}" in a for a in wl.source.build)},
         "sources": _digest_sources(sources, root),
         # A Debian source tree is identified by its pinned version; its bytes are not re-read.
         "debian": [wl.source.debian, debian_version],
         "data": wl.source.data,
     }
+    if extra_versions:
+        recipe["extra"] = extra_versions
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
 
 
@@ -152,15 +178,22 @@ def build(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], cache_root: 
     """Return the artifact for (workload, ABI), building it only if the cache has no match."""
     tree = debsource.fetch(wl.source.debian, wl.source.version, cache_root) \
         if wl.source.debian else None
-    key = cache_key(wl, abi, cc, cflags, tree.version if tree else None)
-    final = cache_root / "builds" / wl.id / f"{abi.name}-{key[:16]}"
+    extras = {name: debsource.fetch(pkg, version, cache_root)
+              for name, pkg, version in wl.source.extra}
+    key = cache_key(wl, abi, cc, cflags, tree.version if tree else None,
+                    {t.package: t.version for t in extras.values()})
+    # Builds are shared wherever the recipe (the key) is the same: by the workloads built from
+    # one Debian source package (gzip and gunzip) and by the instances of one [sweep].
+    final = (cache_root / "builds" / (wl.source.debian or wl.base_id or wl.id)
+             / f"{abi.name}-{key[:16]}")
     meta_path = final / "artifact.json"
     if meta_path.is_file():
         art = Artifact.from_dict(json.loads(meta_path.read_text()))
         # Re-check the header even on a hit: a cache entry is only a file on disk.
         for f in art.files:
             check_artifact(Path(art.bin_dir) / f, abi)
-        return Artifact(**{**art.__dict__, "cached": True})
+        return Artifact(**{**art.__dict__, "cached": True, "workload": wl.id,
+                           "inspection": inspect_artifacts(Path(art.bin_dir), art.files)})
 
     final.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{abi.name}-", dir=final.parent))
@@ -171,7 +204,8 @@ def build(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], cache_root: 
     values = {"cc": cc, "cflags": flags, "out": str(out), "abi": abi.name,
               "micro": str(MICRO_DIR), "profile_dir": str(wl.path.parent),
               "src": str(staging / "src"), "host_triplet": abi.autoconf_host,
-              "jobs": str(os.cpu_count() or 1), **wl.params}
+              "jobs": str(os.cpu_count() or 1), **wl.params,
+              **{name: str(t.path) for name, t in extras.items()}}
     commands: list[list[str]] = []
     if tree is not None:
         # A scratch copy: builds write into their tree, and the cached tree must stay pristine.
@@ -234,6 +268,8 @@ def build(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], cache_root: 
         source_package=tree.package if tree else None,
         source_version=tree.version if tree else None,
         data=tuple(Path(n).name for n in wl.source.data),
+        extra_sources={t.package: t.version for t in extras.values()} or None,
+        buildinfo=_buildinfo(out / "buildinfo.txt"),
     )
     (staging / "artifact.json").write_text(json.dumps(art.to_dict(), indent=1))
     try:
@@ -241,7 +277,15 @@ def build(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], cache_root: 
     except OSError:
         # Another abibench process finished the same build first; theirs is as good as ours.
         shutil.rmtree(staging, ignore_errors=True)
-    return art
+    return Artifact(**{**art.__dict__, "inspection": inspect_artifacts(final / "bin", art.files)})
+
+
+def _buildinfo(path: Path) -> str | None:
+    """The text a build left in {out}/buildinfo.txt (its own description of itself), if any."""
+    try:
+        return path.read_bytes()[:16384].decode("utf-8", errors="replace")
+    except OSError:
+        return None
 
 
 def _display(argv: list[str], staging: Path, final: Path) -> str:

@@ -1,56 +1,235 @@
-"""Markdown report: for READMEs, issue threads and the set-up script's default run."""
+"""Markdown report: for READMEs and issue threads; the same content as the HTML report, as tables.
+
+Every string from results is escaped so that it stays text: Markdown punctuation gets a
+backslash, ``&`` becomes ``&amp;`` (so no entity or HTML tag can form) and line breaks become
+spaces (so a table row cannot be split). Code spans pick a fence longer than any backtick run in
+their content, and pipes are escaped even there, as GitHub's tables require.
+"""
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
 
 from ..analyse import WorkloadResult
+from . import content
 from . import formatting as fmt
+from .content import Diff, Report, better_words, context_rows, primary_diff
+
+_SPECIAL = re.compile(r"([\\`*_\[\]{}<>()#+!|~])")
 
 
 def _esc(text: object) -> str:
-    """Table cells must not break the table or inject markup."""
-    return (str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
-            .replace(">", "&gt;").replace("\n", " "))
+    t = str(text).replace("&", "&amp;").replace("\r", " ").replace("\n", " ")
+    return _SPECIAL.sub(r"\\\1", t)
+
+
+def _code(text: object) -> str:
+    t = str(text).replace("\r", " ").replace("\n", " ").replace("|", "\\|")
+    longest = max((len(m) for m in re.findall(r"`+", t)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if t.startswith("`") or t.endswith("`") or not t.strip() else ""
+    return f"{fence}{pad}{t}{pad}{fence}"
+
+
+def _si(value: float | None, unit: str = "") -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return fmt.si(value, unit)
+
+
+def _ratio(r: float, lo: float, hi: float) -> str:
+    if not math.isfinite(r):
+        return "-"
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return f"{r:.3f}"
+    return fmt.ratio(r, lo, hi)
+
+
+def _pct(d: Diff) -> str:
+    if not (math.isfinite(d.pct_low) and math.isfinite(d.pct_high)):
+        return f"{d.percent:+.1f}%"
+    return f"{d.percent:+.1f}% [{d.pct_low:+.1f}%, {d.pct_high:+.1f}%]"
+
+
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(c if c else " " for c in cells) + " |"
+
+
+def _table(head: list[str], rows: list[list[str]], right: set[int] | None = None) -> list[str]:
+    right = right or set()
+    align = ["--:" if i in right else "---" for i in range(len(head))]
+    return [_row(head), _row(align), *[_row(r) for r in rows], ""]
+
+
+def render_report(report: Report) -> str:
+    r = report
+    sources = "; ".join(f"{s.tag + ': ' if s.tag else ''}{s.source}" for s in r.sets)
+    out = [f"# {_esc(r.title)}", "",
+           f"_{_esc(sources)} · generated {_esc(r.generated)} by abibench "
+           f"{_esc(r.tool_version)}_", "", "## Summary", ""]
+    for sm in r.suites:
+        gm = sm.geomean
+        out.append(f"- **suite** ({len(sm.workloads)} workloads): geometric mean of "
+                   f"{_esc(sm.a)}/{_esc(sm.b)} cost ratios {_ratio(gm.value, gm.ci_low, gm.ci_high)}"
+                   f" → **{_esc(sm.text)}**"
+                   + (f"; left out (outputs differ): {_esc(', '.join(sm.excluded))}"
+                      if sm.excluded else ""))
+    if r.suites:
+        out.append("")
+    rows = []
+    for b in r.workloads:
+        res = b.result
+        if res.comparisons:
+            texts = []
+            for c in res.comparisons:
+                t = _esc(c.verdict.text)
+                if res.validation == "miscompare":
+                    t = f"**INVALID (outputs differ)** — {t}"
+                elif c.verdict.significant:
+                    t = f"**{t}**"
+                texts.append(t)
+            verdict = "; ".join(texts)
+        else:
+            verdict = "not compared: " + _esc(", ".join(
+                f"{row.label}: {row.state}" for row in res.rows if row.n < 2))
+        rows.append([_esc(res.id), f"{_code(res.primary)} ({_esc(better_words(res.better))})",
+                     verdict])
+    out += _table(["workload", "primary metric", "verdict"], rows)
+    labels = [s.label for s in r.series]
+    glance = []
+    for b in r.workloads:
+        by = {row.label: row for row in b.result.rows}
+        cells = [_esc(b.result.id)]
+        for lbl in labels:
+            row = by.get(lbl)
+            if row is None:
+                cells.append("")
+            elif row.summary is None:
+                cells.append(_esc(content.state_of(row)))
+            else:
+                d = primary_diff(b, lbl)
+                extra = " (reference)" if lbl == b.reference else (f" ({_pct(d)})" if d else "")
+                cells.append(_esc(_si(row.summary.median, b.result.unit)) + extra)
+        glance.append(cells)
+    out += ["### Results at a glance", "",
+            "Median of each workload's primary metric; in brackets the difference to the "
+            "reference with its 95% CI (+ means better).", ""]
+    out += _table(["workload", *[_esc(lbl) for lbl in labels]], glance,
+                  right=set(range(1, len(labels) + 1)))
+    warnings = list(r.warnings)
+    for b in r.workloads:
+        warnings += [f"{b.result.id}: {w}" for w in [*b.result.warnings, *b.notes]]
+    if warnings:
+        out += ["### Warnings", ""] + [f"- ⚠ {_esc(w)}" for w in warnings] + [""]
+
+    heads = ["", *[_esc(s.tag or "this run") for s in r.sets]]
+    out += ["## Host context", ""]
+    out += _table(heads, [[f"**{_esc(k)}**", *[_esc(v) for v in vals]]
+                          for k, vals in context_rows(r)])
+
+    out += ["## Workloads", ""]
+    for b in r.workloads:
+        out += _workload(b)
+
+    diffs = [d for b in r.workloads for d in b.diffs if math.isfinite(d.percent)]
+    if diffs:
+        out += ["## Every test relative to the reference", "",
+                "+ means better than the reference (higher is better); primary metrics with "
+                "Holm-corrected p-values, the others uncorrected.", ""]
+        out += _table(["workload", "metric", "target", "reference", "difference (+ better)",
+                       "verdict"],
+                      [[_esc(d.workload), _code(d.metric) + (" (primary)" if d.primary else ""),
+                        _esc(d.label), _esc(d.reference), _pct(d),
+                        ("**INVALID** — " if not d.valid else "") + _esc(d.verdict)]
+                       for d in diffs], right={4})
+
+    mem = []
+    for b in r.workloads:
+        comps = {c.a: c for c in b.result.memory}
+        for row in b.result.rows:
+            mc = comps.get(row.label)
+            mem.append([_esc(b.result.id), _esc(row.label), fmt.kib(row.rss_kb),
+                        "reference" if row.label == b.reference and comps else
+                        (_ratio(mc.ratio.ratio, mc.ratio.ci_low, mc.ratio.ci_high) if mc else "-"),
+                        _esc(mc.verdict.text) if mc else ""])
+    out += ["## Peak memory", "", "Median peak RSS of the measured process (lower is better).",
+            ""]
+    out += _table(["workload", "target", "peak RSS", "ratio [95% CI]", "verdict"], mem,
+                  right={2, 3})
+
+    sizes = []
+    for b in r.workloads:
+        for row in b.result.rows:
+            sizes.append([_esc(b.result.id), _esc(row.label), fmt.size(row.size),
+                          fmt.size(row.text), fmt.size(row.data), fmt.size(row.bss),
+                          fmt.size(row.stripped)])
+    out += ["## Sizes", ""]
+    out += _table(["workload", "target", "file", "text", "data", "bss", "stripped"], sizes,
+                  right={2, 3, 4, 5, 6})
+
+    prov = []
+    label = {(s.set_index, s.target): s.label for s in r.series}
+    for si, st in enumerate(r.sets):
+        for a in st.artifacts:
+            rows_ = dict(content.provenance_rows(a))
+            prov.append([_esc(a["workload"]), _esc(label.get((si, a["target"]), a["target"])),
+                         _esc(rows_.get("source") or next(
+                             (v for k, v in rows_.items() if k.startswith("Debian packages")),
+                             rows_.get("provenance", "-"))),
+                         _esc(rows_.get("compiler", "-")), _code(rows_.get("flags", "-")),
+                         _code(rows_.get("effective target options", "-"))])
+    if prov:
+        out += ["## Provenance", ""]
+        out += _table(["workload", "target", "source", "compiler", "flags",
+                       "effective target options"], prov)
+    counted = sum(1 for s in r.samples if s["status"] == "ok" and not s["warmup"])
+    out += ["## Raw samples", "",
+            f"{len(r.samples)} samples ({counted} counted). Every value of every sample: "
+            f"`abibench report … --samples-csv FILE`; the HTML report embeds them.", ""]
+    return "\n".join(out)
+
+
+def _workload(b: content.WorkloadBlock) -> list[str]:
+    res = b.result
+    out = [f"### {_esc(res.id)}: {_esc(res.title)}", "",
+           f"Primary metric {_code(res.primary)} ({_esc(res.unit)}, "
+           f"{better_words(res.better)})"
+           + (f"; compared with {_esc(b.reference)}." if b.reference else "."), ""]
+    if b.params:
+        out += ["Parameters: " + _code(" ".join(f"{k}={v}" for k, v in b.params.items())), ""]
+    rows = []
+    for row in res.rows:
+        s = row.summary
+        state = content.state_of(row) if row.state == "ok" else \
+            f"{row.state}: {row.reason or ''}"
+        rows.append([_esc(row.label), _esc(state), str(row.n or "-"),
+                     _esc(_si(s.median, res.unit)) if s else "-",
+                     _esc(f"{_si(s.min, res.unit)} – {_si(s.max, res.unit)}") if s else "-",
+                     f"{abs(s.cv) * 100:.1f}%" if s and math.isfinite(s.cv) else "-",
+                     fmt.kib(row.rss_kb), fmt.size(row.size), fmt.size(row.text)])
+    out += _table(["target", "state", "n", "median", "min – max", "CV", "peak RSS", "file size",
+                   "text"], rows, right={2, 3, 4, 5, 6, 7, 8})
+    for d in b.diffs:
+        invalid = "**INVALID: outputs differ** — " if not d.valid else ""
+        out.append(f"- {_code(d.metric)} {_esc(d.label)}/{_esc(d.reference)} ratio "
+                   f"{_ratio(d.ratio, d.ci_low, d.ci_high)}: {invalid}{_esc(d.verdict)}")
+    for c in res.memory:
+        out.append(f"- peak RSS {_esc(c.a)}/{_esc(c.b)} ratio "
+                   f"{_ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high)}: "
+                   f"{_esc(c.verdict.text)}")
+    check = "**MISCOMPARE**" if res.validation == "miscompare" else _esc(res.validation)
+    out.append(f"- output check: {check} — {_esc(res.validation_detail)}")
+    for tag, reason in b.stop:
+        out.append(f"- stopped{' (' + _esc(tag) + ')' if tag else ''}: {_esc(reason)}")
+    for note in res.provenance:
+        out.append(f"- {_esc(note)}")
+    for w in [*res.warnings, *b.notes]:
+        out.append(f"- ⚠ {_esc(w)}")
+    return [*out, ""]
 
 
 def render(doc: dict[str, Any], results: list[WorkloadResult]) -> str:
-    run, hostctx = doc["run"], doc["host"]
-    lines = [f"# abibench run {_esc(run['id'])}", ""]
-    lines += [
-        f"- host: {_esc(hostctx.get('cpu_model'))}, {hostctx.get('cpus_online')} CPUs, kernel "
-        f"{_esc(hostctx.get('kernel_release'))} ({hostctx.get('kernel_bits')}-bit), "
-        f"{_esc(hostctx.get('os_release'))}",
-        f"- compilers: {_esc('; '.join(hostctx.get('compilers', {}).values()))}",
-        f"- governor: {_esc(hostctx.get('governor') or 'not exposed')}; started "
-        f"{_esc(run['started'])}, status {_esc(run['status'])}",
-        f"- flags: `{_esc(' '.join(run['config'].get('cflags', [])))}` plus each ABI's own flag",
-        "",
-    ]
-    for w in doc.get("warnings", []):
-        where = f"{w['workload']}: " if w.get("workload") else ""
-        lines.append(f"> warning: {_esc(where)}{_esc(w['message'])}")
-    for res in results:
-        better = "higher is better" if res.better == "higher" else "lower is better"
-        lines += ["", f"## {_esc(res.id)}: {_esc(res.title)}", "",
-                  f"Primary metric `{_esc(res.primary)}` ({_esc(res.unit)}, {better}).", "",
-                  "| ABI | state | n | median | min–max | peak RSS | file size | text |",
-                  "|---|---|--:|--:|--:|--:|--:|--:|"]
-        for r in res.rows:
-            s = r.summary
-            state = r.state if r.state == "ok" else f"{r.state}: {r.reason or ''}"
-            lines.append(
-                f"| {_esc(r.label)} | {_esc(state)} | {r.n or '-'} | "
-                f"{fmt.si(s.median, res.unit) if s else '-'} | "
-                f"{(fmt.si(s.min, res.unit) + ' – ' + fmt.si(s.max, res.unit)) if s else '-'} | "
-                f"{fmt.kib(r.rss_kb)} | {fmt.size(r.size)} | {fmt.size(r.text)} |")
-        lines.append("")
-        for c in res.comparisons + res.memory:
-            invalid = "**INVALID: outputs differ** — " if res.validation == "miscompare" else ""
-            lines.append(f"- {_esc(c.a)}/{_esc(c.b)} `{_esc(c.metric)}` ratio "
-                         f"{fmt.ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high)}: "
-                         f"{invalid}{_esc(c.verdict.text)}")
-        lines.append(f"- output check: {_esc(res.validation)} — {_esc(res.validation_detail)}")
-        if res.stop_reason:
-            lines.append(f"- stopped: {_esc(res.stop_reason)}")
-    return "\n".join(lines) + "\n"
+    """The Markdown report of one stored run (results from analyse.analyse(doc))."""
+    return render_report(content.from_run(doc, results=results))

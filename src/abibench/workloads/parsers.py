@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -55,3 +56,108 @@ def validation_value(wl: Workload, stdout: str) -> str | None:
     if not found:
         raise ParseError(f"validation pattern {wl.stdout_match.pattern!r} not found in the output")
     return found.group(1)
+
+
+# --------------------------------------------------------------------------------------------
+# Built-in parsers. Each takes a program's whole stdout and returns every figure it found.
+
+_OPENSSL_SIZE_HEADER = re.compile(r"^type\s+((?:\d+\s+bytes\s*)+)$", re.M)
+_OPENSSL_PKEY = re.compile(
+    # "rsa 2048 bits 0.000273s 0.000017s   3657.1  59608.2" (also dsa; OpenSSL 0.9.7 to 3.x)
+    r"^\s*(rsa|dsa)\s+(\d+)\s+bits\s+\S+s\s+\S+s\s+([0-9.]+)\s+([0-9.]+)\s*$", re.M)
+_OPENSSL_CURVE = re.compile(
+    # " 256 bits ecdsa (nistp256)   0.0000s   0.0001s  42933.0  15648.5"
+    # " 253 bits EdDSA (Ed25519)   0.0000s   0.0001s  24806.6   9129.4"
+    r"^\s*\d+\s+bits\s+(ecdsa|eddsa|sm2)\s+\((\w+)\)\s+\S+s\s+\S+s\s+([0-9.]+)\s+([0-9.]+)\s*$",
+    re.M | re.I)
+_OPENSSL_ECDH = re.compile(
+    # " 256 bits ecdh (nistp256)   0.0001s  11390.5"
+    r"^\s*\d+\s+bits\s+(ecdh)\s+\((\w+)\)\s+\S+s\s+([0-9.]+)\s*$", re.M | re.I)
+_OPENSSL_BN = re.compile(r"^options:\s*bn\((\d+),(\d+)\)", re.M)
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+def _openssl_number(text: str) -> float:
+    """'243362.10k' is in 1000s of bytes per second; a plain number is bytes per second."""
+    if text.endswith("k"):
+        return float(text[:-1]) * 1000.0
+    return float(text)
+
+
+def parse_openssl_speed(stdout: str) -> dict[str, float]:
+    """Every figure of `openssl speed` (the human-readable table, OpenSSL 0.9.7 to 3.x).
+
+    Keys: `<algorithm>_<block size>` in bytes/s for ciphers and digests (md5_16, aes_128_cbc_8192,
+    des_ede3_1024, blowfish_cbc_64 — names lowercased, non-alphanumerics as '_');
+    `rsa2048_sign`, `rsa2048_verify`, `dsa2048_sign`, `ecdsap256_sign`, `ecdsap256_verify`,
+    `eddsaed25519_sign`, `ecdhp256_op` in operations/s; `bn_limb_bits` (32 or 64) from the
+    `options: bn(64,32)` line when the output has it. A figure of 0 (an algorithm this build
+    could not run, e.g. Blowfish without the legacy provider) is left out, so a metric asking
+    for it fails loudly instead of averaging a zero.
+    """
+    values: dict[str, float] = {}
+    lines = stdout.splitlines()
+    sizes: list[int] = []
+    for line in lines:
+        header = _OPENSSL_SIZE_HEADER.match(line)
+        if header:
+            sizes = [int(n) for n in re.findall(r"(\d+)\s+bytes", header.group(1))]
+            continue
+        if not sizes or not line.strip():
+            continue
+        # "aes-128-cbc    1055801.68k  1345064.48k ..." or "des ede3 20636.86k ..."
+        parts = line.split()
+        if len(parts) <= len(sizes):
+            continue
+        figures = parts[-len(sizes):]
+        if not all(re.fullmatch(r"[0-9]+(?:\.[0-9]+)?k?", f) for f in figures):
+            continue
+        name = _key(" ".join(parts[: len(parts) - len(sizes)]))
+        if not name:
+            continue
+        for size, fig in zip(sizes, figures, strict=True):
+            v = _openssl_number(fig)
+            if v > 0:
+                values[f"{name}_{size}"] = v
+    for m in _OPENSSL_PKEY.finditer(stdout):
+        for op, fig in (("sign", m.group(3)), ("verify", m.group(4))):
+            if float(fig) > 0:
+                values[f"{m.group(1)}{m.group(2)}_{op}"] = float(fig)
+    for m in _OPENSSL_CURVE.finditer(stdout):
+        curve = _key(m.group(2)).replace("nist", "")
+        for op, fig in (("sign", m.group(3)), ("verify", m.group(4))):
+            if float(fig) > 0:
+                values[f"{m.group(1).lower()}{curve}_{op}"] = float(fig)
+    for m in _OPENSSL_ECDH.finditer(stdout):
+        curve = _key(m.group(2)).replace("nist", "")
+        if float(m.group(3)) > 0:
+            values[f"ecdh{curve}_op"] = float(m.group(3))
+    bn = _OPENSSL_BN.search(stdout)
+    if bn:
+        values["bn_limb_bits"] = float(bn.group(2))
+    if not values:
+        raise ValueError("no figures found: is this the output of `openssl speed`?")
+    return values
+
+
+_SPEEDTEST_LINE = re.compile(r"^\s*(\d+) - .*?\.*\s+(\d+\.\d+)s\s*$", re.M)
+_SPEEDTEST_TOTAL = re.compile(r"^\s*TOTAL\.*\s+(\d+\.\d+)s\s*$", re.M)
+
+
+def parse_speedtest1(stdout: str) -> dict[str, float]:
+    """SQLite's speedtest1: `total` and `t<N>` (test number N) in seconds."""
+    values = {f"t{m.group(1)}": float(m.group(2)) for m in _SPEEDTEST_LINE.finditer(stdout)}
+    total = _SPEEDTEST_TOTAL.search(stdout)
+    if total is None:
+        raise ValueError("no TOTAL line: speedtest1 did not finish")
+    values["total"] = float(total.group(1))
+    return values
+
+
+BUILTIN_PARSERS.update({
+    "openssl-speed": parse_openssl_speed,
+    "speedtest1": parse_speedtest1,
+})

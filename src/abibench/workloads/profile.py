@@ -19,7 +19,8 @@ ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 PLACEHOLDER_RE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 # Placeholders the tool fills in per target; params may not shadow them.
 RESERVED = {"bin", "out", "cc", "cflags", "abi", "micro", "profile_dir", "work", "src",
-            "host_triplet", "jobs"}
+            "host_triplet", "jobs", "host", "port"}
+SERVER_KINDS = ("mariadb",)
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,19 @@ class SourceSpec:
     debian: str | None = None  # a Debian source package to build from (apt-get source)
     version: str | None = None  # its pinned version; None: the newest apt knows
     data: tuple[str, ...] = ()  # non-ELF files copied from the tree into {out}
+    # [source.extra] NAME = { debian = "pkg", version = "v" }: more Debian source trees the
+    # build reads (never writes), at {NAME}; e.g. boost's thread library for POV-Ray.
+    extra: tuple[tuple[str, str, str | None], ...] = ()
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """[server]: a server started per sample from the target; [run] command is its client."""
+
+    kind: str  # one of SERVER_KINDS
+    options: tuple[str, ...] = ()  # extra server options
+    prepare: tuple[str, ...] = ()  # client command once per target with the server up (untimed)
+    warmup: tuple[str, ...] = ()  # client command before every sample (untimed)
 
 
 @dataclass(frozen=True)
@@ -77,6 +91,7 @@ class Workload:
     debian_packages: tuple[str, ...] = ()
     debian_bin: str = "/usr/bin"
     base_id: str = ""  # the profile's id when this is one instance of a [sweep]
+    server: ServerSpec | None = None
 
     def metric(self, name: str) -> Metric:
         for m in self.metrics:
@@ -228,7 +243,7 @@ def load_profile(path: Path) -> Workload:
     if not ID_RE.match(wid):
         raise ld.fail("id", f"id '{wid}' must be lowercase letters, digits, '.', '_' or '-'")
     known_top = {"id", "title", "description", "seeds", "suites", "primary", "params", "source",
-                 "run", "validate", "metric", "inputs", "sweep", "debian"}
+                 "run", "validate", "metric", "inputs", "sweep", "debian", "server"}
     for key in data:
         if key not in known_top:
             raise ld.fail(key, f"unknown key '{key}' (known: {', '.join(sorted(known_top))})")
@@ -242,8 +257,9 @@ def load_profile(path: Path) -> Workload:
             raise ld.fail(k, f"parameter '{k}' must be a string or a number")
         params[k] = str(v)
 
-    src = ld.table(data, "source")
-    source = SourceSpec(
+    deb = ld.table(data, "debian", required=False)
+    src = ld.table(data, "source", required=not deb)
+    source = SourceSpec((), (), (), ()) if not src else SourceSpec(
         files=ld.strlist(src, "files"),
         ldflags=ld.strlist(src, "ldflags"),
         artifacts=ld.strlist(src, "artifacts", required=True),
@@ -251,14 +267,15 @@ def load_profile(path: Path) -> Workload:
         debian=ld.str_(src, "debian", required=False) or None,
         version=ld.str_(src, "version", required=False) or None,
         data=ld.strlist(src, "data"),
+        extra=_extra_sources(ld, src),
     )
-    if not source.files and not source.build:
+    if src and not source.files and not source.build:
         raise ld.fail("source", "[source] needs files = [\"prog.c\"] or a build = [...] command")
     if source.debian and not source.build:
         raise ld.fail("debian", "[source] debian = ... needs a build = [...] command to build the tree")
-    if not source.artifacts:
+    if src and not source.artifacts:
         raise ld.fail("artifacts", "[source] artifacts must name at least one built file")
-    if not source.build and len(source.artifacts) != 1:
+    if src and not source.build and len(source.artifacts) != 1:
         raise ld.fail("artifacts", "with files = [...] exactly one artifact is built; use build = "
                       "[...] for more")
 
@@ -299,7 +316,20 @@ def load_profile(path: Path) -> Workload:
             raise ld.fail(name, f"[sweep] {name} must be a non-empty list of values")
         sweep[name] = tuple(str(v) for v in values)
 
-    deb = ld.table(data, "debian", required=False)
+    if deb and not ld.strlist(deb, "packages"):
+        raise ld.fail("debian", "[debian] needs packages = [\"...\"]: the Debian binary packages")
+    server = None
+    srv = ld.table(data, "server", required=False)
+    if srv:
+        kind = ld.str_(srv, "kind")
+        if kind not in SERVER_KINDS:
+            raise ld.fail("kind", f"[server] kind '{kind}' is not known (have: "
+                          f"{', '.join(SERVER_KINDS)})")
+        if not deb:
+            raise ld.fail("server", "[server] runs the server from a Debian sysroot: add "
+                          "[debian] packages = [...]")
+        server = ServerSpec(kind, ld.strlist(srv, "options"), ld.strlist(srv, "prepare"),
+                            ld.strlist(srv, "warmup"))
 
     raw_metrics = data.get("metric", [])
     if not isinstance(raw_metrics, list):
@@ -345,6 +375,7 @@ def load_profile(path: Path) -> Workload:
         debian_packages=ld.strlist(deb, "packages"),
         debian_bin=ld.str_(deb, "bin", required=False, default="/usr/bin"),
         base_id=wid,
+        server=server,
     )
     _check_placeholders(ld, wl)
     return wl
@@ -362,17 +393,42 @@ def expand_sweep(wl: Workload) -> list[Workload]:
     return instances
 
 
+def _extra_sources(ld: _Loader, src: dict[str, Any]) -> tuple[tuple[str, str, str | None], ...]:
+    out = []
+    for name, spec in ld.table(src, "extra", required=False).items():
+        if not isinstance(spec, dict) or not isinstance(spec.get("debian"), str):
+            raise ld.fail(name, f"[source.extra] {name} must be a table like {name} = "
+                          "{ debian = \"package\", version = \"1.0-1\" }")
+        if name in RESERVED or not re.fullmatch(r"[a-z_][a-z0-9_]*", name):
+            raise ld.fail(name, f"[source.extra] {name}: use a lowercase name that is not a "
+                          "reserved placeholder")
+        version = spec.get("version")
+        if version is not None and not isinstance(version, str):
+            raise ld.fail(name, f"[source.extra] {name}: version must be a string")
+        out.append((name, spec["debian"], version))
+    return tuple(out)
+
+
 def _check_placeholders(ld: _Loader, wl: Workload) -> None:
     allowed = RESERVED | set(wl.params) | set(wl.inputs)
-    for key, items in (("command", wl.command), ("build", wl.source.build),
+    for key, items in (("command", wl.command),
+                       ("build", wl.source.build if not wl.source.extra else ()),
                        ("files", wl.source.files), ("ldflags", wl.source.ldflags),
                        ("setup", wl.setup), ("stdin", (wl.stdin or "",)),
-                       ("files", wl.validate_files)):
+                       ("files", wl.validate_files),
+                       ("prepare", wl.server.prepare if wl.server else ()),
+                       ("warmup", wl.server.warmup if wl.server else ())):
         for item in items:
             for name in PLACEHOLDER_RE.findall(item):
                 if name not in allowed:
                     raise ld.fail(key, f"unknown placeholder {{{name}}} in '{key}': known are "
                                   f"{', '.join(sorted(allowed))} (add it under [params])")
+    with_extra = allowed | {e[0] for e in wl.source.extra}
+    for item in wl.source.build if wl.source.extra else ():
+        for name in PLACEHOLDER_RE.findall(item):
+            if name not in with_extra:
+                raise ld.fail("build", f"unknown placeholder {{{name}}} in 'build': known are "
+                              f"{', '.join(sorted(with_extra))} (add it under [params])")
 
 
 def substitute(template: str, values: dict[str, str]) -> str:

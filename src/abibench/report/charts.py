@@ -1,0 +1,214 @@
+"""Charts as SVG strings, drawn by matplotlib, for inlining into a self-contained HTML report.
+
+Honest by construction: bars start at zero, every chart says in its own text whether higher or
+lower is better, and whiskers are 95% confidence intervals (of the median for a target's bar, of
+the ratio for a difference). Text stays text (``svg.fonttype = none``: the browser draws it with
+its own fonts, nothing is embedded or fetched) and mathtext is off, so a ``$`` in a workload
+name is a dollar sign. matplotlib escapes text and attributes it writes into SVG; every SVG is
+still parsed and checked (:func:`check_svg`) before it is handed to a report: no scripts, no
+event handlers, no links to anything outside the SVG itself.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+import textwrap
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from html import escape
+from typing import Any
+
+import matplotlib
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+from . import formatting as fmt
+from .content import Diff, Panel, better_words
+
+PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#8172b3", "#937860", "#da8bc3", "#8c8c8c",
+           "#ccb974", "#64b5cd", "#2f4b7c")
+INVALID = "#c0392b"
+GREY = "#777777"
+
+_ALLOWED = {"svg", "g", "path", "text", "tspan", "defs", "style", "clipPath", "use", "rect",
+            "line", "polyline", "polygon", "circle", "ellipse", "title", "desc", "metadata",
+            "pattern", "linearGradient", "radialGradient", "stop", "mask"}
+
+
+def colour(index: int) -> str:
+    return PALETTE[index % len(PALETTE)]
+
+
+def _rc(salt: str) -> Any:  # rc_context wants literal keys; these are checked at run time
+    return {"svg.fonttype": "none", "text.parse_math": False, "text.usetex": False,
+            "svg.hashsalt": salt, "font.family": ["DejaVu Sans", "sans-serif"],
+            "font.size": 9.5, "axes.spines.top": False, "axes.spines.right": False,
+            "axes.titlesize": 10, "hatch.color": "#ffffff", "hatch.linewidth": 1.2}
+
+
+class UnsafeSvgError(ValueError):
+    pass
+
+
+def check_svg(svg: str) -> None:
+    """Refuse an SVG that could run or fetch anything: only drawing elements, local links."""
+    try:
+        root = ET.fromstring(svg)
+    except ET.ParseError as exc:
+        raise UnsafeSvgError(f"chart is not well-formed SVG: {exc}") from None
+    for el in root.iter():
+        name = el.tag.rsplit("}", 1)[-1]
+        if name not in _ALLOWED:
+            raise UnsafeSvgError(f"chart contains a <{name}> element")
+        if name == "style" and re.search(r"@import|url\((?!#)", el.text or ""):
+            raise UnsafeSvgError("chart style refers to an external resource")
+        for attr, value in el.attrib.items():
+            local = attr.rsplit("}", 1)[-1].lower()
+            if local.startswith("on"):
+                raise UnsafeSvgError(f"chart has an event handler attribute {local}")
+            if local == "href" and not value.startswith("#"):
+                raise UnsafeSvgError("chart links outside itself")
+            if "url(" in value and not re.fullmatch(r"[^()]*(url\(#[\w-]+\)[^()]*)*", value):
+                raise UnsafeSvgError("chart refers to an external resource")
+
+
+def _to_svg(fig: Figure, label: str) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    svg = buf.getvalue()
+    svg = svg[svg.index("<svg"):]
+    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, count=1, flags=re.S)
+    check_svg(svg)
+    return svg.replace("<svg ", f'<svg role="img" aria-label="{escape(label)}" class="chart" ', 1)
+
+
+def _wrap(text: str, width: int) -> str:
+    return "\n".join(textwrap.wrap(text, width, break_long_words=True)) or text
+
+
+def _tick(value: float, _pos: int | None = None) -> str:
+    return "0" if value == 0 else fmt.si(value)
+
+
+def bars_svg(panel: Panel, title: str, colours: dict[str, str], salt: str) -> str:
+    """One metric, one bar per target from zero, whiskers: bootstrap 95% CI of the median.
+
+    Up to four short labels stand under vertical bars; more or longer ones (N-way comparisons)
+    get horizontal bars with the labels beside them, so they never overlap.
+    """
+    words = better_words(panel.better)
+    unit, scale = panel.unit, 1.0
+    finite = [b.median for b in panel.bars if math.isfinite(b.median)]
+    if unit == "KiB" and finite and max(finite) >= 4096:
+        unit, scale = "MiB", 1 / 1024
+    horizontal = len(panel.bars) > 4 or max((len(b.label) for b in panel.bars), default=0) > 10
+    n = len(panel.bars)
+    with matplotlib.rc_context(_rc(salt)):
+        fig = Figure(figsize=(3.7, 1.5 + 0.36 * n if horizontal else 3.0), layout="constrained")
+        ax = fig.add_subplot()
+        top = 0.0
+        for i, bar in enumerate(panel.bars):
+            if math.isnan(bar.median):
+                if horizontal:
+                    ax.text(0, i, f" {bar.state}", ha="left", va="center", color=GREY,
+                            fontsize=8.5)
+                else:
+                    ax.text(i, 0, f" {bar.state}", rotation=90, ha="center", va="bottom",
+                            color=GREY, fontsize=8.5)
+                continue
+            value = bar.median * scale
+            err = None
+            if math.isfinite(bar.low) and math.isfinite(bar.high):
+                err = [[max(value - bar.low * scale, 0.0)], [max(bar.high * scale - value, 0.0)]]
+            peak = bar.high * scale if math.isfinite(bar.high) else value
+            top = max(top, peak, value)
+            style: dict[str, Any] = {"color": colours.get(bar.label, GREY), "capsize": 4,
+                                     "error_kw": {"elinewidth": 1.2, "ecolor": "#222222"}}
+            if horizontal:
+                ax.barh([i], [value], height=0.65, xerr=err, **style)
+                ax.annotate(fmt.si(value), (peak, i), xytext=(3, 0), textcoords="offset points",
+                            ha="left", va="center", fontsize=8.5)
+            else:
+                ax.bar([i], [value], width=0.65, yerr=err, **style)
+                ax.annotate(fmt.si(value), (i, peak), xytext=(0, 2), textcoords="offset points",
+                            ha="center", va="bottom", fontsize=8.5)
+        axis_label = f"{unit} ({words})" if unit else words
+        limit = top * (1.3 if horizontal else 1.15) if top > 0 else 1.0
+        if horizontal:
+            ax.set_xlim(0, limit)
+            ax.set_yticks(range(n), [_wrap(b.label, 16) for b in panel.bars])
+            ax.set_ylim(n - 0.5, -0.5)  # the first target at the top
+            ax.xaxis.set_major_formatter(FuncFormatter(_tick))
+            ax.set_xlabel(axis_label)
+        else:
+            ax.set_ylim(0, limit)
+            ax.set_xticks(range(n), [_wrap(b.label, 12) for b in panel.bars])
+            ax.yaxis.set_major_formatter(FuncFormatter(_tick))
+            ax.set_ylabel(axis_label)
+        ax.tick_params(labelsize=8.5)
+        ax.set_title(f"{_wrap(title, 40)}\n{words} · median, 95% CI", fontsize=9.5)
+        return _to_svg(fig, f"{title}: {words}")
+
+
+def diff_svg(diffs: Sequence[Diff], colours: dict[str, str], reference: str, salt: str) -> str:
+    """Every test relative to the reference: + means better, whiskers: 95% CI of the ratio."""
+    tests: list[tuple[str, str]] = []
+    labels: list[str] = []
+    for d in diffs:
+        if (d.workload, d.metric) not in tests:
+            tests.append((d.workload, d.metric))
+        if d.label not in labels:
+            labels.append(d.label)
+    index = {(d.workload, d.metric, d.label): d for d in diffs}
+    nl = max(len(labels), 1)
+    height = 1.6 + 0.32 * len(tests) * (0.6 + 0.4 * nl)
+    words = f"+ means better than {reference}; higher is better"
+    with matplotlib.rc_context(_rc(salt)):
+        fig = Figure(figsize=(4.8, height), layout="constrained")
+        ax = fig.add_subplot()
+        group = 0.8
+        bar_h = group / nl
+        lo_x, hi_x = 0.0, 0.0
+        for ti, (wid, metric) in enumerate(tests):
+            for li, label in enumerate(labels):
+                found = index.get((wid, metric, label))
+                if found is None or not math.isfinite(found.percent):
+                    continue
+                d = found
+                y = ti - group / 2 + bar_h * (li + 0.5)
+                err = None
+                if math.isfinite(d.pct_low) and math.isfinite(d.pct_high):
+                    err = [[max(d.percent - d.pct_low, 0.0)], [max(d.pct_high - d.percent, 0.0)]]
+                    lo_x, hi_x = min(lo_x, d.pct_low), max(hi_x, d.pct_high)
+                lo_x, hi_x = min(lo_x, d.percent), max(hi_x, d.percent)
+                c = colours.get(label, GREY) if d.valid else INVALID
+                ax.barh([y], [d.percent], height=bar_h * 0.9, color=c,
+                        alpha=1.0 if d.significant else 0.55,
+                        hatch=None if d.significant else "///", xerr=err, capsize=3,
+                        error_kw={"elinewidth": 1.0, "ecolor": "#222222"})
+                tag = f"{d.percent:+.1f}%" + ("" if d.valid else " INVALID")
+                edge = d.pct_high if d.percent >= 0 else d.pct_low
+                if not math.isfinite(edge):
+                    edge = d.percent
+                ax.annotate(tag, (edge, y), xytext=(4 if d.percent >= 0 else -4, 0),
+                            textcoords="offset points", va="center",
+                            ha="left" if d.percent >= 0 else "right", fontsize=8)
+        span = max(hi_x - lo_x, 1.0)
+        ax.set_xlim(lo_x - 0.28 * span, hi_x + 0.28 * span)
+        ax.axvline(0, color="#222222", linewidth=1)
+        ax.set_yticks(range(len(tests)), [_wrap(f"{w}: {m}", 20) for w, m in tests])
+        ax.set_ylim(len(tests) - 0.5, -0.5)  # the first test at the top
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:+.0f}%"))
+        ax.set_xlabel(_wrap(f"% relative to {reference} (+ means better; higher is better)", 44))
+        ax.set_title(_wrap(f"Every test relative to {reference}", 44) +
+                     "\nwhiskers: 95% CI; hatched: not significant", fontsize=9.5)
+        handles = [Patch(color=colours.get(lbl, GREY), label=_wrap(lbl, 28)) for lbl in labels]
+        if any(not d.valid for d in diffs):
+            handles.append(Patch(color=INVALID, label="outputs differ: invalid"))
+        if len(handles) > 1:
+            ax.legend(handles=handles, fontsize=8, loc="best", frameon=False)
+        return _to_svg(fig, f"every test relative to {reference}: {words}")

@@ -1,0 +1,499 @@
+"""One self-contained HTML file: inline CSS, inline SVG charts, the raw samples as a data: link.
+
+Nothing is loaded from anywhere (no JavaScript at all, no external CSS, fonts or images), so the
+file opens offline and can be mailed or attached as it is. A Content-Security-Policy in the file
+forbids scripts and any fetch as a second line of defence; the first is that every string from
+results (workload names, program output, host names, imported files) goes through
+:func:`html.escape`: markup is built with :func:`h`, which escapes every child and attribute
+that is not already :class:`Html`, and the only :class:`Html` that does not come from ``h``
+is matplotlib's SVG after :func:`abibench.report.charts.check_svg`.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import re
+from collections.abc import Iterable, Sequence
+from html import escape
+from typing import Any
+
+from ..analyse import Comparison
+from . import charts, csvout
+from . import formatting as fmt
+from .content import (
+    Diff,
+    Report,
+    WorkloadBlock,
+    better_words,
+    context_rows,
+    primary_diff,
+    provenance_rows,
+    references,
+    state_of,
+)
+
+CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; "
+       "form-action 'none'")
+
+
+class Html(str):
+    """Markup that is safe to insert as it is."""
+
+
+def esc(value: object) -> Html:
+    return Html(escape(str(value), quote=True))
+
+
+def _children(items: Iterable[object]) -> Iterable[str]:
+    for c in items:
+        if c is None or c is False:
+            continue
+        if isinstance(c, Html):
+            yield c
+        elif isinstance(c, list | tuple):
+            yield from _children(c)
+        else:
+            yield esc(c)
+
+
+def h(tag: str, *children: object, **attrs: object) -> Html:
+    """<tag attrs>children</tag>; `class_` is class, `aria_label` is aria-label."""
+    parts = [tag]
+    for key, value in attrs.items():
+        if value is None or value is False:
+            continue
+        name = key.rstrip("_").replace("_", "-")
+        parts.append(name if value is True else f'{name}="{esc(value)}"')
+    inner = "".join(_children(children))
+    if tag in ("meta", "br", "col", "hr"):
+        return Html(f"<{' '.join(parts)}>")
+    return Html(f"<{' '.join(parts)}>{inner}</{tag}>")
+
+
+def join(items: Iterable[object]) -> Html:
+    return Html("".join(_children(items)))
+
+
+STYLE = """
+:root{--fg:#1d2127;--muted:#5b6470;--line:#d9dde3;--bg:#ffffff;--soft:#f4f6f8;
+--good:#1e7b34;--bad:#b3261e;--warn:#8a5a00}
+*{box-sizing:border-box}
+body{margin:0;font:15px/1.45 system-ui,-apple-system,"Segoe UI","DejaVu Sans",sans-serif;
+color:var(--fg);background:var(--bg)}
+main{max-width:1180px;margin:0 auto;padding:12px 18px 40px}
+header{background:#24303f;color:#fff;padding:14px 18px}
+header h1{margin:0;font-size:1.35rem;max-width:1180px;margin:0 auto;overflow-wrap:anywhere}
+header p{margin:4px auto 0;max-width:1180px;color:#cfd6df;font-size:.85rem;overflow-wrap:anywhere}
+nav{max-width:1180px;margin:8px auto 0;display:flex;flex-wrap:wrap;gap:4px 14px;font-size:.9rem}
+nav a{color:#fff}
+h2{border-bottom:2px solid var(--line);padding-bottom:4px;margin-top:34px}
+h3{margin:26px 0 6px;overflow-wrap:anywhere}
+section{scroll-margin-top:8px}
+.muted{color:var(--muted)}
+.tablewrap{overflow-x:auto;margin:8px 0 12px}
+table{border-collapse:collapse;font-size:.88rem;min-width:50%}
+th,td{border-bottom:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top}
+th{background:var(--soft);font-weight:600}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td:first-child{min-width:11ch}
+td.wrap{overflow-wrap:anywhere;max-width:60ch}
+code,.mono{font-family:"DejaVu Sans Mono",ui-monospace,monospace;font-size:.84rem;
+overflow-wrap:anywhere}
+ul.verdicts{list-style:none;padding:0;margin:6px 0}
+ul.verdicts li{margin:6px 0}
+.badge{display:inline-block;border:1px solid var(--line);border-left:6px solid #999;
+border-radius:4px;padding:2px 8px;margin:2px 4px 2px 0;background:var(--soft)}
+.badge.sig{background:#eef7f0}
+.badge.none{color:var(--muted)}
+.badge.invalid{border-left-color:var(--bad);background:#fdecea;color:var(--bad);font-weight:600}
+.badge.missing{border-left-color:var(--warn);background:#fff6e5;color:var(--warn)}
+.sw{white-space:nowrap}
+.swatch{display:inline-block;width:.8em;height:.8em;border-radius:2px;margin-right:4px;
+vertical-align:-1px}
+.pos{color:var(--good)}.neg{color:var(--bad)}
+ul.warnings{padding-left:1.2em}
+ul.warnings li{color:var(--warn)}
+.bad{color:var(--bad);font-weight:600}
+.ok{color:var(--good)}
+.charts{display:flex;flex-wrap:wrap;gap:10px;margin:8px 0}
+figure{margin:0;border:1px solid var(--line);border-radius:6px;padding:4px;background:#fff}
+.charts figure{flex:1 1 300px;max-width:390px}
+figure svg.chart{display:block;width:100%;height:auto}
+figure.wide{max-width:760px}
+figcaption{font-size:.8rem;color:var(--muted);padding:2px 4px}
+details{margin:6px 0}
+summary{cursor:pointer}
+a.download{display:inline-block;padding:6px 12px;border:1px solid #24303f;border-radius:5px;
+text-decoration:none;color:#24303f;font-weight:600}
+footer{color:var(--muted);font-size:.8rem;margin-top:40px}
+@media (max-width:600px){body{font-size:14px}main{padding:8px 10px 30px}
+.charts figure{max-width:100%}}
+"""
+
+
+def _si(value: float | None, unit: str = "") -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return fmt.si(value, unit)
+
+
+def _pct(p: float) -> str:
+    return "-" if not math.isfinite(p) else f"{p:+.1f}%"
+
+
+def _pct_ci(d: Diff) -> str:
+    if not (math.isfinite(d.pct_low) and math.isfinite(d.pct_high)):
+        return _pct(d.percent)
+    return f"{d.percent:+.1f}% [{d.pct_low:+.1f}%, {d.pct_high:+.1f}%]"
+
+
+def _ratio(r: float, lo: float, hi: float) -> str:
+    if not math.isfinite(r):
+        return "-"
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return f"{r:.3f}"
+    return fmt.ratio(r, lo, hi)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40] or "w"
+
+
+def _table(head: Sequence[object], rows: Sequence[Sequence[object]], num: set[int] | None = None,
+           cls: str | None = None) -> Html:
+    num = num or set()
+    ths = [h("th", c, class_="num" if i in num else None) for i, c in enumerate(head)]
+    trs = [h("tr", *[h("td", c, class_="num" if i in num else None) for i, c in enumerate(r)])
+           for r in rows]
+    return h("div", h("table", h("thead", h("tr", *ths)), h("tbody", *trs), class_=cls),
+             class_="tablewrap")
+
+
+class _Page:
+    def __init__(self, report: Report) -> None:
+        self.r = report
+        self.colours = {s.label: charts.colour(i) for i, s in enumerate(report.series)}
+        self.ids = {b.result.id: f"w{i}-{_slug(b.result.id)}" for i, b in
+                    enumerate(report.workloads)}
+
+    def swatch(self, label: str) -> Html:
+        return h("span", h("span", class_="swatch", style=f"background:{self.colours.get(label)}"),
+                 label, class_="sw")
+
+    # ----------------------------------------------------------------- summary
+    def verdict_badge(self, block: WorkloadBlock, c: Comparison) -> Html:
+        res = block.result
+        if res.validation == "miscompare":
+            return h("span", f"INVALID (outputs differ) — {c.verdict.text}",
+                     class_="badge invalid")
+        if c.verdict.significant and c.verdict.winner:
+            return h("span", f"{c.verdict.text}", class_="badge sig",
+                     style=f"border-left-color:{self.colours.get(c.verdict.winner, '#999')}")
+        return h("span", f"{c.a} vs {c.b}: {c.verdict.text}", class_="badge none")
+
+    def summary(self) -> Html:
+        r = self.r
+        parts: list[object] = [h("h2", "Summary")]
+        for sm in r.suites:
+            gm = sm.geomean
+            ci = _ratio(gm.value, gm.ci_low, gm.ci_high)
+            sig = not (math.isnan(gm.ci_low) or gm.ci_low <= 1.0 <= gm.ci_high)
+            parts.append(h("p", h("strong", f"Suite ({len(sm.workloads)} workloads): "),
+                           f"geometric mean of {sm.a}/{sm.b} cost ratios {ci} → ",
+                           h("strong" if sig else "span", sm.text),
+                           h("span", f" — left out (outputs differ): {', '.join(sm.excluded)}",
+                             class_="bad") if sm.excluded else None))
+        if not r.suites:
+            parts.append(h("p", "No suite summary: no workload had two measured targets.",
+                           class_="muted"))
+        items = []
+        for b in r.workloads:
+            res = b.result
+            badges: list[object] = [self.verdict_badge(b, c) for c in res.comparisons]
+            if not badges:
+                missing = ", ".join(f"{row.label}: {row.state}" for row in res.rows
+                                    if row.n < 2) or "fewer than two measured targets"
+                badges.append(h("span", f"not compared ({missing})", class_="badge missing"))
+            items.append(h("li", h("a", res.id, href=f"#{self.ids[res.id]}"), " ",
+                           h("span", f"{res.primary}, {better_words(res.better)}",
+                             class_="muted"), h("br"), *badges))
+        parts += [h("h3", "Verdict per workload"), h("ul", *items, class_="verdicts")]
+        parts += [h("h3", "Results at a glance"), self.glance()]
+        warnings = list(r.warnings)
+        for b in r.workloads:
+            warnings += [f"{b.result.id}: {w}" for w in [*b.result.warnings, *b.notes]]
+        if warnings:
+            parts += [h("h3", "Warnings"), h("ul", *[h("li", w) for w in warnings],
+                                             class_="warnings")]
+        else:
+            parts.append(h("p", "No warnings.", class_="muted"))
+        return h("section", *parts, id="summary")
+
+    def glance(self) -> Html:
+        """The N-way table: one row per workload, one column per target or series."""
+        labels = [s.label for s in self.r.series]
+        rows = []
+        for b in self.r.workloads:
+            res = b.result
+            by = {row.label: row for row in res.rows}
+            cells: list[object] = [join([h("a", res.id, href=f"#{self.ids[res.id]}"), h("br"),
+                                         h("span", f"{res.primary} ({res.unit}, "
+                                                   f"{better_words(res.better)})",
+                                           class_="muted")])]
+            for lbl in labels:
+                row = by.get(lbl)
+                if row is None:
+                    cells.append("")
+                    continue
+                if row.summary is None:
+                    cells.append(h("span", state_of(row), class_="muted"))
+                    continue
+                d = primary_diff(b, lbl)
+                extra: object = h("span", "reference", class_="muted") if lbl == b.reference \
+                    else None
+                if d is not None:
+                    cls = "bad" if not d.valid else (
+                        ("pos" if d.percent > 0 else "neg") if d.significant else "muted")
+                    extra = h("span", _pct_ci(d), class_=cls)
+                cells.append(join([_si(row.summary.median, res.unit), h("br"), extra]))
+            rows.append(cells)
+        head: list[object] = ["workload", *[self.swatch(lbl) for lbl in labels]]
+        note = h("p", "Median of the primary metric; below it the difference to the reference "
+                      "with its 95% CI, + meaning better (coloured: significant after Holm "
+                      "correction; grey: no significant difference).", class_="muted")
+        return join([_table(head, rows, num=set(range(1, len(labels) + 1))), note])
+
+    # ----------------------------------------------------------------- context
+    def context(self) -> Html:
+        r = self.r
+        heads: list[object] = ["", *[s.tag or "this run" for s in r.sets]]
+        parts: list[object] = [h("h2", "Host context")]
+        if r.kind == "comparison":
+            parts.append(h("p", "Each result set is tagged by host and kernel bitness (k64: "
+                                "64-bit kernel); a series adds the userspace ABI, e.g. "
+                                "“host k64 i386” is i386 userspace on a 64-bit kernel.",
+                           class_="muted"))
+            parts.append(_table(["set", "source", "run", "started"],
+                                [[s.tag, s.source, s.run["id"], s.run.get("started")]
+                                 for s in r.sets]))
+        body = [h("tr", h("th", k), *[h("td", v, class_="wrap") for v in vals])
+                for k, vals in context_rows(r)]
+        parts.append(h("div", h("table", h("thead", h("tr", *[h("th", x) for x in heads])),
+                                 h("tbody", *body)), class_="tablewrap"))
+        return h("section", *parts, id="context")
+
+    # ----------------------------------------------------------------- workloads
+    def workload(self, bi: int, b: WorkloadBlock) -> Html:
+        res = b.result
+        figs = []
+        for pi, panel in enumerate(b.panels):
+            name = "peak RSS" if panel.metric == "max_rss" else panel.metric
+            title = f"{res.id}: {name}" + (" (primary)" if panel.primary else "")
+            svg = charts.bars_svg(panel, title, self.colours, salt=f"w{bi}p{pi}")
+            figs.append(h("figure", Html(svg), h("figcaption", f"{name} in {panel.unit or 'units'}"
+                                                 f", {better_words(panel.better)}; bars from zero"
+                                                 ", whiskers: 95% CI of the median")))
+        trows = []
+        for row in res.rows:
+            s = row.summary
+            state = state_of(row) if row.state == "ok" else f"{row.state}: {row.reason or ''}"
+            cv = f"{abs(s.cv) * 100:.1f}%" if s and math.isfinite(s.cv) else "-"
+            trows.append([self.swatch(row.label), h("span", state, class_="wrap"), row.n or "-",
+                          _si(s.median, res.unit) if s else "-",
+                          _si(s.min, res.unit) if s else "-", _si(s.max, res.unit) if s else "-",
+                          cv, row.outliers if s else "-", fmt.kib(row.rss_kb),
+                          fmt.size(row.size), fmt.size(row.text),
+                          f"{row.instructions:,}" if row.instructions else "-"])
+        table = _table(["target", "state", "n", "median", "min", "max", "CV", "outliers",
+                        "peak RSS", "file size", "text", "instructions"], trows,
+                       num={2, 3, 4, 5, 6, 7, 8, 9, 10, 11})
+        comps = []
+        for d in b.diffs:
+            cls = "bad" if not d.valid else ("ok" if d.significant else "muted")
+            p = f"p={d.p_value:.3g}" + (" Holm" if d.primary else "") \
+                if math.isfinite(d.p_value) else "no p-value"
+            comps.append(h("li", h("code", d.metric), f" {d.label}/{d.reference} ratio "
+                           f"{_ratio(d.ratio, d.ci_low, d.ci_high)} → ",
+                           h("span", ("INVALID (outputs differ) — " if not d.valid else "")
+                             + d.verdict, class_=cls), f" ({p})"))
+        for c in res.memory:
+            comps.append(h("li", "peak RSS ", f"{c.a}/{c.b} ratio "
+                           f"{_ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high)} → "
+                           f"{c.verdict.text}"))
+        check_cls = {"miscompare": "bad", "ok": "ok"}.get(res.validation, "muted")
+        label = {"miscompare": "MISCOMPARE", "ok": "identical"}.get(res.validation, "unchecked")
+        lines: list[object] = [
+            h("p", h("strong", res.title)),
+            h("p", "Primary metric ", h("code", res.primary), f" in {res.unit or 'units'}, ",
+              h("strong", better_words(res.better)),
+              f"; every other target is compared with {b.reference}." if b.reference else "",
+              class_="muted"),
+        ]
+        if b.params:
+            lines.append(h("p", "parameters: ", h("code", " ".join(
+                f"{k}={v}" for k, v in b.params.items())), class_="muted"))
+        lines += [h("div", *figs, class_="charts"), table,
+                  h("ul", *comps) if comps else h("p", "No comparison: fewer than two targets "
+                                                       "were measured.", class_="muted"),
+                  h("p", "output check: ", h("span", label, class_=check_cls), " — ",
+                    res.validation_detail)]
+        for tag, reason in b.stop:
+            lines.append(h("p", f"stopped ({tag}): " if tag else "stopped: ", reason,
+                           class_="muted"))
+        for note in res.provenance:
+            lines.append(h("p", note, class_="muted"))
+        ws = [*res.warnings, *b.notes]
+        if ws:
+            lines.append(h("ul", *[h("li", w) for w in ws], class_="warnings"))
+        return h("article", h("h3", res.id), *lines, id=self.ids[res.id])
+
+    def workloads(self) -> Html:
+        return h("section", h("h2", "Workloads"),
+                 *[self.workload(i, b) for i, b in enumerate(self.r.workloads)], id="workloads")
+
+    # ----------------------------------------------------------------- differences
+    def differences(self) -> Html:
+        diffs = [d for b in self.r.workloads for d in b.diffs if math.isfinite(d.percent)]
+        parts: list[object] = [h("h2", "Every test relative to the reference")]
+        refs = references(self.r)
+        if not diffs:
+            parts.append(h("p", "Nothing to compare: no workload had two measured targets.",
+                           class_="muted"))
+            return h("section", *parts, id="differences")
+        ref = refs[0] if len(refs) == 1 else "the reference of each test"
+        svg = charts.diff_svg(diffs, self.colours, ref, salt="diff")
+        parts.append(h("figure", Html(svg), h("figcaption", f"% difference to {ref} for every "
+                                              "metric of every workload; + means better "
+                                              "(higher is better), whiskers: 95% CI, hatched: "
+                                              "no significant difference"), class_="wide"))
+        rows = []
+        for d in diffs:
+            cls = "bad" if not d.valid else (
+                ("pos" if d.percent > 0 else "neg") if d.significant else "muted")
+            rows.append([d.workload, join([h("code", d.metric), " (primary)" if d.primary
+                                           else ""]),
+                         f"{d.unit}, {better_words(d.better)}", self.swatch(d.label),
+                         d.reference, h("span", _pct_ci(d), class_=cls),
+                         h("span", ("INVALID — " if not d.valid else "") + d.verdict,
+                           class_=cls)])
+        parts.append(_table(["workload", "metric", "unit", "target", "reference",
+                             "difference (+ better)", "verdict"], rows, num={5}))
+        parts.append(h("p", "Primary metrics carry Holm-corrected p-values across the run; the "
+                            "other metrics are shown with their own CI and uncorrected "
+                            "p-values.", class_="muted"))
+        return h("section", *parts, id="differences")
+
+    # ----------------------------------------------------------------- memory and sizes
+    def memory(self) -> Html:
+        rows = []
+        for b in self.r.workloads:
+            res = b.result
+            mem = {c.a: c for c in res.memory}
+            for row in res.rows:
+                c = mem.get(row.label)
+                pct = "-"
+                if c is not None and math.isfinite(c.ratio.ratio):
+                    pct = f"{(c.ratio.ratio - 1) * 100:+.1f}%"
+                rows.append([res.id, self.swatch(row.label), row.n or "-", fmt.kib(row.rss_kb),
+                             "reference" if row.label == b.reference and res.memory else
+                             (_ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high)
+                              if c else "-"), pct, c.verdict.text if c else ""])
+        return h("section", h("h2", "Peak memory"),
+                 h("p", "Median peak resident set size of the measured process (lower is "
+                        "better); ratio to the reference with its 95% CI.", class_="muted"),
+                 _table(["workload", "target", "n", "peak RSS", "ratio [95% CI]", "change",
+                         "verdict"], rows, num={2, 3, 4, 5}), id="memory")
+
+    def sizes(self) -> Html:
+        rows = []
+        for b in self.r.workloads:
+            res = b.result
+            ref = next((r.size for r in res.rows if r.label == b.reference and r.size), None)
+            for row in res.rows:
+                vs = f"{(row.size / ref - 1) * 100:+.1f}%" if ref and row.size and \
+                    row.label != b.reference else ("reference" if row.label == b.reference
+                                                   and row.size else "-")
+                rows.append([res.id, self.swatch(row.label), fmt.size(row.size),
+                             fmt.size(row.text), fmt.size(row.data), fmt.size(row.bss),
+                             fmt.size(row.stripped), vs])
+        return h("section", h("h2", "Sizes"),
+                 h("p", "Sizes of each workload's main binary (smaller is better): file, its "
+                        "text/data/bss segments, and the file stripped.", class_="muted"),
+                 _table(["workload", "target", "file", "text", "data", "bss", "stripped",
+                         "file vs reference"], rows, num={2, 3, 4, 5, 6, 7}), id="sizes")
+
+    # ----------------------------------------------------------------- provenance, samples
+    def provenance(self) -> Html:
+        parts: list[object] = [h("h2", "Provenance"),
+                               h("p", "How every measured binary was obtained: source version, "
+                                      "compiler, exact commands, effective target options, "
+                                      "ELF facts and, for Debian binaries, the sysroot "
+                                      "packages.", class_="muted")]
+        label = {(s.set_index, s.target): s.label for s in self.r.series}
+        for si, st in enumerate(self.r.sets):
+            for a in st.artifacts:
+                who = label.get((si, a["target"]), a["target"])
+                rows = provenance_rows(a)
+                summary = f"{a['workload']} · {who}"
+                first = next((v for k, v in rows if k == "compiler"), "")
+                parts.append(h("details", h("summary", h("strong", summary), " ",
+                                            h("span", first, class_="muted")),
+                               _table(["", ""], [[k, h("span", v, class_="mono")]
+                                                 for k, v in rows])))
+        if len(parts) == 2:
+            parts.append(h("p", "No artifacts were recorded.", class_="muted"))
+        return h("section", *parts, id="provenance")
+
+    def samples(self) -> Html:
+        r = self.r
+        data = csvout.samples_csv(r)
+        href = "data:text/csv;charset=utf-8;base64," + base64.b64encode(data.encode()).decode()
+        name = _slug(" ".join(s.run["id"] for s in r.sets)) + "-samples.csv"
+        counted = sum(1 for s in r.samples if s["status"] == "ok" and not s["warmup"])
+        warm = sum(1 for s in r.samples if s["warmup"])
+        bad = sum(1 for s in r.samples if s["status"] != "ok")
+        preview_cols = ["series", "workload", "round", "position", "warmup", "status", "wall_s",
+                        "max_rss_kb"]
+        preview = [[_cell(s.get(c)) for c in preview_cols] for s in r.samples[:15]]
+        return h("section", h("h2", "Raw samples"),
+                 h("p", f"{len(r.samples)} samples: {counted} counted, {warm} warm-up, {bad} "
+                        "not ok. Every value of every sample, including warm-ups, as CSV:"),
+                 h("p", h("a", f"download {name}", href=href, download=name, class_="download")),
+                 h("details", h("summary", "first rows"),
+                   _table(preview_cols, [list(p) for p in preview], num={2, 3, 6, 7})),
+                 id="samples")
+
+    def render(self, csp: bool) -> str:
+        r = self.r
+        sources = "; ".join(f"{s.tag + ': ' if s.tag else ''}{s.source}" for s in r.sets)
+        nav = h("nav", *[h("a", t, href=f"#{i}") for i, t in (
+            ("summary", "Summary"), ("context", "Host"), ("workloads", "Workloads"),
+            ("differences", "Differences"), ("memory", "Memory"), ("sizes", "Sizes"),
+            ("provenance", "Provenance"), ("samples", "Samples"))])
+        head = join([
+            h("meta", charset="utf-8"),
+            h("meta", name="viewport", content="width=device-width, initial-scale=1"),
+            h("meta", http_equiv="Content-Security-Policy", content=CSP) if csp else None,
+            h("meta", name="referrer", content="no-referrer"),
+            h("meta", name="generator", content=f"abibench {r.tool_version}"),
+            h("title", r.title), h("style", Html(STYLE))])
+        body = join([
+            h("header", h("h1", r.title),
+              h("p", f"{sources} · generated {r.generated} by abibench {r.tool_version}"), nav),
+            h("main", self.summary(), self.context(), self.workloads(), self.differences(),
+              self.memory(), self.sizes(), self.provenance(), self.samples(),
+              h("footer", "Self-contained report: no scripts, no external resources. Bars "
+                          "start at zero; whiskers are 95% bootstrap confidence intervals."))])
+        return "<!DOCTYPE html>\n" + h("html", h("head", head), h("body", body), lang="en") + "\n"
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return "" if value is None else str(value)
+
+
+def render(report: Report, csp: bool = True) -> str:
+    """The whole report as one HTML document (``csp=False`` only for tests of the escaping)."""
+    return _Page(report).render(csp)
