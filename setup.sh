@@ -15,6 +15,7 @@ PKGS=(
   build-essential gcc-multilib g++-multilib libc6-dev-x32 libc6-dev-i386
   dpkg-dev valgrind hyperfine bubblewrap python3-venv python3-dev
   sysbench
+  autoconf automake tcl   # seed workloads: POV-Ray's prebuild.sh, SQLite's amalgamation (tclsh)
   chromium fonts-dejavu-core
 )
 

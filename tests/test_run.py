@@ -12,7 +12,7 @@ SMALL = ["--set", "nodes=200000", "--set", "steps=20000", "--set", "elements=200
 
 
 def test_default_workloads_run_and_compare(cli: Cli, cli_env: dict[str, str]) -> None:
-    r = cli("run", "--rounds", "5", *SMALL)
+    r = cli("run", "ptrtree", "nbody", "stream", "--rounds", "5", *SMALL)
     assert r.returncode == 0, r.stdout + r.stderr
     out = r.stdout
     for wid in ("ptrtree", "nbody", "stream"):

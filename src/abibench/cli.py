@@ -9,12 +9,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape as e
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
 from . import __version__, analyse, host
 from .abi import ABIS, HOST_FAMILY, parse_abi_list
 from .errors import EXIT_INTERRUPTED, EXIT_OK, AbibenchError, UsageError
 from .measure import Request, execute
 from .paths import cache_dir, default_db
 from .probe import counters_status, probe_all
+from .progress import RunTracker
 from .provenance.source import DEFAULT_CFLAGS
 from .records import Sample
 from .report import markdown, terminal
@@ -236,26 +240,36 @@ def cmd_run(args: argparse.Namespace, store: Store) -> int:
     err = sys.stderr
     show = err.isatty() and os.environ.get("CI") != "true"
     con = terminal.console(err)
-    status = con.status("starting") if show else None
+    # A progress bar on a terminal: what is building or running, and the time left (the
+    # measuring part; builds are extra). Plain lines when not a terminal, nothing in CI.
+    tracker = RunTracker([w.id for w in workloads], plan, targets=len(abis))
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[left]}"),
+                   TimeElapsedColumn(), console=con, transient=True) if show else None
+    task = bar.add_task("starting", total=1.0, left="") if bar is not None else None
+
+    def refresh() -> None:
+        if bar is not None and task is not None:
+            bar.update(task, description=e(tracker.activity), completed=tracker.fraction(),
+                       left=e(tracker.line()))
 
     def progress(msg: str) -> None:
-        if status is not None:
-            status.update(msg)
+        tracker.message(msg)
+        if bar is not None:
+            refresh()
         elif os.environ.get("CI") != "true":
             print(msg, file=err)
 
     def on_sample(s: Sample) -> None:
-        if status is not None:
-            kind = "warm-up" if s.warmup else f"round {s.round}"
-            status.update(f"{s.workload}: {s.target} {kind} {s.status} {s.wall_s:.2f}s")
+        tracker.sample(s)
+        refresh()
 
-    if status is not None:
-        status.start()
+    if bar is not None:
+        bar.start()
     try:
         result = execute(req, store, cache_dir(), progress, on_sample)
     finally:
-        if status is not None:
-            status.stop()
+        if bar is not None:
+            bar.stop()
     doc = store.load_run(result.run_id)
     results = analyse.analyse(doc)
     if args.json:
@@ -266,6 +280,7 @@ def cmd_run(args: argparse.Namespace, store: Store) -> int:
                   f"(builds: {result.built} new, {result.reused} reused from cache)")
         terminal.render(results, header, [w["message"] for w in doc["warnings"]
                                           if not w.get("workload")], terminal.console())
+        terminal.render_sizes(doc, terminal.console())
         _print_index(doc)
     if args.report:
         args.report.write_text(markdown.render(doc, results))
@@ -334,6 +349,7 @@ def cmd_report(args: argparse.Namespace, store: Store) -> int:
                         f"run {doc['run']['id']} ({doc['run']['status']})",
                         [w["message"] for w in doc["warnings"] if not w.get("workload")],
                         terminal.console())
+        terminal.render_sizes(doc, terminal.console())
         _print_index(doc)
     return EXIT_OK
 

@@ -31,7 +31,7 @@ from .records import Sample, Target
 from .runner import launcher
 from .schedule import Outcome, Plan, run_workload
 from .store import Store
-from .workloads.inputs import generate_input
+from .workloads.inputs import describe_input, generate_input
 from .workloads.profile import Workload
 
 Progress = Callable[[str], None]
@@ -92,11 +92,12 @@ def execute(req: Request, store: Store, cache_root: Path, progress: Progress,
                            if probes[a.name].can_run}
     run_id = new_run_id()
     labels = [Target(a, req.provenance).label for a in req.abis]
+    metas = {wl.id: _workload_meta(wl, labels) for wl in req.workloads}
     config = {
         "abis": [a.name for a in req.abis], "cflags": list(req.cflags), "cc": req.cc,
         "provenance": req.provenance,
         "plan": asdict(req.plan),
-        "workloads": {wl.id: _workload_meta(wl, labels) for wl in req.workloads},
+        "workloads": metas,
     }
     # Checked before the run exists, so a bad --cc leaves no empty run behind.
     ccs = {a.name: _resolve_cc(req, probes[a.name]) for a in req.abis}
@@ -108,6 +109,21 @@ def execute(req: Request, store: Store, cache_root: Path, progress: Progress,
             for pkg, version in ([(wl.source.debian, wl.source.version)] if wl.source.debian
                                  else []) + [(p, v) for _, p, v in wl.source.extra]:
                 debsource.pick_version(pkg, version)
+    # Inputs are generated (or found in their cache) before the run exists, and what every
+    # workload reads is recorded in the run's config: file, sha256, recipe.
+    inputs_of: dict[str, dict[str, Path]] = {}
+    for wl in req.workloads:
+        inputs_of[wl.id] = {}
+        recorded: dict[str, Any] = {}
+        for name, spec in wl.inputs.items():
+            progress(f"{wl.id}: preparing input {name} ({spec['kind']})")
+            path = generate_input(name, spec, cache_root)
+            inputs_of[wl.id][name] = path
+            recorded[name] = {"path": str(path), **{
+                k: v for k, v in describe_input(path).items()
+                if k in ("kind", "sha256", "bytes", "files", "recipe")}}
+        if recorded:
+            metas[wl.id]["inputs"] = recorded  # config holds metas: saved with the run
     # Debian's binaries are resolved, downloaded and unpacked before the run, never beside
     # timed samples; a package that cannot be had refuses the run (exit 5) before it exists.
     debian_arts = _obtain_debian(req, probes, cache_root, progress)
@@ -165,10 +181,7 @@ def execute(req: Request, store: Store, cache_root: Path, progress: Progress,
                 runnable.append((target, art))
             if not runnable:
                 continue
-            inputs = {}
-            for name, spec in wl.inputs.items():
-                progress(f"{wl.id}: preparing input {name} ({spec['kind']})")
-                inputs[name] = generate_input(name, spec, cache_root)
+            inputs = inputs_of[wl.id]
             progress(f"{wl.id}: running {', '.join(t.label for t, _ in runnable)}")
             outcome = Outcome(wl.id)
             try:

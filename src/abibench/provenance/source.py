@@ -64,8 +64,9 @@ class Artifact:
     version_skew: tuple[str, ...] = ()
     # [source.extra] Debian source trees the build also read: {package: pinned version}
     extra_sources: dict[str, str] | None = None
-    # what the build wrote to {out}/buildinfo.txt, e.g. `openssl version -a` (options bn(64,32))
-    buildinfo: str | None = None
+    # the program's own account of its build, written by the recipe to {out}/buildinfo.txt,
+    # e.g. OpenSSL's `openssl version -a` lines (platform, options: bn(64,32), compiler)
+    build_options: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -269,7 +270,7 @@ def build(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], cache_root: 
         source_version=tree.version if tree else None,
         data=tuple(Path(n).name for n in wl.source.data),
         extra_sources={t.package: t.version for t in extras.values()} or None,
-        buildinfo=_buildinfo(out / "buildinfo.txt"),
+        build_options=_buildinfo(out / "buildinfo.txt"),
     )
     (staging / "artifact.json").write_text(json.dumps(art.to_dict(), indent=1))
     try:
@@ -283,7 +284,7 @@ def build(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], cache_root: 
 def _buildinfo(path: Path) -> str | None:
     """The text a build left in {out}/buildinfo.txt (its own description of itself), if any."""
     try:
-        return path.read_bytes()[:16384].decode("utf-8", errors="replace")
+        return path.read_bytes()[:16384].decode("utf-8", errors="replace").strip() or None
     except OSError:
         return None
 

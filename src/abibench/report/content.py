@@ -25,6 +25,7 @@ from ..analyse import SuiteSummary, TargetRow, WorkloadResult
 from ..compare import ResultSet, Series, merge
 from ..errors import AbibenchError
 from . import formatting as fmt
+from .sizes import size_rows
 
 REPORT_FORMAT = "abibench-report"
 REPORT_VERSION = 1
@@ -539,6 +540,9 @@ def to_json(report: Report) -> dict[str, Any]:
         "series": [{"label": s.label, "set": s.tag, "target": s.target, "abi": s.abi,
                     "host": s.host, "kernel_bits": s.kernel_bits} for s in report.series],
         "context": [{"label": k, "values": v} for k, v in context_rows(report)],
+        # seed 000's size factor: every artifact per ABI, % the 64-bit build is larger
+        "sizes": [{"set": s.tag, **r.to_dict()} for s in report.sets
+                  for r in size_rows({"artifacts": s.artifacts})],
         "suite": [{"a": sm.a, "b": sm.b, "geomean": sm.geomean.value,
                    "ci_low": sm.geomean.ci_low, "ci_high": sm.geomean.ci_high,
                    "workloads": list(sm.workloads), "excluded": list(sm.excluded),

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape as e
 from rich.table import Table
 
-from ..analyse import Comparison, WorkloadResult, suite_summary
+from ..analyse import REFERENCE_ORDER, Comparison, WorkloadResult, suite_summary
 from . import formatting as fmt
 
 
@@ -25,8 +25,13 @@ def _ratio(c: Comparison) -> str:
     return fmt.ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high)
 
 
+def _is_64(label: str) -> bool:
+    """The 64-bit reference, from any provenance: x86_64, x86_64/debian, aarch64 ..."""
+    return label.split("/", 1)[0] in REFERENCE_ORDER
+
+
 def _instr_ratio(counted: list[tuple[str, int]]) -> str:
-    ref = next((n for lbl, n in counted if lbl in ("x86_64", "aarch64")), None)
+    ref = next((n for lbl, n in counted if _is_64(lbl)), None)
     if ref is None:
         return ""
     parts = [f"{lbl}/64-bit {n / ref:.3f}" for lbl, n in counted if n != ref]
@@ -94,10 +99,10 @@ def _render_workloads(results: list[WorkloadResult], header: str, warnings: list
                 f"{lbl} {n:,}" for lbl, n in counted) + _instr_ratio(counted)))
         big = [(r.label, r.size) for r in res.rows if r.size]
         if len(big) >= 2:
-            ref = next((sz for lbl, sz in big if lbl in ("x86_64", "aarch64")), None)
+            ref = next((sz for lbl, sz in big if _is_64(lbl)), None)
             if ref:
                 parts = [f"{lbl} {100 * (sz / ref - 1):+.1f}%" for lbl, sz in big
-                         if sz != ref and lbl not in ("x86_64", "aarch64")]
+                         if sz != ref and not _is_64(lbl)]
                 if parts:
                     con.print(f"  file size vs 64-bit: {e(', '.join(parts))}")
         if res.validation == "miscompare":
@@ -110,3 +115,34 @@ def _render_workloads(results: list[WorkloadResult], header: str, warnings: list
             con.print(f"  stopped: {e(res.stop_reason)}")
         for w in res.warnings:
             con.print(f"  [yellow]warning:[/] {e(w)}")
+
+
+def render_sizes(doc: dict[str, Any], con: Console) -> None:
+    """The size factor of seed 000: every artifact per ABI (built-but-not-run x32 included)."""
+    from .sizes import size_rows
+
+    rows = size_rows(doc)
+    if not rows:
+        return
+    con.print()
+    con.print("[bold]sizes[/] of every artifact in bytes; 64-bit larger: how much bigger the "
+              "64-bit build is than this one (file / stripped)")
+    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    for col in ("workload", "artifact", "ABI", "file", "text", "data", "bss", "stripped",
+                "64-bit larger"):
+        table.add_column(col, justify="left" if col in ("workload", "artifact", "ABI")
+                         else "right")
+    last = None
+    for r in rows:
+        head = (r.workloads, r.artifact)
+        wl = ", ".join(r.workloads) if head != last else ""
+        larger = "-" if r.file_larger_pct is None else (
+            f"{r.file_larger_pct:+.1f}% / "
+            + ("-" if r.stripped_larger_pct is None else f"{r.stripped_larger_pct:+.1f}%"))
+        table.add_row(e(wl), e(r.artifact if head != last else ""),
+                      e(r.target if r.state == "ok" else f"{r.target} ({r.state})"),
+                      *(f"{v:,}" if v is not None else "-"
+                        for v in (r.file, r.text, r.data, r.bss, r.stripped)),
+                      larger)
+        last = head
+    con.print(table)

@@ -116,7 +116,7 @@ def _publish(tmp: Path, final: Path, record: dict[str, Any]) -> Path:
 # --------------------------------------------------------------------------------------------
 # corpus
 
-CORPUS_RECIPE_VERSION = 1
+CORPUS_RECIPE_VERSION = 2
 MAX_FILE = 8 * MIB  # larger files are left out, as in the original sketch
 
 
@@ -213,6 +213,8 @@ def write_tar(files: list[str], dest: Path) -> None:
 def _corpus_cached(mb: int, out_dir: Path) -> Path:
     groups = corpus_groups()
     files = select_files(packaged_files(), groups, mb * MIB, _regular_size)
+    # one list in byte-wise order, like tar --sort=name (groups are chosen one after another)
+    files.sort(key=lambda f: f[1].encode("utf-8", "surrogateescape"))
     if not files:
         raise InputError("corpus: no packaged files found under /usr (is this a Debian system "
                          f"with {DPKG_INFO}?)")
