@@ -23,8 +23,9 @@ from typing import Any
 import matplotlib
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter, MaxNLocator
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
+from ..footprint import Series
 from . import formatting as fmt
 from .content import Diff, Panel, better_words
 
@@ -212,3 +213,56 @@ def diff_svg(diffs: Sequence[Diff], colours: dict[str, str], reference: str, sal
         if len(handles) > 1:
             ax.legend(handles=handles, fontsize=8, loc="best", frameon=False)
         return _to_svg(fig, f"every test relative to {reference}: {words}")
+
+
+def curve_svg(curves: Sequence[Series], title: str, quantity: str, colours: dict[str, str],
+              salt: str, small: bool = False) -> str:
+    """One footprint quantity against N (log axis), one line with markers per ABI, y from zero.
+
+    ``quantity`` is "bytes" (median peak RSS per element, solid, with the net figure, resident
+    size before building taken off, dashed where measured) or "ns" (time per element). Lower is
+    better for both.
+    """
+    words = better_words("lower")
+    with matplotlib.rc_context(_rc(salt)):
+        fig = Figure(figsize=(3.7, 2.5 if small else 3.0), layout="constrained")
+        ax = fig.add_subplot()
+        top = 0.0
+        drawn = False
+        for c in curves:
+            colour_ = colours.get(c.abi, GREY)
+            lines: list[tuple[str, list[float | None], str]] = []
+            if quantity == "bytes":
+                lines.append((c.abi, [p.bytes_per_element for p in c.points], "-"))
+                lines.append((f"{c.abi} net", [p.net_bytes_per_element for p in c.points], "--"))
+            else:
+                lines.append((c.abi, [p.ns_per_element for p in c.points], "-"))
+            for label, values, style in lines:
+                pts = [(float(p.n), v) for p, v in zip(c.points, values, strict=True)
+                       if v is not None and math.isfinite(v)]
+                if not pts:
+                    continue
+                xs, ys = zip(*pts, strict=True)
+                ax.plot(xs, ys, style, marker="o" if style == "-" else "s",
+                        markersize=4 if style == "-" else 3, color=colour_,
+                        linewidth=1.5 if style == "-" else 1.0, label=_wrap(label, 24))
+                top = max(top, *ys)
+                drawn = True
+        if not drawn:
+            ax.text(0.5, 0.5, "no samples", ha="center", va="center", color=GREY,
+                    transform=ax.transAxes)
+        else:
+            ax.set_xscale("log")
+            # Plain text ticks: mathtext is off, so the default 10^k labels would show as $...$.
+            ax.xaxis.set_major_formatter(FuncFormatter(_tick))
+            ax.xaxis.set_minor_formatter(NullFormatter())
+            ax.legend(fontsize=7.5, loc="best", frameon=False)
+        ax.set_ylim(0, top * 1.15 if top > 0 else 1.0)
+        ax.yaxis.set_major_formatter(FuncFormatter(_tick))
+        ax.set_xlabel("N elements (log scale)")
+        what = "peak RSS bytes / element" if quantity == "bytes" else "ns / element"
+        ax.set_ylabel(f"{what}\n({words})")
+        ax.tick_params(labelsize=8.5)
+        sub = "median; dashed: net" if quantity == "bytes" else "median"
+        ax.set_title(f"{_wrap(title, 40)}\n{words} · {sub}", fontsize=9.5)
+        return _to_svg(fig, f"{title}: {what}, {words}")

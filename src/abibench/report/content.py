@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from scipy import stats as _sps
 
-from .. import __version__, analyse, stats
+from .. import __version__, analyse, footprint, stats, xbench
 from ..analyse import SuiteSummary, TargetRow, WorkloadResult
 from ..compare import ResultSet, Series, merge
 from ..errors import AbibenchError
@@ -115,6 +115,10 @@ class Report:
     samples: list[dict[str, Any]]  # one row per stored sample, tagged with set and series
     generated: str = ""
     tool_version: str = __version__
+    # Footprint curves and the XBench-style index: a single run's only (empty in comparisons).
+    footprint_series: list[footprint.Series] = field(default_factory=list)
+    footprint_diffs: list[footprint.Difference] = field(default_factory=list)
+    index: xbench.Index | None = None  # None unless at least two micro workloads were scored
 
     def series_index(self, label: str) -> int:
         for i, s in enumerate(self.series):
@@ -296,11 +300,29 @@ def from_run(doc: dict[str, Any], source: str = "",
             b.stop = [("", f"{o['stop_reason']} ({o['rounds']} counted rounds)")]
     rs = ResultSet(doc, source or f"run {doc['run']['id']}")
     series = _single_series(doc)
+    curves = footprint.series(doc)
     return Report(
         kind="run", title=f"abibench run {doc['run']['id']}", sets=[_set_info(rs)],
         series=series, workloads=blocks, suites=analyse.suite_summary(results),
         warnings=[w["message"] for w in doc.get("warnings", []) if not w.get("workload")],
-        samples=_sample_rows([rs], series), generated=_now())
+        samples=_sample_rows([rs], series), generated=_now(),
+        footprint_series=curves, footprint_diffs=footprint_differences(curves),
+        index=index_of(doc))
+
+
+def footprint_differences(curves: list[footprint.Series]) -> list[footprint.Difference]:
+    """Every other ABI against the 64-bit one at the largest N both measured."""
+    abis = sorted({c.abi for c in curves})
+    if len(abis) < 2:
+        return []
+    ref = analyse.pick_reference(abis)
+    return [d for a in abis if a != ref for d in footprint.largest_n_difference(curves, a, ref)]
+
+
+def index_of(doc: dict[str, Any]) -> xbench.Index | None:
+    """The XBench-style index when it scores at least two workloads (as the CLI prints it)."""
+    index = xbench.xbench_index(doc)
+    return index if len({t.workload for t in index.tests}) >= 2 else None
 
 
 def from_sets(sets: list[ResultSet], baseline: str | None = None,
@@ -345,6 +367,45 @@ def _now() -> str:
 
 
 # --------------------------------------------------------------------------- shared views
+
+
+def score_text(score: float, low: float, high: float) -> str:
+    """An XBench score with its 95% CI: "95.3 [93.1, 97.0]"."""
+    if not math.isfinite(score):
+        return "-"
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return f"{score:.1f} (no CI)"
+    return f"{score:.1f} [{low:.1f}, {high:.1f}]"
+
+
+def index_rows(index: xbench.Index) -> list[tuple[str, str, list[str]]]:
+    """The index as (kind, name, one score per target) rows: kind total | group | test."""
+    names = dict(xbench.GROUPS)
+
+    def cells(items: list[xbench.TestScore] | list[xbench.GroupScore]) -> list[str]:
+        by = {x.target: x for x in items}
+        return [score_text(by[t].score, by[t].ci_low, by[t].ci_high) if t in by else "-"
+                for t in index.targets]
+
+    rows = [("total", "Results (all tests)", cells(list(index.totals)))]
+    for group in dict.fromkeys(g.group for g in index.groups):
+        rows.append(("group", f"{names.get(group, group.title())} Test",
+                     cells([g for g in index.groups if g.group == group])))
+        mine = [t for t in index.tests if t.group == group]
+        several = {w for w in (t.workload for t in mine)
+                   if len({t.metric for t in mine if t.workload == w}) > 1}
+        for key in dict.fromkeys((t.workload, t.metric) for t in mine):
+            name = f"{key[0]} {key[1]}" if key[0] in several else key[0]
+            rows.append(("test", name, cells([t for t in mine if (t.workload, t.metric) == key])))
+    return rows
+
+
+def footprint_percent(d: footprint.Difference) -> str:
+    """The largest-N peak RSS change of a against b with its 95% CI."""
+    r = d.ratio
+    if not (math.isfinite(r.ci_low) and math.isfinite(r.ci_high)):
+        return f"{d.percent:+.1f}% (no CI)"
+    return f"{d.percent:+.1f}% [{(r.ci_low - 1) * 100:+.1f}%, {(r.ci_high - 1) * 100:+.1f}%]"
 
 
 def state_of(row: TargetRow) -> str:

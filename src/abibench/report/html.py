@@ -19,6 +19,7 @@ from html import escape
 from typing import Any
 
 from ..analyse import Comparison
+from ..footprint import Difference
 from . import charts, csvout
 from . import formatting as fmt
 from .content import (
@@ -27,6 +28,8 @@ from .content import (
     WorkloadBlock,
     better_words,
     context_rows,
+    footprint_percent,
+    index_rows,
     primary_diff,
     provenance_rows,
     references,
@@ -405,6 +408,68 @@ class _Page:
                  _table(["workload", "target", "n", "peak RSS", "ratio [95% CI]", "change",
                          "verdict"], rows, num={2, 3, 4, 5}), id="memory")
 
+    # ----------------------------------------------------------------- footprint and index
+    def footprint(self) -> Html | None:
+        curves = self.r.footprint_series
+        if not curves:
+            return None
+        parts: list[object] = [
+            h("h2", "Memory footprint curves"),
+            h("p", "Each structure built with N elements: median peak resident set size per "
+                   "element (lower is better; dashed: net of the program's size before it "
+                   "built anything, which dominates at small N) and time per element (lower is "
+                   "better), one line per ABI; N on a log axis, y axes from zero.",
+              class_="muted")]
+        for si, structure in enumerate(dict.fromkeys(c.structure for c in curves)):
+            mine = [c for c in curves if c.structure == structure]
+            figs = [h("figure", Html(charts.curve_svg(mine, f"{structure}: memory", "bytes",
+                                                      self.colours, salt=f"f{si}b")),
+                      h("figcaption", "peak RSS bytes per element, lower is better")),
+                    h("figure", Html(charts.curve_svg(mine, f"{structure}: time", "ns",
+                                                      self.colours, salt=f"f{si}t",
+                                                      small=True)),
+                      h("figcaption", "ns per element, lower is better"))]
+            parts += [h("h3", structure), h("div", *figs, class_="charts")]
+        rows = [[d.structure, f"{d.n:,}", self.swatch(d.a), f"{d.a_bytes_per_element:.1f}",
+                 self.swatch(d.b), f"{d.b_bytes_per_element:.1f}",
+                 _ratio(d.ratio.ratio, d.ratio.ci_low, d.ratio.ci_high),
+                 h("span", footprint_percent(d), class_=_footprint_class(d))]
+                for d in self.r.footprint_diffs]
+        if rows:
+            parts += [h("h3", "Difference at the largest N"),
+                      _table(["structure", "N", "ABI", "B/element", "reference", "B/element",
+                              "peak RSS ratio [95% CI]", "change [95% CI]"], rows,
+                             num={1, 3, 5, 6, 7}),
+                      h("p", "Peak RSS at the largest N both ABIs measured (lower is better); "
+                             "negative: the ABI needs less memory than the reference.",
+                        class_="muted")]
+        else:
+            parts.append(h("p", "No difference: no N was measured for two ABIs.",
+                           class_="muted"))
+        return h("section", *parts, id="footprint")
+
+    def xbench(self) -> Html | None:
+        index = self.r.index
+        if index is None:
+            return None
+        rows = []
+        for kind, name, cells in index_rows(index):
+            label: object = h("strong", name) if kind != "test" else h(
+                "span", Html("&nbsp;&nbsp;&nbsp;&nbsp;"), name)
+            rows.append([label, *cells, "100"])
+        parts: list[object] = [
+            h("h2", "XBench-style index"),
+            h("p", f"Every micro test scored against {index.reference} of the same run "
+                   f"({index.reference} = 100, higher is better), with 95% CIs; group scores "
+                   "and the total are geometric means of the test scores.", class_="muted"),
+            _table(["group / test", *[self.swatch(t) for t in index.targets],
+                    f"{index.reference} (reference)"], rows,
+                   num=set(range(1, len(index.targets) + 2)))]
+        if index.excluded:
+            parts.append(h("p", "left out (outputs differ between ABIs): "
+                                + ", ".join(index.excluded), class_="bad"))
+        return h("section", *parts, id="xbench")
+
     def sizes(self) -> Html:
         rows = []
         for b in self.r.workloads:
@@ -467,10 +532,13 @@ class _Page:
     def render(self, csp: bool) -> str:
         r = self.r
         sources = "; ".join(f"{s.tag + ': ' if s.tag else ''}{s.source}" for s in r.sets)
-        nav = h("nav", *[h("a", t, href=f"#{i}") for i, t in (
-            ("summary", "Summary"), ("context", "Host"), ("workloads", "Workloads"),
-            ("differences", "Differences"), ("memory", "Memory"), ("sizes", "Sizes"),
-            ("provenance", "Provenance"), ("samples", "Samples"))])
+        index, curves = self.xbench(), self.footprint()
+        nav = h("nav", *[h("a", t, href=f"#{i}") for i, t, shown in (
+            ("summary", "Summary", True), ("context", "Host", True),
+            ("workloads", "Workloads", True), ("differences", "Differences", True),
+            ("xbench", "Index", index is not None), ("memory", "Memory", True),
+            ("footprint", "Footprint", curves is not None), ("sizes", "Sizes", True),
+            ("provenance", "Provenance", True), ("samples", "Samples", True)) if shown])
         head = join([
             h("meta", charset="utf-8"),
             h("meta", name="viewport", content="width=device-width, initial-scale=1"),
@@ -482,10 +550,18 @@ class _Page:
             h("header", h("h1", r.title),
               h("p", f"{sources} · generated {r.generated} by abibench {r.tool_version}"), nav),
             h("main", self.summary(), self.context(), self.workloads(), self.differences(),
-              self.memory(), self.sizes(), self.provenance(), self.samples(),
+              index, self.memory(), curves, self.sizes(), self.provenance(), self.samples(),
               h("footer", "Self-contained report: no scripts, no external resources. Bars "
                           "start at zero; whiskers are 95% bootstrap confidence intervals."))])
         return "<!DOCTYPE html>\n" + h("html", h("head", head), h("body", body), lang="en") + "\n"
+
+
+def _footprint_class(d: Difference) -> str:
+    """Coloured only when the CI excludes no change: green when the ABI needs less memory."""
+    lo, hi = d.ratio.ci_low, d.ratio.ci_high
+    if not (math.isfinite(lo) and math.isfinite(hi)) or lo <= 1.0 <= hi:
+        return "muted"
+    return "pos" if d.percent < 0 else "neg"
 
 
 def _cell(value: Any) -> str:

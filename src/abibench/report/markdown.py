@@ -15,7 +15,15 @@ from typing import Any
 from ..analyse import WorkloadResult
 from . import content
 from . import formatting as fmt
-from .content import Diff, Report, better_words, context_rows, primary_diff
+from .content import (
+    Diff,
+    Report,
+    better_words,
+    context_rows,
+    footprint_percent,
+    index_rows,
+    primary_diff,
+)
 
 _SPECIAL = re.compile(r"([\\`*_\[\]{}<>()#+!|~])")
 
@@ -158,6 +166,32 @@ def render_report(report: Report) -> str:
             ""]
     out += _table(["workload", "target", "peak RSS", "ratio [95% CI]", "verdict"], mem,
                   right={2, 3})
+
+    if r.index is not None:
+        out += ["## XBench-style index", "",
+                f"Every micro test scored against {_esc(r.index.reference)} of the same run "
+                f"({_esc(r.index.reference)} = 100, higher is better), with 95% CIs; group "
+                "scores and the total are geometric means of the test scores.", ""]
+        out += _table(["group / test", *[_esc(t) for t in r.index.targets],
+                       f"{_esc(r.index.reference)} (reference)"],
+                      [[f"**{_esc(name)}**" if kind != "test" else f"  {_esc(name)}",
+                        *cells, "100"] for kind, name, cells in index_rows(r.index)],
+                      right=set(range(1, len(r.index.targets) + 2)))
+        if r.index.excluded:
+            out += [f"Left out (outputs differ between ABIs): "
+                    f"{_esc(', '.join(r.index.excluded))}", ""]
+    if r.footprint_diffs:
+        out += ["## Memory footprint", "",
+                "Median peak RSS per element at the largest N both ABIs measured (lower is "
+                "better); negative: the ABI needs less memory than the reference. The curves "
+                "over N are in the HTML report.", ""]
+        out += _table(["structure", "N", "ABI", "B/element", "reference", "B/element",
+                       "peak RSS ratio [95% CI]", "change [95% CI]"],
+                      [[_esc(d.structure), f"{d.n:,}", _esc(d.a), f"{d.a_bytes_per_element:.1f}",
+                        _esc(d.b), f"{d.b_bytes_per_element:.1f}",
+                        _ratio(d.ratio.ratio, d.ratio.ci_low, d.ratio.ci_high),
+                        footprint_percent(d)] for d in r.footprint_diffs],
+                      right={1, 3, 5, 6, 7})
 
     sizes = []
     for b in r.workloads:

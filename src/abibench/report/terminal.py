@@ -118,9 +118,14 @@ def _render_workloads(results: list[WorkloadResult], header: str, warnings: list
 
 
 def render_sizes(doc: dict[str, Any], con: Console) -> None:
-    """The size factor of seed 000: every artifact per ABI (built-but-not-run x32 included)."""
+    """The size factor of seed 000: every artifact per ABI (built-but-not-run x32 included).
+
+    First the footprint differences at the largest N, when the run has footprint workloads:
+    the CLI prints this after the summary of every run and `abibench report`.
+    """
     from .sizes import size_rows
 
+    render_footprint(doc, con)  # here so that every caller of the summary prints it too
     rows = size_rows(doc)
     if not rows:
         return
@@ -146,3 +151,18 @@ def render_sizes(doc: dict[str, Any], con: Console) -> None:
                       larger)
         last = head
     con.print(table)
+
+
+def render_footprint(doc: dict[str, Any], con: Console) -> None:
+    """The peak RSS difference at the largest N of every footprint structure, when measured."""
+    from ..footprint import series
+    from .content import footprint_differences
+
+    diffs = footprint_differences(series(doc))
+    if not diffs:
+        return
+    con.print()
+    con.print("[bold]memory footprint[/] at the largest N (peak RSS per element, lower is "
+              "better, 95% CI):")
+    for d in diffs:
+        con.print(f"  {e(d.text)}")
