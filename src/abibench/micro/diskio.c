@@ -41,54 +41,12 @@
 #include <time.h>
 #include <unistd.h>
 
+static const char micro_prog[] = "diskio";
+#include "micro.h"
+
 #define ALIGN 4096u
 #define MIB (1024u * 1024u)
 #define STAMP_SALT 0x6a09e667f3bcc908ull
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static uint32_t mix32(uint32_t x)
-{
-    x ^= x >> 16;
-    x *= 0x7feb352du;
-    x ^= x >> 15;
-    x *= 0x846ca68bu;
-    x ^= x >> 16;
-    return x;
-}
-
-static uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static int parse_u32(const char *name, const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
-{
-    char *end;
-    unsigned long long v = 0;
-    int ok = 0;
-
-    /* strtoull silently accepts "-5" as a huge number; refuse signs. */
-    if (s != NULL && *s >= '0' && *s <= '9') {
-        errno = 0;
-        v = strtoull(s, &end, 10);
-        ok = errno == 0 && *end == '\0' && v >= lo && v <= hi;
-    }
-    if (!ok) {
-        fprintf(stderr, "diskio: %s needs an integer in [%" PRIu32 ", %" PRIu32 "], got '%s'\n",
-                name, lo, hi, s != NULL ? s : "");
-        return -1;
-    }
-    *out = (uint32_t)v;
-    return 0;
-}
 
 static void die(const char *what)
 {

@@ -32,36 +32,15 @@
 #include <string.h>
 #include <time.h>
 
+static const char micro_prog[] = "footprint";
+#include "micro.h"
+
 /* Lookups are a sample: a million random probes time a lookup as well as
  * ten million do, and at 10^7 tree nodes each probe is ~20 cache misses. */
 #define MAX_QUERIES 1000000u
 
 #define KEY_SALT 0x2545f491u
 #define QUERY_SALT 0x68e31da4u
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static uint32_t mix32(uint32_t x)
-{
-    x ^= x >> 16;
-    x *= 0x7feb352du;
-    x ^= x >> 15;
-    x *= 0x846ca68bu;
-    x ^= x >> 16;
-    return x;
-}
-
-static uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 static uint32_t key_of(uint32_t i) { return mix32(i ^ KEY_SALT); }
 static uint32_t value_of(uint32_t i) { return mix32(i * 0x9e3779b9u + 1u); }
@@ -73,37 +52,6 @@ static uint32_t value_of(uint32_t i) { return mix32(i * 0x9e3779b9u + 1u); }
 static uint32_t query_index(uint32_t q, uint32_t n)
 {
     return (uint32_t)(((uint64_t)mix32(q ^ QUERY_SALT) * n) >> 32);
-}
-
-static int parse_u32(const char *name, const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
-{
-    char *end;
-    unsigned long long v = 0;
-    int ok = 0;
-
-    /* strtoull silently accepts "-5" as a huge number; refuse signs. */
-    if (s != NULL && *s >= '0' && *s <= '9') {
-        errno = 0;
-        v = strtoull(s, &end, 10);
-        ok = errno == 0 && *end == '\0' && v >= lo && v <= hi;
-    }
-    if (!ok) {
-        fprintf(stderr, "footprint: %s needs an integer in [%" PRIu32 ", %" PRIu32 "], got '%s'\n",
-                name, lo, hi, s != NULL ? s : "");
-        return -1;
-    }
-    *out = (uint32_t)v;
-    return 0;
-}
-
-static void *xmalloc(size_t n, const char *what)
-{
-    void *p = malloc(n);
-    if (p == NULL) {
-        fprintf(stderr, "footprint: out of memory allocating %s: lower --n\n", what);
-        exit(1);
-    }
-    return p;
 }
 
 static long status_kb(const char *field)
@@ -224,7 +172,7 @@ static void run_list(uint32_t n, struct result *r)
     struct lnode *head = NULL;
     double t0 = now_s();
     for (uint32_t i = 0; i < n; i++) {
-        struct lnode *node = xmalloc(sizeof *node, "a list node");
+        struct lnode *node = xmalloc_hint(sizeof *node, "a list node", "lower --n");
         node->key = key_of(i);
         node->value = value_of(i);
         node->next = head;
@@ -275,7 +223,7 @@ static void run_tree(uint32_t n, struct result *r)
     struct tnode *root = NULL;
     double t0 = now_s();
     for (uint32_t i = 0; i < n; i++) {
-        struct tnode *node = xmalloc(sizeof *node, "a tree node");
+        struct tnode *node = xmalloc_hint(sizeof *node, "a tree node", "lower --n");
         node->key = key_of(i);
         node->value = value_of(i);
         tree_insert(&root, node);
@@ -320,7 +268,7 @@ static void run_hash(uint32_t n, struct result *r)
         exit(1);
     }
     for (uint32_t i = 0; i < n; i++) {
-        struct lnode *node = xmalloc(sizeof *node, "a hash node");
+        struct lnode *node = xmalloc_hint(sizeof *node, "a hash node", "lower --n");
         node->key = key_of(i);
         node->value = value_of(i);
         uint32_t b = (node->key * 0x9e3779b1u) >> (32 - bits);

@@ -22,6 +22,9 @@
 #include <string.h>
 #include <time.h>
 
+static const char micro_prog[] = "nbody";
+#include "micro.h"
+
 #define NBODIES 5
 
 /* Written out rather than computed so every ABI starts from identical bits. */
@@ -107,13 +110,6 @@ static void offset_momentum(struct body *b)
     b[0].vz = -pz / SOLAR_MASS;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void usage(FILE *f)
 {
     fprintf(f, "usage: nbody [--steps N]\n"
@@ -130,23 +126,8 @@ int main(int argc, char **argv)
             usage(stdout);
             return 0;
         } else if (strcmp(argv[a], "--steps") == 0) {
-            const char *s = a + 1 < argc ? argv[++a] : NULL;
-            char *end;
-            unsigned long long v = 0;
-
-            /* strtoull silently accepts "-5" as a huge number; refuse signs. */
-            if (s != NULL && *s >= '0' && *s <= '9') {
-                errno = 0;
-                v = strtoull(s, &end, 10);
-                if (errno != 0 || *end != '\0')
-                    v = 0;
-            }
-            if (v < 1 || v > UINT32_MAX) {
-                fprintf(stderr, "nbody: --steps needs an integer in [1, 4294967295], got '%s'\n",
-                        s != NULL ? s : "");
+            if (parse_u32("--steps", a + 1 < argc ? argv[++a] : NULL, 1u, UINT32_MAX, &steps) != 0)
                 return 2;
-            }
-            steps = (uint32_t)v;
         } else {
             fprintf(stderr, "nbody: unknown option '%s' (try --help)\n", argv[a]);
             return 2;

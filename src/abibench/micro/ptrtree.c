@@ -30,6 +30,9 @@
 #include <string.h>
 #include <time.h>
 
+static const char micro_prog[] = "ptrtree";
+#include "micro.h"
+
 struct node {
     uint32_t key;
     uint32_t value;
@@ -44,18 +47,6 @@ struct node {
 #define QUERY_SALT 0x68e31da4u
 #define PRESENT_SALT 0xb5297a4du
 
-/* Chris Wellons' lowbias32: every step is invertible, so distinct inputs give
- * distinct keys, which is what lets us build "absent" keys without a lookup. */
-static uint32_t mix32(uint32_t x)
-{
-    x ^= x >> 16;
-    x *= 0x7feb352du;
-    x ^= x >> 15;
-    x *= 0x846ca68bu;
-    x ^= x >> 16;
-    return x;
-}
-
 static uint32_t key_of(uint32_t i) { return mix32(i ^ KEY_SALT); }
 static uint32_t value_of(uint32_t i) { return mix32(i * VALUE_SALT + 1u); }
 
@@ -66,48 +57,11 @@ static uint32_t scale32(uint32_t h, uint32_t n)
     return (uint32_t)(((uint64_t)h * n) >> 32);
 }
 
-static uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void usage(FILE *f)
 {
     fprintf(f, "usage: ptrtree [--nodes N] [--queries Q]\n"
                "  --nodes N    records to insert (default 500000, 1..2147483647)\n"
                "  --queries Q  random lookups, half present (default 0 = same as N)\n");
-}
-
-static int parse_u32(const char *name, const char *s, uint32_t lo, uint32_t hi,
-                     uint32_t *out)
-{
-    char *end;
-    unsigned long long v;
-
-    /* strtoull silently accepts "-5" as a huge number; refuse signs. */
-    if (s == NULL || *s < '0' || *s > '9') {
-        fprintf(stderr, "ptrtree: %s needs an integer in [%" PRIu32 ", %" PRIu32 "], got '%s'\n",
-                name, lo, hi, s != NULL ? s : "");
-        return -1;
-    }
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno != 0 || *end != '\0' || v < lo || v > hi) {
-        fprintf(stderr, "ptrtree: %s needs an integer in [%" PRIu32 ", %" PRIu32 "], got '%s'\n",
-                name, lo, hi, s);
-        return -1;
-    }
-    *out = (uint32_t)v;
-    return 0;
 }
 
 static long vmhwm_kb(void)

@@ -27,18 +27,14 @@
 #include <string.h>
 #include <time.h>
 
+static const char micro_prog[] = "stream";
+#include "micro.h"
+
 #define SCALAR 3.0
 
 /* Tells the compiler the arrays were read and written by someone else, so it
  * can neither drop a kernel nor fuse repetitions together. */
 #define CLOBBER(p) __asm__ __volatile__("" : : "r"(p) : "memory")
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* noinline keeps each kernel a separate, comparable loop on every ABI. */
 __attribute__((noinline)) static void k_copy(double *restrict c, const double *restrict a, size_t n)
@@ -75,38 +71,6 @@ static void usage(FILE *f)
                "  --times T     repetitions of the 4 kernels, 2..200; best after the first counts (default 20)\n");
 }
 
-static int parse_u32(const char *name, const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
-{
-    char *end;
-    unsigned long long v = 0;
-    int ok = 0;
-
-    /* strtoull silently accepts "-5" as a huge number; refuse signs. */
-    if (s != NULL && *s >= '0' && *s <= '9') {
-        errno = 0;
-        v = strtoull(s, &end, 10);
-        ok = errno == 0 && *end == '\0' && v >= lo && v <= hi;
-    }
-    if (!ok) {
-        fprintf(stderr, "stream: %s needs an integer in [%" PRIu32 ", %" PRIu32 "], got '%s'\n",
-                name, lo, hi, s != NULL ? s : "");
-        return -1;
-    }
-    *out = (uint32_t)v;
-    return 0;
-}
-
-static double *alloc_array(size_t n, const char *name)
-{
-    double *p = malloc(n * sizeof *p);
-    if (p == NULL) {
-        fprintf(stderr, "stream: out of memory allocating array %s (%zu bytes)\n", name,
-                n * sizeof *p);
-        exit(1);
-    }
-    return p;
-}
-
 int main(int argc, char **argv)
 {
     uint32_t elements = 10000000u, times = 20;
@@ -133,9 +97,9 @@ int main(int argc, char **argv)
     }
 
     size_t n = elements;
-    double *a = alloc_array(n, "a");
-    double *b = alloc_array(n, "b");
-    double *c = alloc_array(n, "c");
+    double *a = xmalloc(n * sizeof *a, "array a");
+    double *b = xmalloc(n * sizeof *b, "array b");
+    double *c = xmalloc(n * sizeof *c, "array c");
 
     /* Touch every page before timing so page faults are not counted as bandwidth. */
     for (size_t j = 0; j < n; j++) {
