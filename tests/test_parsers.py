@@ -131,3 +131,20 @@ def test_seed_profiles_parse_their_captures() -> None:
     with pytest.raises(ParseError, match="blowfish"):
         parse_metrics(load_profile(PROFILES_DIR / "openssl-speed.toml"),
                       (DATA / "openssl-speed-3.0.20-x86_64-no-legacy-provider.txt").read_text())
+
+
+def test_close_enough_tolerates_small_differences_in_few_bytes() -> None:
+    from abibench.workloads.parsers import close_enough
+
+    ref = bytes(range(200)) * 5
+    one_off = bytearray(ref)
+    one_off[10] += 1
+    one_off[500] -= 1
+    assert close_enough(ref, bytes(one_off), 1, 0.01) == (True, 1, 2 / 1000)
+    assert close_enough(ref, bytes(one_off), 0, 0.01)[0] is False
+    assert close_enough(ref, bytes(one_off), 1, 0.001)[0] is False  # too many bytes differ
+    far = bytearray(ref)
+    far[3] = (far[3] + 100) % 256
+    assert close_enough(ref, bytes(far), 2, 0.5)[:2] == (False, 100)
+    assert close_enough(ref, ref[:-1], 255, 1.0) == (False, 256, 1.0)  # another size
+    assert close_enough(b"", b"", 0, 0.0) == (True, 0, 0.0)

@@ -68,7 +68,7 @@ def test_seed_recipes_differ_per_abi_only_by_flags_and_triplet() -> None:
 def test_every_seed_workload_validates_its_output() -> None:
     for name in SEEDS:
         wl = load_profile(PROFILES_DIR / f"{name}.toml")
-        assert wl.stdout_match or wl.stdout_digest or wl.validate_files, name
+        assert wl.stdout_match or wl.stdout_digest or wl.validate_files or wl.close, name
 
 
 def _tiny(src: str, dest: Path, **replace: str) -> Path:
@@ -185,3 +185,38 @@ def test_size_rows_list_every_artifact_once_per_build_with_the_64_bit_factor() -
     assert by[("flac", "x32")].file_larger_pct == pytest.approx(100 * (1100 / 900 - 1), abs=0.01)
     assert by[("flac", "x86_64")].file_larger_pct is None
     assert by[("metaflac", "i386")].file_larger_pct == 0.0
+
+
+def test_close_validation_gives_one_check_within_tolerance_and_another_outside(
+        tmp_path: Path) -> None:
+    from abibench.runner import RawResult
+    from abibench.schedule import check_value
+
+    wl = load_profile(PROFILES_DIR / "povray.toml")
+    assert wl.close is not None and wl.close.max_diff == 2
+    raw = RawResult("exited", 0, 0, 1.0, 1.0, 0.0, 1000, 0, 0, 0, "d" * 64, "", "")
+    refs: dict[str, bytes] = {}
+    template = "{work}/render.bmp"
+    checks = []
+    for name, data in (("a", bytes(1000)), ("b", bytes([1]) + bytes(999)),
+                       ("c", bytes([1] * 20) + bytes(980)), ("d", bytes([9]) + bytes(999))):
+        (tmp_path / name).mkdir()
+        f = tmp_path / name / "render.bmp"
+        f.write_bytes(data)
+        checks.append(check_value(wl, raw, [], [(template, f)], refs))
+    assert checks[0] == checks[1]  # one byte one level off: the same output
+    assert checks[2] != checks[0] and "in 2.00% of bytes" in str(checks[2])  # too many bytes
+    assert checks[3] != checks[0] and "up to 9" in str(checks[3])  # one byte too far off
+    with pytest.raises(Exception, match="not written"):
+        check_value(wl, raw, [], [(template, tmp_path / "missing.bmp")], refs)
+
+
+def test_close_spec_errors_point_at_the_line(tmp_path: Path) -> None:
+    from abibench.errors import ProfileError
+
+    text = (PROFILES_DIR / "povray.toml").read_text().replace("max_diff = 2", "max_diff = -1")
+    bad = tmp_path / "povray.toml"
+    bad.write_text(text)
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if ln.startswith("close ="))
+    with pytest.raises(ProfileError, match=rf"povray.toml:{line}: close = .*max_diff"):
+        load_profile(bad)

@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,7 +30,7 @@ from .records import Sample, Target
 from .runner import RawResult, run_sample
 from .servers import ServerError, sigterm_as_interrupt
 from .store import Store
-from .workloads.parsers import ParseError, parse_metrics, validation_value
+from .workloads.parsers import ParseError, close_enough, parse_metrics, validation_value
 from .workloads.profile import Workload, substitute
 
 
@@ -74,8 +74,15 @@ def _file_digest(path: Path) -> str:
     return h.hexdigest()
 
 
-def check_value(wl: Workload, raw: RawResult, files: list[Path]) -> str | None:
-    """Everything the profile asks to be identical across ABIs, as one comparable string."""
+def check_value(wl: Workload, raw: RawResult, files: list[Path],
+                close: Sequence[tuple[str, Path]] = (), refs: dict[str, bytes] | None = None,
+                ) -> str | None:
+    """Everything the profile asks to be identical across ABIs, as one comparable string.
+
+    `close` are the [validate] close files of this sample as (template, path); `refs` holds the
+    run's first output of each template (filled here on first use). An output within the
+    tolerance of that first one gets the same string; one outside it a different string.
+    """
     parts = []
     match = validation_value(wl, raw.stdout)
     if match is not None:
@@ -86,11 +93,24 @@ def check_value(wl: Workload, raw: RawResult, files: list[Path]) -> str | None:
         if not f.is_file():
             raise ParseError(f"output file {f} to validate was not written")
         parts.append(f"{f.name}:{_file_digest(f)[:16]}")
+    for template, f in close:
+        if wl.close is None or refs is None:
+            break
+        if not f.is_file():
+            raise ParseError(f"output file {f} to validate was not written")
+        data = f.read_bytes()
+        ref = refs.setdefault(template, data)
+        ok, largest, frac = close_enough(ref, data, wl.close.max_diff, wl.close.max_fraction)
+        parts.append(f"{f.name}~{hashlib.sha256(ref).hexdigest()[:16]}" if ok else
+                     f"{f.name}:{hashlib.sha256(data).hexdigest()[:16]} (differs from the run's "
+                     f"first output by up to {largest} in {frac:.2%} of bytes)")
     return " ".join(parts) if parts else None
 
 
 def _sample_from(raw: RawResult, wl: Workload, run_id: str, target: str, rnd: int, pos: int,
-                 warmup: bool, started: str, pad: int, files: list[Path]) -> Sample:
+                 warmup: bool, started: str, pad: int, files: list[Path],
+                 close: Sequence[tuple[str, Path]] = (),
+                 refs: dict[str, bytes] | None = None) -> Sample:
     status, error, metrics, check = "ok", None, {}, None
     if raw.status == "timeout":
         status, error = "timeout", f"timed out after {wl.timeout:g}s"
@@ -101,7 +121,7 @@ def _sample_from(raw: RawResult, wl: Workload, run_id: str, target: str, rnd: in
     else:
         try:
             metrics = parse_metrics(wl, raw.stdout)
-            check = check_value(wl, raw, files)
+            check = check_value(wl, raw, files, close, refs)
         except ParseError as exc:
             status, error = "failed", str(exc)
     return Sample(run_id=run_id, workload=wl.id, target=target, round=rnd, position=pos,
@@ -215,6 +235,7 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
                 outcome.failed[target.label] = failure
         active = [t for t in active if t.label not in outcome.failed]
         rnd = 0
+        close_refs: dict[str, bytes] = {}  # the run's first output of each [validate] close file
         total_rounds = plan.warmup + (plan.fixed_rounds or plan.max_rounds)
         while rnd < total_rounds and active:
             warm = rnd < plan.warmup
@@ -231,7 +252,9 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
                         argv = pl.argv([substitute(a, values) for a in wl.command])
                         stdin = Path(substitute(wl.stdin, host_values)) if wl.stdin else None
                         files = [Path(substitute(f, host_values)) for f in wl.validate_files]
-                        for f in files:
+                        close = [(t, Path(substitute(t, host_values)))
+                                 for t in (wl.close.files if wl.close else ())]
+                        for f in [*files, *(p for _, p in close)]:
                             f.unlink(missing_ok=True)  # a stale file must not pass for this run
                         started = now_iso()
                         raw = run_sample(argv, cwd=pl.work, env=pl.env(base_env, "x" * pad),
@@ -247,7 +270,7 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
                     outcome.stop_reason = "interrupted (Ctrl-C)"
                     raise
                 sample = _sample_from(raw, wl, run_id, target.label, rnd, pos, warm, started, pad,
-                                      files)
+                                      files, close, close_refs)
                 store.add_sample(sample)
                 samples.append(sample)
                 if on_sample:

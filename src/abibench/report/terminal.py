@@ -142,7 +142,7 @@ def render_sizes(doc: dict[str, Any], con: Console) -> None:
         head = (r.workloads, r.artifact)
         wl = ", ".join(r.workloads) if head != last else ""
         larger = "-" if r.file_larger_pct is None else (
-            f"{r.file_larger_pct:+.1f}% / "
+            f"{r.file_larger_pct:+.1f}%/"
             + ("-" if r.stripped_larger_pct is None else f"{r.stripped_larger_pct:+.1f}%"))
         table.add_row(e(wl), e(r.artifact if head != last else ""),
                       e(r.target if r.state == "ok" else f"{r.target} ({r.state})"),

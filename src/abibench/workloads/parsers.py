@@ -6,6 +6,8 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 if TYPE_CHECKING:
     from .profile import Workload
 
@@ -155,6 +157,25 @@ def parse_speedtest1(stdout: str) -> dict[str, float]:
         raise ValueError("no TOTAL line: speedtest1 did not finish")
     values["total"] = float(total.group(1))
     return values
+
+
+def close_enough(reference: bytes, data: bytes, max_diff: int,
+                 max_fraction: float) -> tuple[bool, int, float]:
+    """Whether data matches reference byte for byte within a tolerance.
+
+    Returns (within, largest byte difference, fraction of bytes that differ). Different lengths
+    are never close (a different image size or format is not a rounding difference).
+    """
+    if len(reference) != len(data):
+        return False, 256, 1.0
+    if not data:
+        return True, 0, 0.0
+    a = np.frombuffer(reference, dtype=np.uint8).astype(np.int16)
+    b = np.frombuffer(data, dtype=np.uint8).astype(np.int16)
+    diff = np.abs(a - b)
+    largest = int(diff.max())
+    fraction = float(np.count_nonzero(diff)) / len(diff)
+    return largest <= max_diff and fraction <= max_fraction, largest, fraction
 
 
 BUILTIN_PARSERS.update({

@@ -58,6 +58,13 @@ class SourceSpec:
 
 
 @dataclass(frozen=True)
+class CloseSpec:
+    files: tuple[str, ...]
+    max_diff: int  # largest allowed difference of one byte (e.g. one colour channel)
+    max_fraction: float  # largest allowed fraction of bytes that differ at all
+
+
+@dataclass(frozen=True)
 class ServerSpec:
     """[server]: a server started per sample from the target; [run] command is its client."""
 
@@ -87,6 +94,9 @@ class Workload:
     stdin: str | None = None
     stdout_digest: bool = False
     validate_files: tuple[str, ...] = ()
+    # [validate] close = { files = [...], max_diff = 1, max_fraction = 0.01 }: files that must
+    # match the run's first output byte for byte within a tolerance (floating-point renders)
+    close: CloseSpec | None = None
     sweep: dict[str, tuple[str, ...]] = field(default_factory=dict)
     debian_packages: tuple[str, ...] = ()
     debian_bin: str = "/usr/bin"
@@ -293,6 +303,17 @@ def load_profile(path: Path) -> Workload:
     stdout_digest = validate.get("stdout_digest", False)
     if not isinstance(stdout_digest, bool):
         raise ld.fail("stdout_digest", "stdout_digest = true or false")
+    close = None
+    if "close" in validate:
+        raw_close = validate["close"]
+        max_diff = raw_close.get("max_diff") if isinstance(raw_close, dict) else None
+        max_fraction = raw_close.get("max_fraction") if isinstance(raw_close, dict) else None
+        if not isinstance(max_diff, int) or isinstance(max_diff, bool) or max_diff < 0 or \
+                not isinstance(max_fraction, int | float) or not 0 <= max_fraction <= 1:
+            raise ld.fail("close", "close = { files = [\"...\"], max_diff = 1, max_fraction = "
+                          "0.01 }: max_diff a whole number >= 0, max_fraction from 0 to 1")
+        close = CloseSpec(ld.strlist(raw_close, "files", required=True), max_diff,
+                          float(max_fraction))
 
     inputs: dict[str, dict[str, Any]] = {}
     for name, spec in ld.table(data, "inputs", required=False).items():
@@ -371,6 +392,7 @@ def load_profile(path: Path) -> Workload:
         stdin=stdin,
         stdout_digest=stdout_digest,
         validate_files=ld.strlist(validate, "files"),
+        close=close,
         sweep=sweep,
         debian_packages=ld.strlist(deb, "packages"),
         debian_bin=ld.str_(deb, "bin", required=False, default="/usr/bin"),
@@ -416,6 +438,7 @@ def _check_placeholders(ld: _Loader, wl: Workload) -> None:
                        ("files", wl.source.files), ("ldflags", wl.source.ldflags),
                        ("setup", wl.setup), ("stdin", (wl.stdin or "",)),
                        ("files", wl.validate_files),
+                       ("close", wl.close.files if wl.close else ()),
                        ("prepare", wl.server.prepare if wl.server else ()),
                        ("warmup", wl.server.warmup if wl.server else ())):
         for item in items:
