@@ -156,3 +156,14 @@ def test_chart_text_is_escaped_and_dollars_are_not_math() -> None:
     charts.check_svg(svg)
     assert "<script>" not in svg and "<img" not in svg
     assert "&lt;script&gt;" in svg and "$x^2$" in svg
+
+
+def test_a_runner_metric_as_primary_keeps_its_unit_even_if_the_document_omits_it() -> None:
+    from abibench.analyse import analyse
+
+    doc = make_doc()
+    for meta in doc["run"]["config"]["workloads"].values():
+        meta["primary"] = "user"  # runs before this fix listed only wall and max_rss
+        meta["metrics"].pop("user", None)
+    results = analyse(doc)
+    assert results and all((r.unit, r.better) == ("s", "lower") for r in results)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import stats
+from .workloads.profile import BUILTIN_METRICS
 
 # Preferred reference ("b" of every ratio): the 64-bit ABI of the host family.
 REFERENCE_ORDER = ("x86_64", "aarch64")
@@ -154,6 +155,15 @@ def debian_versions(artifacts: list[dict[str, Any]]) -> tuple[list[str], list[st
     return notes, warnings
 
 
+def _builtin_metric(name: str) -> dict[str, str]:
+    """Unit and direction of a runner-measured metric (wall, user, ...) used as the primary:
+    run documents list only the metrics a profile declares."""
+    known = BUILTIN_METRICS.get(name)
+    if known is None:
+        return {"unit": "", "better": "lower"}
+    return {"unit": known.unit, "better": known.better}
+
+
 def analyse(doc: dict[str, Any]) -> list[WorkloadResult]:
     config = doc["run"]["config"]
     workloads: dict[str, Any] = config.get("workloads", {})
@@ -163,7 +173,7 @@ def analyse(doc: dict[str, Any]) -> list[WorkloadResult]:
     results: list[WorkloadResult] = []
     for wid, meta in workloads.items():
         primary = meta["primary"]
-        minfo = meta["metrics"].get(primary, {"unit": "", "better": "lower"})
+        minfo = meta["metrics"].get(primary) or _builtin_metric(primary)
         counted = [s for s in samples_all
                    if s["workload"] == wid and not s["warmup"] and s["status"] == "ok"
                    and s.get("kind", "timed") == "timed"]

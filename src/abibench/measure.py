@@ -68,7 +68,9 @@ def _workload_meta(wl: Workload, targets: list[str]) -> dict[str, Any]:
         "title": wl.title, "primary": wl.primary, "path": str(wl.path), "params": wl.params,
         "seeds": list(wl.seeds), "targets": targets,
         "metrics": {m.name: {"unit": m.unit, "better": m.better}
-                    for m in (*wl.metrics, *(wl.metric(n) for n in ("wall", "max_rss")))},
+                    for m in (*wl.metrics,
+                              *(wl.metric(n) for n in dict.fromkeys(("wall", "max_rss",
+                                                                     wl.primary))))},
     }
 
 
