@@ -21,6 +21,7 @@ from .probe import counters_status, probe_all
 from .progress import RunTracker
 from .provenance.source import DEFAULT_CFLAGS
 from .records import Sample
+from .report import formatting as fmt
 from .report import markdown, terminal
 from .schedule import Plan
 from .store import Store
@@ -275,7 +276,7 @@ def cmd_run(args: argparse.Namespace, store: Store) -> int:
     if args.json:
         _print_json(doc)
     else:
-        header = (f"run {result.run_id}: {len(workloads)} workloads on "
+        header = (f"run {result.run_id}: {fmt.count(len(workloads), 'workload')} on "
                   f"{', '.join(a.name for a in abis)} in {result.elapsed_s:.1f}s "
                   f"(builds: {result.built} new, {result.reused} reused from cache)")
         terminal.render(results, header, [w["message"] for w in doc["warnings"]

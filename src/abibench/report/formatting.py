@@ -44,3 +44,8 @@ def size(value: int | None) -> str:
 
 def ratio(value: float, low: float, high: float) -> str:
     return f"{value:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def count(n: int, noun: str) -> str:
+    """'1 workload', '5 workloads': reports are read by people, not parsed."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

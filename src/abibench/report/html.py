@@ -202,7 +202,7 @@ class _Page:
             gm = sm.geomean
             ci = _ratio(gm.value, gm.ci_low, gm.ci_high)
             sig = not (math.isnan(gm.ci_low) or gm.ci_low <= 1.0 <= gm.ci_high)
-            parts.append(h("p", h("strong", f"Suite ({len(sm.workloads)} workloads): "),
+            parts.append(h("p", h("strong", f"Suite ({fmt.count(len(sm.workloads), 'workload')}): "),
                            f"geometric mean of {sm.a}/{sm.b} cost ratios {ci} → ",
                            h("strong" if sig else "span", sm.text),
                            h("span", f" — left out (outputs differ): {', '.join(sm.excluded)}",

@@ -79,7 +79,7 @@ def render_report(report: Report) -> str:
            f"{_esc(r.tool_version)}_", "", "## Summary", ""]
     for sm in r.suites:
         gm = sm.geomean
-        out.append(f"- **suite** ({len(sm.workloads)} workloads): geometric mean of "
+        out.append(f"- **suite** ({fmt.count(len(sm.workloads), 'workload')}): geometric mean of "
                    f"{_esc(sm.a)}/{_esc(sm.b)} cost ratios {_ratio(gm.value, gm.ci_low, gm.ci_high)}"
                    f" → **{_esc(sm.text)}**"
                    + (f"; left out (outputs differ): {_esc(', '.join(sm.excluded))}"

@@ -62,6 +62,6 @@ def render(report: Report, con: Console) -> None:
             con.print(f"[yellow]warning:[/] {e(b.result.id)}: {e(w)}")
     for sm in report.suites:
         gm = sm.geomean
-        con.print(f"[bold]suite[/] {e(sm.a)} vs {e(sm.b)} ({len(sm.workloads)} workloads): "
+        con.print(f"[bold]suite[/] {e(sm.a)} vs {e(sm.b)} ({fmt.count(len(sm.workloads), 'workload')}): "
                   f"geometric mean of cost ratios "
                   f"{fmt.ratio(gm.value, gm.ci_low, gm.ci_high)} → {e(sm.text)}")

@@ -46,7 +46,7 @@ def render(results: list[WorkloadResult], header: str, warnings: list[str],
         con.print()
         for sm in suites:
             gm = sm.geomean
-            con.print(f"[bold]suite[/] ({len(sm.workloads)} workloads): geometric mean of "
+            con.print(f"[bold]suite[/] ({fmt.count(len(sm.workloads), 'workload')}): geometric mean of "
                       f"{sm.a}/{sm.b} cost ratios {fmt.ratio(gm.value, gm.ci_low, gm.ci_high)}"
                       f" → {sm.text}")
             if sm.excluded:
