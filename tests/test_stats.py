@@ -216,10 +216,10 @@ def test_verdict_lower_is_better_a_larger() -> None:
 def test_verdict_inverts_when_a_wins() -> None:
     # Times 1.0 vs 1.25: a is 25% faster (b takes 1.25x as long).
     r = _exact(1.0, 1.25)
-    v = verdict(r, better="lower", name_a="i386", name_b="x86_64", words=("smaller", "larger"))
+    v = verdict(r, better="lower", name_a="i386", name_b="x86_64")
     assert v.winner == "i386"
     assert v.percent == pytest.approx(25.0)
-    assert v.text == "i386 is 25.0% smaller [25.0%, 25.0%]"
+    assert v.text == "i386 is 25.0% faster [25.0%, 25.0%]"
     # Rates: b delivers 1.25x a's rate, so b wins by 25%.
     v2 = verdict(r, better="higher", name_a="i386", name_b="x86_64")
     assert v2.winner == "x86_64"
@@ -331,3 +331,27 @@ def test_five_consistent_rounds_can_be_significant() -> None:
     r = compare(a, b, paired=True)
     v = verdict(r, better="lower", name_a="i386", name_b="x86_64")
     assert r.p_value < 0.001 and v.significant and v.winner == "x86_64"
+
+
+def test_verdict_states_a_reduction_as_the_share_saved() -> None:
+    # 1.0 MiB against 1.25 MiB saves a fifth: "20% smaller", not "25% smaller".
+    r = _exact(1.0, 1.25)
+    v = verdict(r, better="lower", name_a="i386", name_b="x86_64", words=("smaller", "larger"),
+                as_reduction=True)
+    assert v.winner == "i386"
+    assert v.text == "i386 is 20.0% smaller [20.0%, 20.0%]"
+    # The other way round the winner is b and the share is still below 100%.
+    v2 = verdict(_exact(3.0, 1.0), better="lower", name_a="i386", name_b="x86_64",
+                 words=("smaller", "larger"), as_reduction=True)
+    assert v2.winner == "x86_64"
+    assert v2.percent == pytest.approx(100.0 * 2 / 3)
+
+
+def test_reduction_ci_runs_from_the_smaller_saving_to_the_larger() -> None:
+    r = Ratio(ratio=0.66, ci_low=0.60, ci_high=0.70, p_value=0.001, hodges_lehmann=0.66, n_a=5,
+              n_b=5, paired=True, confidence=0.95)
+    v = verdict(r, better="lower", name_a="i386", name_b="x86_64", words=("smaller", "larger"),
+                as_reduction=True)
+    assert v.percent == pytest.approx(34.0)
+    assert v.low == pytest.approx(30.0)
+    assert v.high == pytest.approx(40.0)

@@ -228,7 +228,8 @@ def analyse(doc: dict[str, Any]) -> list[WorkloadResult]:
                     bucket.append(Comparison(metric, other, ref, ratio,
                                              stats.verdict(ratio, better=_better(better),
                                                            name_a=other,
-                                                           name_b=ref, words=words),
+                                                           name_b=ref, words=words,
+                                                           as_reduction=words[0] == "smaller"),
                                              ratio.p_value, tuple(a), tuple(b)))
         results.append(res)
     _apply_holm(results)

@@ -317,6 +317,7 @@ def verdict(
     p_adjusted: float | None = None,
     alpha: float = 0.05,
     words: tuple[str, str] = ("faster", "slower"),
+    as_reduction: bool = False,
 ) -> Verdict:
     """Turn a Ratio into "X is N% faster [lo%, hi%]" or "no significant difference".
 
@@ -324,6 +325,11 @@ def verdict(
     estimate lies on that same side, and the p-value (``p_adjusted`` when
     given, e.g. from :func:`holm`) is below ``alpha``. ``words[0]`` names the
     winner's advantage ("faster", "smaller", ...).
+
+    A gain ("faster", "larger") is stated relative to the loser: "25% faster"
+    means the loser takes 1.25x as long. A reduction (``as_reduction``, for
+    "smaller") is stated as the share saved, 1 - winner/loser: 0.75 MiB against
+    1 MiB is "25% smaller", never "33% smaller", and never more than 100%.
     """
     if better not in ("higher", "lower"):
         raise ValueError(f"better must be 'higher' or 'lower', got {better!r}")
@@ -349,7 +355,13 @@ def verdict(
     # b when lower is better.
     a_wins = above == (better == "higher")
     winner = name_a if a_wins else name_b
-    if above:
+    if as_reduction:
+        # The winner's value over the loser's, with its CI, always below 1.
+        share = ((r.ratio, r.ci_low, r.ci_high) if below
+                 else (1.0 / r.ratio, 1.0 / r.ci_high, 1.0 / r.ci_low))
+        percent = (1.0 - share[0]) * 100.0
+        low, high = (1.0 - share[2]) * 100.0, (1.0 - share[1]) * 100.0
+    elif above:
         percent = (r.ratio - 1.0) * 100.0
         low, high = (r.ci_low - 1.0) * 100.0, (r.ci_high - 1.0) * 100.0
     else:

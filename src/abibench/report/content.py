@@ -145,10 +145,17 @@ def median_ci(values: list[float], seed: int = 0) -> tuple[float, float]:
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
-def percent_better(ratio: float, low: float, high: float, better: str) -> tuple[float, float, float]:
-    """(percent, low, high) of a relative to b, positive when a is better."""
+def percent_better(ratio: float, low: float, high: float, better: str,
+                   reduction: bool = False) -> tuple[float, float, float]:
+    """(percent, low, high) of a relative to b, positive when a is better.
+
+    A time is a speed-up (b's time over a's, minus one); a ``reduction`` such as
+    memory is the share of b's value that a saves, as the verdict words it.
+    """
     if better == "higher":
         return (ratio - 1) * 100, (low - 1) * 100, (high - 1) * 100
+    if reduction:
+        return (1 - ratio) * 100, (1 - high) * 100, (1 - low) * 100
     inv = [1 / x if x else math.nan for x in (ratio, high, low)]
     return (inv[0] - 1) * 100, (inv[1] - 1) * 100, (inv[2] - 1) * 100
 
@@ -202,9 +209,11 @@ def _secondary_diff(samples: list[dict[str, Any]], wid: str, metric: str, unit: 
         r = stats.compare(a, b, paired=paired)
     except ValueError:
         return None
+    words = _words(unit, better)
     v = stats.verdict(r, better="higher" if better == "higher" else "lower", name_a=label,
-                      name_b=ref, words=_words(unit, better))
-    pct = percent_better(r.ratio, r.ci_low, r.ci_high, better)
+                      name_b=ref, words=words, as_reduction=words[0] == "smaller")
+    pct = percent_better(r.ratio, r.ci_low, r.ci_high, better,
+                         reduction=words[0] == "smaller")
     return Diff(wid, metric, unit, better, False, label, ref, r.ratio, r.ci_low, r.ci_high,
                 r.p_value, *pct, v.significant, v.text, valid)
 
