@@ -215,10 +215,11 @@ def analyse(doc: dict[str, Any]) -> list[WorkloadResult]:
             for other in measured:
                 if other == ref:
                     continue
-                for metric, better, words, bucket in (
-                        (primary, _better(minfo["better"]), ("faster", "slower"),
+                # Memory is a reduction ("30% smaller" = 0.70x), time a speed-up.
+                for metric, better, words, reduction, bucket in (
+                        (primary, _better(minfo["better"]), ("faster", "slower"), False,
                          res.comparisons),
-                        ("max_rss", "lower", ("smaller", "larger"), res.memory)):
+                        ("max_rss", "lower", ("smaller", "larger"), True, res.memory)):
                     a, b, paired = _paired(counted, metric, other, ref)
                     try:
                         ratio = stats.compare(a, b, paired=paired)
@@ -229,7 +230,7 @@ def analyse(doc: dict[str, Any]) -> list[WorkloadResult]:
                                              stats.verdict(ratio, better=_better(better),
                                                            name_a=other,
                                                            name_b=ref, words=words,
-                                                           as_reduction=words[0] == "smaller"),
+                                                           as_reduction=reduction),
                                              ratio.p_value, tuple(a), tuple(b)))
         results.append(res)
     _apply_holm(results)

@@ -210,10 +210,10 @@ def _secondary_diff(samples: list[dict[str, Any]], wid: str, metric: str, unit: 
     except ValueError:
         return None
     words = _words(unit, better)
+    reduction = words[0] == "smaller"
     v = stats.verdict(r, better="higher" if better == "higher" else "lower", name_a=label,
-                      name_b=ref, words=words, as_reduction=words[0] == "smaller")
-    pct = percent_better(r.ratio, r.ci_low, r.ci_high, better,
-                         reduction=words[0] == "smaller")
+                      name_b=ref, words=words, as_reduction=reduction)
+    pct = percent_better(r.ratio, r.ci_low, r.ci_high, better, reduction=reduction)
     return Diff(wid, metric, unit, better, False, label, ref, r.ratio, r.ci_low, r.ci_high,
                 r.p_value, *pct, v.significant, v.text, valid)
 
