@@ -44,15 +44,17 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from abibench import __version__, host, stats
+from abibench import __version__, stats
 from abibench.abi import ABIS
+from abibench.obtain.build import build
 from abibench.paths import MICRO_DIR, cache_dir
-from abibench.provenance.source import Artifact, build
-from abibench.records import Sample, Target
-from abibench.runner import RawResult, launcher, run_sample
-from abibench.schedule import Plan, run_workload, widest_interval
-from abibench.store import Store
-from abibench.workloads.parsers import ParseError, parse_metrics
+from abibench.probe import host
+from abibench.records import Artifact, HostContext, Run, RunConfig, Sample, Target
+from abibench.run.launcher import RawResult, launcher, run_sample
+from abibench.run.samples import ParseError, parse_metrics
+from abibench.run.schedule import Plan, run_workload
+from abibench.run.stopping import widest_interval
+from abibench.store.sqlite import Store
 from abibench.workloads.profile import Workload, builtin_profiles, load_profile, substitute
 
 REPO = Path(__file__).resolve().parent.parent
@@ -381,7 +383,8 @@ def _p2_interleaved(wl: Workload, targets: list[tuple[Target, Artifact]], rounds
     """abibench's own schedule (run_workload: warm-up round, then round_order), hog via callback."""
     store = Store(tmp / f"p2-{seed}.sqlite")
     run_id = f"p2-interleaved-{seed}"
-    store.create_run(run_id, datetime.now(UTC).isoformat(), __version__, {}, {})
+    store.create_run(Run(run_id, datetime.now(UTC).isoformat(), None, "running", __version__,
+                         RunConfig({})), HostContext())
     samples: list[Sample] = []
     hog: dict[str, Any] = {}
     t0 = time.monotonic()
@@ -579,7 +582,8 @@ def _p3_abibench(wl: Workload, targets: list[tuple[Target, Artifact]], sz: Sizes
                  tmp: Path) -> dict[str, Any]:
     store = Store(tmp / f"p3-{wl.id}.sqlite")
     run_id = f"p3-{wl.id}"
-    store.create_run(run_id, datetime.now(UTC).isoformat(), __version__, {}, {})
+    store.create_run(Run(run_id, datetime.now(UTC).isoformat(), None, "running", __version__,
+                         RunConfig({})), HostContext())
     plan = Plan(precision=0.01, min_rounds=sz.p3_min_rounds, max_rounds=sz.p3_max_rounds,
                 max_time_s=sz.p3_max_time_s)
     samples: list[Sample] = []
@@ -599,7 +603,7 @@ def _p3_abibench(wl: Workload, targets: list[tuple[Target, Artifact]], sz: Sizes
     trajectory: list[dict[str, float]] = []
     for rnd in range(plan.min_rounds, outcome.rounds + 1):
         upto = [i for i, smp in enumerate(samples) if smp.round <= rnd]
-        hw = widest_interval([samples[i] for i in upto], wl, labels)
+        hw = widest_interval([samples[i] for i in upto], wl.primary, labels)
         trajectory.append({"round": rnd, "elapsed_s": done_at[upto[-1]], "half_width": hw})
     first_at = {f"{p:g}%": next((t["elapsed_s"] for t in trajectory if t["half_width"] <= p / 100),
                                 None) for p in (5.0, 2.0, 1.0)}
@@ -617,7 +621,7 @@ def _p3_abibench(wl: Workload, targets: list[tuple[Target, Artifact]], sz: Sizes
         "plan": asdict(plan), "elapsed_s": elapsed, "rounds": outcome.rounds,
         "samples_run": len(samples), "stop_reason": outcome.stop_reason,
         "failed": outcome.failed,
-        "stopping_half_width": widest_interval(samples, wl, labels),
+        "stopping_half_width": widest_interval(samples, wl.primary, labels),
         "ratio_paired": ratio_dict(paired), "ratio_unpaired": ratio_dict(unpaired),
         "values": {labels[0]: ref, labels[1]: other},
         "reached": bool(outcome.stop_reason.startswith("precision reached")),
@@ -650,7 +654,7 @@ def _p3_pts(wl: Workload, targets: list[tuple[Target, Artifact]], sz: Sizes, lau
         while True:
             raw = sample_once(argv, launch, work, env, timeout_s=wl.timeout)
             try:
-                vals.append(parse_metrics(wl, raw.stdout)[wl.primary])
+                vals.append(parse_metrics(wl.metrics, raw.stdout)[wl.primary])
             except (ParseError, KeyError) as exc:
                 raise RuntimeError(f"P3 PTS {wl.id} {target.label}: {exc}") from exc
             trace.append(raw.wall_s)
@@ -783,16 +787,16 @@ def main(argv: list[str] | None = None) -> int:
     ctx = host.capture()
     warnings = host.context_warnings(ctx)
     console.print(f"abibench {__version__} harness ({'quick' if args.quick else 'full'}) on "
-                  f"{ctx['cpu_model']}, {ctx['cpus_online']} CPUs, {ctx['os_release']}, kernel "
-                  f"{ctx['kernel_release']}, governor {ctx['governor']}, virtualization "
-                  f"{ctx['virtualization']}, load {ctx['load_average'][0]:.2f}")
+                  f"{ctx.cpu_model}, {ctx.cpus_online} CPUs, {ctx.os_release}, kernel "
+                  f"{ctx.kernel_release}, governor {ctx.governor}, virtualization "
+                  f"{ctx.virtualization}, load {ctx.load_average[0]:.2f}")
     for w in warnings:
         console.print(f"warning: {w}")
     doc: dict[str, Any] = {
         "format": "abibench-harness", "version": 1, "abibench_version": __version__,
         "started": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": shlex.join([sys.executable, *sys.argv]), "quick": args.quick,
-        "sizes": asdict(sz), "host": ctx, "host_warnings": warnings, "parts": {},
+        "sizes": asdict(sz), "host": ctx.to_dict(), "host_warnings": warnings, "parts": {},
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     launch = launcher(cache_dir())

@@ -1,22 +1,88 @@
+"""Shared fixtures: the CLI in a subprocess, isolated data and caches, synthetic run documents.
+
+Test modules never import each other; everything they share is a fixture here.
+"""
+
 from __future__ import annotations
 
+import math
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
-FIXTURES = Path(__file__).parent / "fixtures"
+from abibench.paths import cache_dir
+from abibench.records import HostContext, Run, RunConfig, RunDoc, Sample, WorkloadMeta
+
+TESTS = Path(__file__).parent
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "needs_apt: uses apt, dpkg and the i386 architecture "
+                            "(skipped where they are missing)")
+
+
+def _apt_problem() -> str | None:
+    for tool in ("apt-cache", "apt-get", "dpkg"):
+        if shutil.which(tool) is None:
+            return f"{tool} not available"
+    arches = subprocess.run(["dpkg", "--print-foreign-architectures"], capture_output=True,
+                            text=True, check=False).stdout.split()
+    if "i386" not in arches and os.uname().machine == "x86_64":
+        return "dpkg has no i386 architecture (bash setup.sh adds it)"
+    return None
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("needs_apt") is not None:
+        problem = _apt_problem()
+        if problem is not None:
+            pytest.skip(problem)
+
+
+def isolation_modes() -> list[str]:
+    out = ["bwrap"] if shutil.which("bwrap") else []
+    if os.geteuid() == 0:
+        out.append("chroot")
+    return out
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    # `isolation` parametrises a test over every way this host can run a sysroot program.
+    if "isolation" in metafunc.fixturenames:
+        metafunc.parametrize("isolation", isolation_modes())
+
+
+@pytest.fixture(scope="session")
+def fixtures() -> Path:
+    """Small programs and profiles written for the tests (tests/fixtures/)."""
+    return TESTS / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def captured() -> Path:
+    """Outputs captured from real programs on a Debian 12 host (tests/data/)."""
+    return TESTS / "data"
 
 
 @pytest.fixture(scope="session")
 def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One build cache for the whole session: tests that need a cold cache make their own."""
     return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="session")
+def debian_cache() -> Path:
+    """Sysroots are content-keyed, so tests share abibench's own cache (no re-download)."""
+    return Path(os.environ.get("ABIBENCH_TEST_DEBIAN_CACHE") or cache_dir())
 
 
 @pytest.fixture
@@ -38,5 +104,108 @@ def cli(cli_env: dict[str, str]) -> Cli:
     return run
 
 
-def db_path(env: dict[str, str]) -> Path:
-    return Path(env["ABIBENCH_DATA"]) / "results.sqlite"
+@pytest.fixture
+def db_file(cli_env: dict[str, str]) -> Path:
+    """The results database the `cli` fixture writes."""
+    return Path(cli_env["ABIBENCH_DATA"]) / "results.sqlite"
+
+
+@pytest.fixture(scope="session")
+def make_doc() -> Callable[..., dict[str, Any]]:
+    """A factory of synthetic run documents, shaped exactly like `abibench export` writes them."""
+    return synthetic_doc
+
+
+def synthetic_doc(*, run_id: str = "20260101-000000-aaaa", host: str = "vm", kernel_bits: int = 64,
+             targets: tuple[str, ...] = ("i386", "x86_64"),
+             workloads: dict[str, dict[str, float]] | None = None, rounds: int = 8,
+             noise: float = 0.01, seed: int = 1, started: str = "2026-01-01T00:00:00+00:00",
+             params: dict[str, str] | None = None) -> dict[str, Any]:
+    """A valid run document: ``workloads`` maps workload id -> {target: true rate}.
+
+    Every workload has a primary metric ``rate`` (higher is better), a secondary ``time``
+    (lower is better, 1/rate) and a constant check value, so outputs validate.
+    """
+    workloads = workloads or {"alpha": {"i386": 90.0, "x86_64": 100.0},
+                              "beta": {"i386": 120.0, "x86_64": 100.0}}
+    rng = np.random.default_rng(seed)
+    config_workloads: dict[str, Any] = {}
+    samples: list[dict[str, Any]] = []
+    artifacts: list[dict[str, Any]] = []
+    for wid, rates in workloads.items():
+        config_workloads[wid] = {
+            "title": f"{wid} workload", "primary": "rate", "params": dict(params or {"n": "1"}),
+            "seeds": [], "targets": list(targets),
+            "metrics": {"rate": {"unit": "ops/s", "better": "higher"},
+                        "time": {"unit": "s", "better": "lower"},
+                        "wall": {"unit": "s", "better": "lower"},
+                        "max_rss": {"unit": "KiB", "better": "lower"}}}
+        for t in targets:
+            bits = 32 if t != "x86_64" else 64
+            artifacts.append({
+                "workload": wid, "target": t, "cached": False, "abi": t, "provenance": "source",
+                "files": [wid], "compiler_version": "gcc 12", "cflags": ["-O2"],
+                "abi_flags": ["-m32" if bits == 32 else "-m64"], "commands": [f"gcc {wid}.c"],
+                "effective": {"-march": "i686" if bits == 32 else "x86-64"},
+                "build_seconds": 0.1,
+                "sizes": {wid: {"file": 15000 + bits * 40, "text": 3000 + bits * 10, "data": 600,
+                                "bss": 8, "stripped": 14000}},
+                "elf": {wid: {"elf_class": bits, "machine": "EM_386" if bits == 32 else
+                              "EM_X86_64", "interpreter": "/lib/ld", "needed": ["libc.so.6"]}}})
+        for r in range(rounds + 1):
+            order = list(targets) if r % 2 == 0 else list(reversed(targets))
+            for pos, t in enumerate(order):
+                if t not in rates:
+                    continue
+                rate = rates[t] * (1 + noise * float(rng.standard_normal()))
+                samples.append({
+                    "run_id": run_id, "workload": wid, "target": t, "round": r, "position": pos,
+                    "warmup": r == 0, "status": "ok", "exit_code": 0, "wall_s": 1.0 / rate,
+                    "user_s": 0.9 / rate, "sys_s": 0.0,
+                    "max_rss_kb": 2000 if t != "x86_64" else 3000,
+                    "stdout_digest": "d" * 64, "check": "42",
+                    "metrics": {"rate": rate, "time": 1.0 / rate}, "error": None,
+                    "started_at": started, "env_pad": pos, "instructions": None,
+                    "kind": "timed"})
+    status = [{"workload": wid, "target": t, "state": "not run", "reason": "cannot run here"}
+              for wid, rates in workloads.items() for t in targets if t not in rates]
+    assert all(math.isfinite(s["wall_s"]) for s in samples)
+    return {
+        "format": "abibench-run", "version": 1,
+        "run": {"id": run_id, "started": started, "finished": started, "status": "complete",
+                "tool_version": "0.1.0",
+                "config": {"abis": list(targets), "cflags": ["-O2"], "cc": None,
+                           "plan": {"min_rounds": rounds}, "workloads": config_workloads}},
+        "host": {"hostname": host, "cpu_model": "Test CPU", "cpus_online": 2,
+                 "machine": "x86_64" if kernel_bits == 64 else "i686",
+                 "kernel_release": "6.1.0", "kernel_version": "#1", "kernel_bits": kernel_bits,
+                 "kernel_x32": "n", "governor": "performance", "turbo": None,
+                 "virtualization": None, "mem_total_kb": 4_000_000,
+                 "load_average": [0.1, 0.1, 0.1], "libc": "glibc 2.36",
+                 "compilers": {"gcc": "gcc 12"}, "python": "3.11", "os_release": "Debian 12"},
+        "artifacts": artifacts, "target_status": status, "warnings": [],
+        "outcomes": {wid: {"rounds": rounds, "stop_reason": "fixed rounds"} for wid in workloads},
+        "samples": samples,
+    }
+
+
+SAMPLE_DEFAULTS: dict[str, Any] = {
+    "run_id": "r", "position": 0, "warmup": False, "status": "ok", "exit_code": 0,
+    "wall_s": 1.0, "user_s": 1.0, "sys_s": 0.0, "max_rss_kb": 1, "stdout_digest": "",
+    "check": None, "metrics": {}, "error": None, "started_at": "", "env_pad": 0,
+    "instructions": None, "kind": "timed"}
+
+
+def partial_doc(workloads: dict[str, dict[str, Any]], samples: list[dict[str, Any]]) -> RunDoc:
+    """A typed run document from only the fields a test cares about; the rest are defaults."""
+    metas = {wid: WorkloadMeta.from_dict(wid, {"metrics": {}, **meta})
+             for wid, meta in workloads.items()}
+    run = Run("r", "2026-01-01T00:00:00+00:00", None, "complete", "test", RunConfig(metas))
+    return RunDoc(run, HostContext(), tuple(Sample.from_dict({**SAMPLE_DEFAULTS, **s})
+                                            for s in samples))
+
+
+@pytest.fixture(scope="session")
+def run_doc() -> Callable[[dict[str, dict[str, Any]], list[dict[str, Any]]], RunDoc]:
+    """A factory of typed run documents from partial workloads and samples."""
+    return partial_doc

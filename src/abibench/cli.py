@@ -9,22 +9,26 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
 from rich.markup import escape as e
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from . import __version__, analyse, host
+from . import __version__
 from .abi import ABIS, HOST_FAMILY, parse_abi_list
+from .analyse import report as analysis
 from .errors import EXIT_INTERRUPTED, EXIT_OK, AbibenchError, UsageError
-from .measure import Request, execute
+from .obtain.build import DEFAULT_CFLAGS
 from .paths import cache_dir, default_db
-from .probe import counters_status, probe_all
-from .progress import RunTracker
-from .provenance.source import DEFAULT_CFLAGS
-from .records import Sample
+from .probe import host
+from .probe.abis import probe_all
+from .probe.counters import counters_status
+from .records import RunDoc, Sample
+from .report import Output, render, write, write_file
 from .report import formatting as fmt
-from .report import markdown, terminal
-from .schedule import Plan
-from .store import Store
+from .run.progress import RunTracker
+from .run.schedule import Plan
+from .run.suite import Request, measure_suite
+from .store.sqlite import Store
 from .workloads.profile import builtin_profiles, load_profile, load_workloads, parse_duration
 
 
@@ -177,15 +181,16 @@ def cmd_probe(args: argparse.Namespace) -> int:
     ctx = host.capture()
     counters = counters_status()
     if args.json:
-        _print_json({"abis": [s.to_dict() for s in statuses], "host": ctx, "counters": counters,
-                     "warnings": host.context_warnings(ctx)})
+        _print_json({"abis": [s.to_dict() for s in statuses], "host": ctx.to_dict(),
+                     "counters": counters, "warnings": host.context_warnings(ctx)})
         return EXIT_OK
-    con = terminal.console()
-    con.print(f"host: {ctx['cpu_model']}, {ctx['cpus_online']} CPUs, {ctx['machine']} kernel "
-              f"{ctx['kernel_release']} ({ctx['kernel_bits']}-bit), {ctx['libc']}")
-    con.print(f"governor: {ctx['governor'] or 'not exposed (no cpufreq)'}; turbo: "
-              f"{ctx['turbo'] or 'unknown'}; load {ctx['load_average'][0]:.2f}; "
-              f"compilers: {'; '.join(ctx['compilers'].values()) or 'none'}")
+    con = _console()
+    load = ctx.load_average[0] if ctx.load_average else 0.0
+    con.print(f"host: {ctx.cpu_model}, {ctx.cpus_online} CPUs, {ctx.machine} kernel "
+              f"{ctx.kernel_release} ({ctx.kernel_bits}-bit), {ctx.libc}")
+    con.print(f"governor: {ctx.governor or 'not exposed (no cpufreq)'}; turbo: "
+              f"{ctx.turbo or 'unknown'}; load {load:.2f}; "
+              f"compilers: {'; '.join(ctx.compilers.values()) or 'none'}")
     for s in statuses:
         build = "builds" if s.can_build else "cannot build"
         run = "runs" if s.can_run else "cannot run here"
@@ -207,7 +212,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         _print_json([{"id": w.id, "title": w.title, "suites": list(w.suites),
                       "primary": w.primary, "params": w.params, "path": str(w.path)} for w in wls])
         return EXIT_OK
-    con = terminal.console()
+    con = _console()
     for w in wls:
         con.print(f"{w.id:16s} {','.join(w.suites):22s} {w.title}")
     return EXIT_OK
@@ -240,7 +245,7 @@ def cmd_run(args: argparse.Namespace, store: Store) -> int:
                   allow_version_skew=args.allow_version_skew)
     err = sys.stderr
     show = err.isatty() and os.environ.get("CI") != "true"
-    con = terminal.console(err)
+    con = _console(err)
     # A progress bar on a terminal: what is building or running, and the time left (the
     # measuring part; builds are extra). Plain lines when not a terminal, nothing in CI.
     tracker = RunTracker([w.id for w in workloads], plan, targets=len(abis))
@@ -267,106 +272,96 @@ def cmd_run(args: argparse.Namespace, store: Store) -> int:
     if bar is not None:
         bar.start()
     try:
-        result = execute(req, store, cache_dir(), progress, on_sample)
+        result = measure_suite(req, store, cache_dir(), progress, on_sample)
     finally:
         if bar is not None:
             bar.stop()
     doc = store.load_run(result.run_id)
-    results = analyse.analyse(doc)
+    heading = (f"run {result.run_id}: {fmt.count(len(workloads), 'workload')} on "
+               f"{', '.join(a.name for a in abis)} in {result.elapsed_s:.1f}s "
+               f"(builds: {result.built} new, {result.reused} reused from cache)")
+    rep = analysis.from_run(doc, heading=heading)
     if args.json:
-        _print_json(doc)
+        _print_json(doc.to_dict())
     else:
-        header = (f"run {result.run_id}: {fmt.count(len(workloads), 'workload')} on "
-                  f"{', '.join(a.name for a in abis)} in {result.elapsed_s:.1f}s "
-                  f"(builds: {result.built} new, {result.reused} reused from cache)")
-        terminal.render(results, header, [w["message"] for w in doc["warnings"]
-                                          if not w.get("workload")], terminal.console())
-        terminal.render_sizes(doc, terminal.console())
-        _print_index(doc)
+        _print_terminal(rep)
     if args.report:
-        args.report.write_text(markdown.render(doc, results))
+        write_file(args.report, render(rep, "markdown"))
         print(f"report: {args.report}", file=err)
     if not args.no_html:
-        _write_run_html(args, store, doc, results, sys.stderr if args.json else sys.stdout)
+        _write_run_html(args, store, doc, rep, sys.stderr if args.json else sys.stdout)
     if result.interrupted:
-        n = len(doc["samples"])
-        print(f"abibench: interrupted; {n} samples of run {result.run_id} are stored in "
-              f"{store.path}", file=err)
+        print(f"abibench: interrupted; {len(doc.samples)} samples of run {result.run_id} are "
+              f"stored in {store.path}", file=err)
         return EXIT_INTERRUPTED
-    if any(r.validation == "miscompare" for r in results):
+    if any(b.result.validation == "miscompare" for b in rep.workloads):
         return max(result.exit_code, 1)
     return result.exit_code
 
 
-def _write_run_html(args: argparse.Namespace, store: Store, doc: dict[str, Any],
-                    results: list[analyse.WorkloadResult], out: Any) -> None:
-    from .report import content
-    from .report.write import Outputs, write
+def _console(stream: Any = None) -> Console:
+    out = stream or sys.stdout
+    tty = out.isatty()
+    # Not a terminal (CI, a pipe): fixed width, no colour codes in logs.
+    return Console(file=out, width=None if tty else 140, no_color=not tty, highlight=False,
+                   soft_wrap=False)
 
-    path = args.html or store.path.parent / "reports" / f"{doc['run']['id']}.html"
+
+def _print_terminal(rep: analysis.Report) -> None:
+    from .report import terminal
+
+    con = _console()
+    sys.stdout.write(terminal.render(rep, color=sys.stdout.isatty(), width=con.width))
+
+
+def _write_run_html(args: argparse.Namespace, store: Store, doc: RunDoc,
+                    rep: analysis.Report, out: Any) -> None:
+    path = args.html or store.path.parent / "reports" / f"{doc.run.id}.html"
     try:
-        write(content.from_run(doc, results=results), Outputs(html=path))
+        write(rep, [Output("html", path)])
     except AbibenchError as exc:  # the results are stored; only the file is missing
-        print(f"abibench: warning: {exc} (`abibench report {doc['run']['id']} --html FILE` "
+        print(f"abibench: warning: {exc} (`abibench report {doc.run.id} --html FILE` "
               "writes it again)", file=sys.stderr)
         return
     print(f"report: {path} (open it in a browser; Markdown, CSV, JSON: abibench report "
-          f"{doc['run']['id']} --markdown/--csv/--json)", file=out)
+          f"{doc.run.id} --markdown/--csv/--json)", file=out)
 
 
 def cmd_runs(args: argparse.Namespace, store: Store) -> int:
     runs = store.runs()
     if args.json:
-        _print_json(runs)
+        _print_json([r.to_dict() for r in runs])
         return EXIT_OK
     for r in runs:
-        print(f"{r['id']}  {r['started']}  {r['status']:11s} {r['samples']} samples")
+        print(f"{r.id}  {r.started}  {r.status:11s} {r.samples} samples")
     return EXIT_OK
 
 
 def cmd_report(args: argparse.Namespace, store: Store) -> int:
-    from .compare import load_sources
-    from .report import content, nway
-    from .report.write import Outputs, write
+    from .store.sources import load_sources
 
     sources = args.run if args.command == "report" else args.sources
     if args.command == "compare" and len(sources) < 2:
         raise UsageError("compare needs two or more result sets: pass run ids (`abibench runs`)"
                          " or exported .json files")
     sets = load_sources(sources, store)
-    rep = content.from_sets(sets, args.baseline, args.tag)
+    rep = analysis.from_sets(sets, args.baseline, args.tag)
     if args.json:
-        sys.stdout.write(content.json_text(rep))
-    written = write(rep, Outputs(args.html, args.markdown, args.csv, args.samples_csv))
+        sys.stdout.write(render(rep, "json"))
+    outputs = [Output(fmt_, path) for fmt_, path in (
+        ("html", args.html), ("markdown", args.markdown), ("csv", args.csv),
+        ("samples-csv", args.samples_csv)) if path is not None]
+    written = write(rep, outputs)
     for kind, path in written:
         print(f"{kind}: {path}", file=sys.stderr)
     if args.json or written:
         return EXIT_OK
-    if rep.kind == "comparison":
-        nway.render(rep, terminal.console())
-    else:
-        doc = sets[0].doc
-        terminal.render([b.result for b in rep.workloads],
-                        f"run {doc['run']['id']} ({doc['run']['status']})",
-                        [w["message"] for w in doc["warnings"] if not w.get("workload")],
-                        terminal.console())
-        terminal.render_sizes(doc, terminal.console())
-        _print_index(doc)
+    _print_terminal(rep)
     return EXIT_OK
 
 
-def _print_index(doc: dict[str, Any]) -> None:
-    """The XBench-style index, when the run holds at least two of its micro tests."""
-    from . import xbench
-
-    index = xbench.xbench_index(doc)
-    if len({t.workload for t in index.tests}) >= 2:
-        print()
-        print("\n".join(xbench.render(index)))
-
-
 def cmd_import(args: argparse.Namespace, store: Store) -> int:
-    from .importer import import_doc, load_file
+    from .store.exchange import import_doc, load_file
 
     docs = [(path, load_file(path)) for path in args.files]  # every file checked before storing
     done = []
@@ -375,20 +370,19 @@ def cmd_import(args: argparse.Namespace, store: Store) -> int:
         done.append({"file": str(path), "run_id": res.run_id, "new": res.new,
                      "samples": res.samples})
         if not args.json:
-            host = doc["host"]
             what = "imported" if res.new else "already stored:"
             print(f"{what} {path} as run {res.run_id} ({res.samples} samples from "
-                  f"{host.get('hostname') or '?'}, {host.get('kernel_bits') or '?'}-bit kernel, "
-                  f"started {doc['run']['started']})")
+                  f"{doc.host.hostname or '?'}, {doc.host.kernel_bits or '?'}-bit kernel, "
+                  f"started {doc.run.started})")
     if args.json:
         _print_json(done)
     return EXIT_OK
 
 
 def cmd_export(args: argparse.Namespace, store: Store) -> int:
-    doc = store.load_run(store.resolve_run(args.run))
+    doc = store.load_run(store.resolve_run(args.run)).to_dict()
     if args.output:
-        args.output.write_text(json.dumps(doc, indent=1, default=str) + "\n")
+        write_file(args.output, json.dumps(doc, indent=1, default=str) + "\n")
         print(f"exported: {args.output}", file=sys.stderr)
     else:
         _print_json(doc)
@@ -396,7 +390,8 @@ def cmd_export(args: argparse.Namespace, store: Store) -> int:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from .inspect import inspect_binary, render
+    from .obtain.libraries import inspect_binary
+    from .obtain.libraries import render as render_inspection
 
     found = [inspect_binary(b, sysroot=args.sysroot, library_path=tuple(args.library_path))
              for b in args.binaries]
@@ -404,7 +399,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         _print_json([f.to_dict() for f in found])
     else:
         for f in found:
-            print("\n".join(render(f)))
+            print("\n".join(render_inspection(f)))
     # 1: a library is missing or of the wrong class, as for a workload that failed.
     return EXIT_OK if all(f.ok for f in found) else 1
 

@@ -22,15 +22,16 @@ Decisions worth knowing:
 from __future__ import annotations
 
 import math
+import warnings as _warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 from scipy import stats as _sps
 
-Better = Literal["higher", "lower"]
+from .records import Better
+
 FloatArray = npt.NDArray[np.float64]
 
 # 1/0.6745 and sqrt(pi/2): scale MAD and mean absolute deviation so each
@@ -77,6 +78,10 @@ class Summary:
     max: float
     mad: float
     cv: float
+
+    def to_dict(self) -> dict[str, float]:
+        return {"n": self.n, "median": self.median, "mean": self.mean, "stdev": self.stdev,
+                "min": self.min, "max": self.max, "mad": self.mad, "cv": self.cv}
 
 
 def summarize(values: Sequence[float]) -> Summary:
@@ -501,3 +506,36 @@ def geomean_ratio(
         return GeoMean(value=value, ci_low=math.nan, ci_high=math.nan, n=len(groups))
     lo, hi = _percentile_ci(log_reps / len(groups), confidence)
     return GeoMean(value=value, ci_low=math.exp(lo), ci_high=math.exp(hi), n=len(groups))
+
+
+# --------------------------------------------------------------------------- report helpers
+
+
+def median_ci(values: Sequence[float], seed: int = 0) -> tuple[float, float]:
+    """Bootstrap percentile 95% CI of the median (nan without at least two distinct values)."""
+    if len(values) < 2:
+        return math.nan, math.nan
+    arr = np.asarray(values, dtype=np.float64)
+    if float(arr.min()) == float(arr.max()):
+        return float(arr[0]), float(arr[0])
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("ignore")
+        res = _sps.bootstrap((arr,), np.median, n_resamples=2000, method="percentile",
+                             confidence_level=0.95, rng=np.random.default_rng(seed),
+                             vectorized=True)
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def percent_better(ratio: float, low: float, high: float, better: str,
+                   reduction: bool = False) -> tuple[float, float, float]:
+    """(percent, low, high) of a relative to b, positive when a is better.
+
+    A time is a speed-up (b's time over a's, minus one); a ``reduction`` such as
+    memory is the share of b's value that a saves, as the verdict words it.
+    """
+    if better == "higher":
+        return (ratio - 1) * 100, (low - 1) * 100, (high - 1) * 100
+    if reduction:
+        return (1 - ratio) * 100, (1 - high) * 100, (1 - low) * 100
+    inv = [1 / x if x else math.nan for x in (ratio, high, low)]
+    return (inv[0] - 1) * 100, (inv[1] - 1) * 100, (inv[2] - 1) * 100

@@ -25,9 +25,10 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
-from ..footprint import Series
+from ..analyse.footprint import Series
+from ..analyse.report import Diff, Panel
 from . import formatting as fmt
-from .content import Diff, Panel, better_words
+from .formatting import better_words
 
 PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#8172b3", "#937860", "#da8bc3", "#8c8c8c",
            "#ccb974", "#64b5cd", "#2f4b7c")

@@ -12,7 +12,7 @@ import io
 import math
 from typing import Any
 
-from .content import Report
+from ..analyse.report import Report
 
 RESULT_COLUMNS = (
     "set", "host", "kernel_bits", "series", "target", "abi", "workload", "title", "metric",
@@ -101,16 +101,18 @@ def result_rows(report: Report) -> list[dict[str, Any]]:
     return out
 
 
-def results_csv(report: Report) -> str:
+def render(report: Report) -> str:
+    """The results: one row per workload, metric and target."""
     return _write(RESULT_COLUMNS, result_rows(report))
 
 
-def samples_csv(report: Report) -> str:
-    metrics = sorted({m for s in report.samples for m in s.get("metrics", {})})
+def render_samples(report: Report) -> str:
+    """Every stored sample, one row each, with a column per metric."""
+    metrics = sorted({m for r in report.samples for m in r.sample.metrics})
     rows = []
-    for s in report.samples:
-        row = dict(s)
+    for r in report.samples:
+        row: dict[str, Any] = r.to_dict()
         for m in metrics:
-            row[f"metric:{m}"] = s.get("metrics", {}).get(m)
+            row[f"metric:{m}"] = r.sample.metrics.get(m)
         rows.append(row)
     return _write([*SAMPLE_COLUMNS, *(f"metric:{m}" for m in metrics)], rows)

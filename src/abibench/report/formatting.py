@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from ..analyse import footprint, xbench
+
 
 def si(value: float, unit: str = "") -> str:
     """Three significant digits with an SI prefix: 12.3M lookups/s, 1.52 s, 845 ms."""
@@ -49,3 +51,46 @@ def ratio(value: float, low: float, high: float) -> str:
 def count(n: int, noun: str) -> str:
     """'1 workload', '5 workloads': reports are read by people, not parsed."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def better_words(better: str) -> str:
+    return "higher is better" if better == "higher" else "lower is better"
+
+
+def score_text(score: float, low: float, high: float) -> str:
+    """An XBench score with its 95% CI: "95.3 [93.1, 97.0]"."""
+    if not math.isfinite(score):
+        return "-"
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return f"{score:.1f} (no CI)"
+    return f"{score:.1f} [{low:.1f}, {high:.1f}]"
+
+
+def index_rows(index: xbench.Index) -> list[tuple[str, str, list[str]]]:
+    """The index as (kind, name, one score per target) rows: kind total | group | test."""
+    names = dict(xbench.GROUPS)
+
+    def cells(items: list[xbench.TestScore] | list[xbench.GroupScore]) -> list[str]:
+        by = {x.target: x for x in items}
+        return [score_text(by[t].score, by[t].ci_low, by[t].ci_high) if t in by else "-"
+                for t in index.targets]
+
+    rows = [("total", "Results (all tests)", cells(list(index.totals)))]
+    for group in dict.fromkeys(g.group for g in index.groups):
+        rows.append(("group", f"{names.get(group, group.title())} Test",
+                     cells([g for g in index.groups if g.group == group])))
+        mine = [t for t in index.tests if t.group == group]
+        several = {w for w in (t.workload for t in mine)
+                   if len({t.metric for t in mine if t.workload == w}) > 1}
+        for key in dict.fromkeys((t.workload, t.metric) for t in mine):
+            name = f"{key[0]} {key[1]}" if key[0] in several else key[0]
+            rows.append(("test", name, cells([t for t in mine if (t.workload, t.metric) == key])))
+    return rows
+
+
+def footprint_percent(d: footprint.Difference) -> str:
+    """The largest-N peak RSS change of a against b with its 95% CI."""
+    r = d.ratio
+    if not (math.isfinite(r.ci_low) and math.isfinite(r.ci_high)):
+        return f"{d.percent:+.1f}% (no CI)"
+    return f"{d.percent:+.1f}% [{(r.ci_low - 1) * 100:+.1f}%, {(r.ci_high - 1) * 100:+.1f}%]"

@@ -16,25 +16,13 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from html import escape
-from typing import Any
 
-from ..analyse import Comparison
-from ..footprint import Difference
+from ..analyse.footprint import Difference
+from ..analyse.report import Diff, Report, WorkloadBlock
+from ..analyse.results import PairVerdict
 from . import charts, csvout
 from . import formatting as fmt
-from .content import (
-    Diff,
-    Report,
-    WorkloadBlock,
-    better_words,
-    context_rows,
-    footprint_percent,
-    index_rows,
-    primary_diff,
-    provenance_rows,
-    references,
-    state_of,
-)
+from .formatting import better_words, footprint_percent, index_rows
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; "
        "form-action 'none'")
@@ -185,7 +173,7 @@ class _Page:
                  label, class_="sw")
 
     # ----------------------------------------------------------------- summary
-    def verdict_badge(self, block: WorkloadBlock, c: Comparison) -> Html:
+    def verdict_badge(self, block: WorkloadBlock, c: PairVerdict) -> Html:
         res = block.result
         if res.validation == "miscompare":
             return h("span", f"INVALID (outputs differ) — {c.verdict.text}",
@@ -250,9 +238,9 @@ class _Page:
                     cells.append("")
                     continue
                 if row.summary is None:
-                    cells.append(h("span", state_of(row), class_="muted"))
+                    cells.append(h("span", row.shown_state, class_="muted"))
                     continue
-                d = primary_diff(b, lbl)
+                d = b.primary_diff(lbl)
                 extra: object = h("span", "reference", class_="muted") if lbl == b.reference \
                     else None
                 if d is not None:
@@ -278,10 +266,10 @@ class _Page:
                                 "“host k64 i386” is i386 userspace on a 64-bit kernel.",
                            class_="muted"))
             parts.append(_table(["set", "source", "run", "started"],
-                                [[s.tag, s.source, s.run["id"], s.run.get("started")]
+                                [[s.tag, s.source, s.run.id, s.run.started]
                                  for s in r.sets]))
-        body = [h("tr", h("th", k), *[h("td", v, class_="wrap") for v in vals])
-                for k, vals in context_rows(r)]
+        body = [h("tr", h("th", c.label), *[h("td", v, class_="wrap") for v in c.values])
+                for c in r.context]
         parts.append(h("div", h("table", h("thead", h("tr", *[h("th", x) for x in heads])),
                                  h("tbody", *body)), class_="tablewrap"))
         return h("section", *parts, id="context")
@@ -300,7 +288,7 @@ class _Page:
         trows = []
         for row in res.rows:
             s = row.summary
-            state = state_of(row) if row.state == "ok" else f"{row.state}: {row.reason or ''}"
+            state = row.shown_state if row.state == "ok" else f"{row.state}: {row.reason or ''}"
             cv = f"{abs(s.cv) * 100:.1f}%" if s and math.isfinite(s.cv) else "-"
             trows.append([self.swatch(row.label), h("span", state, class_="wrap"), row.n or "-",
                           _si(s.median, res.unit) if s else "-",
@@ -359,7 +347,7 @@ class _Page:
     def differences(self) -> Html:
         diffs = [d for b in self.r.workloads for d in b.diffs if math.isfinite(d.percent)]
         parts: list[object] = [h("h2", "Every test relative to the reference")]
-        refs = references(self.r)
+        refs = self.r.references
         if not diffs:
             parts.append(h("p", "Nothing to compare: no workload had two measured targets.",
                            class_="muted"))
@@ -495,34 +483,29 @@ class _Page:
                                       "compiler, exact commands, effective target options, "
                                       "ELF facts and, for Debian binaries, the sysroot "
                                       "packages.", class_="muted")]
-        label = {(s.set_index, s.target): s.label for s in self.r.series}
-        for si, st in enumerate(self.r.sets):
-            for a in st.artifacts:
-                who = label.get((si, a["target"]), a["target"])
-                rows = provenance_rows(a)
-                summary = f"{a['workload']} · {who}"
-                first = next((v for k, v in rows if k == "compiler"), "")
-                parts.append(h("details", h("summary", h("strong", summary), " ",
-                                            h("span", first, class_="muted")),
-                               _table(["", ""], [[k, h("span", v, class_="mono")]
-                                                 for k, v in rows])))
+        for entry in self.r.provenance:
+            summary = f"{entry.workload} · {entry.series}"
+            first = next((v for k, v in entry.rows if k == "compiler"), "")
+            parts.append(h("details", h("summary", h("strong", summary), " ",
+                                        h("span", first, class_="muted")),
+                           _table(["", ""], [[k, h("span", v, class_="mono")]
+                                             for k, v in entry.rows])))
         if len(parts) == 2:
             parts.append(h("p", "No artifacts were recorded.", class_="muted"))
         return h("section", *parts, id="provenance")
 
     def samples(self) -> Html:
         r = self.r
-        data = csvout.samples_csv(r)
+        data = csvout.render_samples(r)
         href = "data:text/csv;charset=utf-8;base64," + base64.b64encode(data.encode()).decode()
-        name = _slug(" ".join(s.run["id"] for s in r.sets)) + "-samples.csv"
-        counted = sum(1 for s in r.samples if s["status"] == "ok" and not s["warmup"])
-        warm = sum(1 for s in r.samples if s["warmup"])
-        bad = sum(1 for s in r.samples if s["status"] != "ok")
+        name = _slug(" ".join(s.run.id for s in r.sets)) + "-samples.csv"
+        c = r.counts
         preview_cols = ["series", "workload", "round", "position", "warmup", "status", "wall_s",
                         "max_rss_kb"]
-        preview = [[_cell(s.get(c)) for c in preview_cols] for s in r.samples[:15]]
+        preview = [[_cell(row.to_dict().get(col)) for col in preview_cols]
+                   for row in r.samples[:15]]
         return h("section", h("h2", "Raw samples"),
-                 h("p", f"{len(r.samples)} samples: {counted} counted, {warm} warm-up, {bad} "
+                 h("p", f"{c.total} samples: {c.counted} counted, {c.warmup} warm-up, {c.failed} "
                         "not ok. Every value of every sample, including warm-ups, as CSV:"),
                  h("p", h("a", f"download {name}", href=href, download=name, class_="download")),
                  h("details", h("summary", "first rows"),
@@ -564,7 +547,7 @@ def _footprint_class(d: Difference) -> str:
     return "pos" if d.percent < 0 else "neg"
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     return "" if value is None else str(value)

@@ -10,20 +10,10 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
 
-from ..analyse import WorkloadResult
-from . import content
+from ..analyse.report import Diff, Report, WorkloadBlock
 from . import formatting as fmt
-from .content import (
-    Diff,
-    Report,
-    better_words,
-    context_rows,
-    footprint_percent,
-    index_rows,
-    primary_diff,
-)
+from .formatting import better_words, footprint_percent, index_rows
 
 _SPECIAL = re.compile(r"([\\`*_\[\]{}<>()#+!|~])")
 
@@ -71,7 +61,7 @@ def _table(head: list[str], rows: list[list[str]], right: set[int] | None = None
     return [_row(head), _row(align), *[_row(r) for r in rows], ""]
 
 
-def render_report(report: Report) -> str:
+def render(report: Report) -> str:
     r = report
     sources = "; ".join(f"{s.tag + ': ' if s.tag else ''}{s.source}" for s in r.sets)
     out = [f"# {_esc(r.title)}", "",
@@ -115,9 +105,9 @@ def render_report(report: Report) -> str:
             if row is None:
                 cells.append("")
             elif row.summary is None:
-                cells.append(_esc(content.state_of(row)))
+                cells.append(_esc(row.shown_state))
             else:
-                d = primary_diff(b, lbl)
+                d = b.primary_diff(lbl)
                 extra = " (reference)" if lbl == b.reference else (f" ({_pct(d)})" if d else "")
                 cells.append(_esc(_si(row.summary.median, b.result.unit)) + extra)
         glance.append(cells)
@@ -134,8 +124,8 @@ def render_report(report: Report) -> str:
 
     heads = ["", *[_esc(s.tag or "this run") for s in r.sets]]
     out += ["## Host context", ""]
-    out += _table(heads, [[f"**{_esc(k)}**", *[_esc(v) for v in vals]]
-                          for k, vals in context_rows(r)])
+    out += _table(heads, [[f"**{_esc(c.label)}**", *[_esc(v) for v in c.values]]
+                          for c in r.context])
 
     out += ["## Workloads", ""]
     for b in r.workloads:
@@ -204,28 +194,25 @@ def render_report(report: Report) -> str:
                   right={2, 3, 4, 5, 6})
 
     prov = []
-    label = {(s.set_index, s.target): s.label for s in r.series}
-    for si, st in enumerate(r.sets):
-        for a in st.artifacts:
-            rows_ = dict(content.provenance_rows(a))
-            prov.append([_esc(a["workload"]), _esc(label.get((si, a["target"]), a["target"])),
-                         _esc(rows_.get("source") or next(
-                             (v for k, v in rows_.items() if k.startswith("Debian packages")),
-                             rows_.get("provenance", "-"))),
-                         _esc(rows_.get("compiler", "-")), _code(rows_.get("flags", "-")),
-                         _code(rows_.get("effective target options", "-"))])
+    for entry in r.provenance:
+        rows_ = dict(entry.rows)
+        prov.append([_esc(entry.workload), _esc(entry.series),
+                     _esc(rows_.get("source") or next(
+                         (v for k, v in rows_.items() if k.startswith("Debian packages")),
+                         rows_.get("provenance", "-"))),
+                     _esc(rows_.get("compiler", "-")), _code(rows_.get("flags", "-")),
+                     _code(rows_.get("effective target options", "-"))])
     if prov:
         out += ["## Provenance", ""]
         out += _table(["workload", "target", "source", "compiler", "flags",
                        "effective target options"], prov)
-    counted = sum(1 for s in r.samples if s["status"] == "ok" and not s["warmup"])
     out += ["## Raw samples", "",
-            f"{len(r.samples)} samples ({counted} counted). Every value of every sample: "
+            f"{r.counts.total} samples ({r.counts.counted} counted). Every value of every sample: "
             f"`abibench report … --samples-csv FILE`; the HTML report embeds them.", ""]
     return "\n".join(out)
 
 
-def _workload(b: content.WorkloadBlock) -> list[str]:
+def _workload(b: WorkloadBlock) -> list[str]:
     res = b.result
     out = [f"### {_esc(res.id)}: {_esc(res.title)}", "",
            f"Primary metric {_code(res.primary)} ({_esc(res.unit)}, "
@@ -236,7 +223,7 @@ def _workload(b: content.WorkloadBlock) -> list[str]:
     rows = []
     for row in res.rows:
         s = row.summary
-        state = content.state_of(row) if row.state == "ok" else \
+        state = row.shown_state if row.state == "ok" else \
             f"{row.state}: {row.reason or ''}"
         rows.append([_esc(row.label), _esc(state), str(row.n or "-"),
                      _esc(_si(s.median, res.unit)) if s else "-",
@@ -262,8 +249,3 @@ def _workload(b: content.WorkloadBlock) -> list[str]:
     for w in [*res.warnings, *b.notes]:
         out.append(f"- ⚠ {_esc(w)}")
     return [*out, ""]
-
-
-def render(doc: dict[str, Any], results: list[WorkloadResult]) -> str:
-    """The Markdown report of one stored run (results from analyse.analyse(doc))."""
-    return render_report(content.from_run(doc, results=results))

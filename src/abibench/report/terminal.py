@@ -1,132 +1,150 @@
-"""The table printed after every run, and by `abibench report` without a file option."""
+"""The terminal view: after every run, and from `abibench report` without a file option.
+
+A single run gets one table per workload, the suite summary, the memory footprint, the size
+table and the XBench-style index; a comparison of several result sets gets one table with a
+column per series. Rendered with rich into a string: colours only when asked for.
+"""
 
 from __future__ import annotations
 
-import sys
-from typing import Any
+import io
+import math
 
 from rich.console import Console
 from rich.markup import escape as e
 from rich.table import Table
 
-from ..analyse import REFERENCE_ORDER, Comparison, WorkloadResult, suite_summary
+from ..analyse.report import Report, WorkloadBlock
+from ..analyse.results import PairVerdict
+from ..analyse.xbench import GROUPS, Index
+from ..records import is_reference
 from . import formatting as fmt
 
-
-def console(stream: Any = None) -> Console:
-    out = stream or sys.stdout
-    tty = out.isatty()
-    # Not a terminal (CI, a pipe): fixed width, no colour codes in logs.
-    return Console(file=out, width=None if tty else 140, no_color=not tty, highlight=False,
-                   soft_wrap=False)
+WIDTH = 140  # fixed width when not a terminal (CI, a pipe): logs stay readable
 
 
-def _ratio(c: Comparison) -> str:
+def render(report: Report, *, color: bool = False, width: int | None = None) -> str:
+    buf = io.StringIO()
+    con = Console(file=buf, width=width or WIDTH, no_color=not color, force_terminal=color,
+                  highlight=False, soft_wrap=False)
+    if report.kind == "comparison":
+        _comparison(report, con)
+    else:
+        _run(report, con)
+    return buf.getvalue()
+
+
+# --------------------------------------------------------------------------- a single run
+
+
+def _ratio(c: PairVerdict) -> str:
     return fmt.ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high)
 
 
-def _is_64(label: str) -> bool:
-    """The 64-bit reference, from any provenance: x86_64, x86_64/debian, aarch64 ..."""
-    return label.split("/", 1)[0] in REFERENCE_ORDER
-
-
 def _instr_ratio(counted: list[tuple[str, int]]) -> str:
-    ref = next((n for lbl, n in counted if _is_64(lbl)), None)
+    ref = next((n for lbl, n in counted if is_reference(lbl)), None)
     if ref is None:
         return ""
     parts = [f"{lbl}/64-bit {n / ref:.3f}" for lbl, n in counted if n != ref]
     return f" ({', '.join(parts)})" if parts else ""
 
 
-def render(results: list[WorkloadResult], header: str, warnings: list[str],
-           con: Console) -> None:
-    _render_workloads(results, header, warnings, con)
-    suites = suite_summary(results)
-    if suites:
+def _run(report: Report, con: Console) -> None:
+    con.print(e(report.heading))
+    for w in report.warnings:
+        con.print(f"[yellow]warning:[/] {e(w)}")
+    for b in report.workloads:
+        _workload(b, con)
+    if report.suites:
         con.print()
-        for sm in suites:
+        for sm in report.suites:
             gm = sm.geomean
-            con.print(f"[bold]suite[/] ({fmt.count(len(sm.workloads), 'workload')}): geometric mean of "
-                      f"{sm.a}/{sm.b} cost ratios {fmt.ratio(gm.value, gm.ci_low, gm.ci_high)}"
-                      f" → {sm.text}")
+            con.print(f"[bold]suite[/] ({fmt.count(len(sm.workloads), 'workload')}): geometric "
+                      f"mean of {e(sm.a)}/{e(sm.b)} cost ratios "
+                      f"{fmt.ratio(gm.value, gm.ci_low, gm.ci_high)} → {e(sm.text)}")
             if sm.excluded:
                 con.print(f"  [red]left out (outputs differ):[/] {e(', '.join(sm.excluded))}")
-
-
-def _render_workloads(results: list[WorkloadResult], header: str, warnings: list[str],
-                      con: Console) -> None:
-    con.print(e(header))
-    for w in warnings:
-        con.print(f"[yellow]warning:[/] {e(w)}")
-    for res in results:
+    _footprint(report, con)
+    _sizes(report, con)
+    if report.index is not None:
         con.print()
-        con.print(f"[bold]{e(res.id)}[/] — {e(res.title)}")
-        direction = "higher is better" if res.better == "higher" else "lower is better"
-        con.print(f"  {e(res.primary)} in {e(res.unit or 'units')}, {direction}")
-        table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-        for col in ("ABI", "n", "median", "min", "max", "outliers", "peak RSS", "file size",
-                    "text"):
-            table.add_column(col, justify="left" if col == "ABI" else "right")
-        notes = []
-        for row in res.rows:
-            s = row.summary
-            if row.state != "ok":
-                notes.append(f"  [yellow]{e(row.label)}: {row.state}[/] — {e(row.reason or '')}")
-            table.add_row(
-                e(row.label if row.state == "ok" else f"{row.label} ({row.state})"),
-                str(row.n) if row.n else "-",
-                fmt.si(s.median, res.unit) if s else "-",
-                fmt.si(s.min, res.unit) if s else "-",
-                fmt.si(s.max, res.unit) if s else "-",
-                str(row.outliers) if s else "-",
-                fmt.kib(row.rss_kb), fmt.size(row.size), fmt.size(row.text))
-        con.print(table)
-        for note in notes:
-            con.print(note)
-        for line in res.provenance:
-            con.print(f"  {e(line)}")
-        for c in res.comparisons:
-            colour = "red" if res.validation == "miscompare" else (
-                "green" if c.verdict.significant else "white")
-            prefix = "INVALID (outputs differ) — " if res.validation == "miscompare" else ""
-            con.print(f"  {e(c.a)}/{e(c.b)} {e(res.primary)} ratio {_ratio(c)}"
-                      f" → [{colour}]{prefix}{e(c.verdict.text)}[/] (p={c.p_adjusted:.3g} Holm)")
-        for c in res.memory:
-            con.print(f"  {e(c.a)}/{e(c.b)} peak RSS ratio {_ratio(c)} → {e(c.verdict.text)}")
-        counted = [(r.label, r.instructions) for r in res.rows if r.instructions]
-        if counted:
-            con.print("  instructions (valgrind, exact): " + e(", ".join(
-                f"{lbl} {n:,}" for lbl, n in counted) + _instr_ratio(counted)))
-        big = [(r.label, r.size) for r in res.rows if r.size]
-        if len(big) >= 2:
-            ref = next((sz for lbl, sz in big if _is_64(lbl)), None)
-            if ref:
-                parts = [f"{lbl} {100 * (sz / ref - 1):+.1f}%" for lbl, sz in big
-                         if sz != ref and not _is_64(lbl)]
-                if parts:
-                    con.print(f"  file size vs 64-bit: {e(', '.join(parts))}")
-        if res.validation == "miscompare":
-            con.print(f"  [red bold]MISCOMPARE:[/] {e(res.validation_detail)}")
-        elif res.validation == "ok":
-            con.print(f"  output check: {e(res.validation_detail)}")
-        else:
-            con.print(f"  output check: [yellow]{e(res.validation_detail)}[/]")
-        if res.stop_reason:
-            con.print(f"  stopped: {e(res.stop_reason)}")
-        for w in res.warnings:
-            con.print(f"  [yellow]warning:[/] {e(w)}")
+        for line in index_lines(report.index):
+            con.print(e(line))
 
 
-def render_sizes(doc: dict[str, Any], con: Console) -> None:
-    """The size factor of seed 000: every artifact per ABI (built-but-not-run x32 included).
+def _workload(b: WorkloadBlock, con: Console) -> None:
+    res = b.result
+    con.print()
+    con.print(f"[bold]{e(res.id)}[/] — {e(res.title)}")
+    con.print(f"  {e(res.primary)} in {e(res.unit or 'units')}, {fmt.better_words(res.better)}")
+    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    for col in ("ABI", "n", "median", "min", "max", "outliers", "peak RSS", "file size",
+                "text"):
+        table.add_column(col, justify="left" if col == "ABI" else "right")
+    notes = []
+    for row in res.rows:
+        s = row.summary
+        if row.state != "ok":
+            notes.append(f"  [yellow]{e(row.label)}: {e(row.state)}[/] — {e(row.reason or '')}")
+        table.add_row(
+            e(row.label if row.state == "ok" else f"{row.label} ({row.state})"),
+            str(row.n) if row.n else "-",
+            e(fmt.si(s.median, res.unit)) if s else "-",
+            e(fmt.si(s.min, res.unit)) if s else "-",
+            e(fmt.si(s.max, res.unit)) if s else "-",
+            str(row.outliers) if s else "-",
+            fmt.kib(row.rss_kb), fmt.size(row.size), fmt.size(row.text))
+    con.print(table)
+    for note in notes:
+        con.print(note)
+    for line in res.provenance:
+        con.print(f"  {e(line)}")
+    for c in res.comparisons:
+        colour = "red" if res.validation == "miscompare" else (
+            "green" if c.verdict.significant else "white")
+        prefix = "INVALID (outputs differ) — " if res.validation == "miscompare" else ""
+        con.print(f"  {e(c.a)}/{e(c.b)} {e(res.primary)} ratio {_ratio(c)}"
+                  f" → [{colour}]{prefix}{e(c.verdict.text)}[/] (p={c.p_adjusted:.3g} Holm)")
+    for c in res.memory:
+        con.print(f"  {e(c.a)}/{e(c.b)} peak RSS ratio {_ratio(c)} → {e(c.verdict.text)}")
+    counted = [(r.label, r.instructions) for r in res.rows if r.instructions]
+    if counted:
+        con.print("  instructions (valgrind, exact): " + e(", ".join(
+            f"{lbl} {n:,}" for lbl, n in counted) + _instr_ratio(counted)))
+    big = [(r.label, r.size) for r in res.rows if r.size]
+    if len(big) >= 2:
+        ref = next((sz for lbl, sz in big if is_reference(lbl)), None)
+        if ref:
+            parts = [f"{lbl} {100 * (sz / ref - 1):+.1f}%" for lbl, sz in big
+                     if sz != ref and not is_reference(lbl)]
+            if parts:
+                con.print(f"  file size vs 64-bit: {e(', '.join(parts))}")
+    if res.validation == "miscompare":
+        con.print(f"  [red bold]MISCOMPARE:[/] {e(res.validation_detail)}")
+    elif res.validation == "ok":
+        con.print(f"  output check: {e(res.validation_detail)}")
+    else:
+        con.print(f"  output check: [yellow]{e(res.validation_detail)}[/]")
+    if res.stop_reason:
+        con.print(f"  stopped: {e(res.stop_reason)}")
+    for w in res.warnings:
+        con.print(f"  [yellow]warning:[/] {e(w)}")
 
-    First the footprint differences at the largest N, when the run has footprint workloads:
-    the CLI prints this after the summary of every run and `abibench report`.
-    """
-    from .sizes import size_rows
 
-    render_footprint(doc, con)  # here so that every caller of the summary prints it too
-    rows = size_rows(doc)
+def _footprint(report: Report, con: Console) -> None:
+    """The peak RSS difference at the largest N of every footprint structure, when measured."""
+    if not report.footprint_diffs:
+        return
+    con.print()
+    con.print("[bold]memory footprint[/] at the largest N (peak RSS per element, lower is "
+              "better, 95% CI):")
+    for d in report.footprint_diffs:
+        con.print(f"  {e(d.text)}")
+
+
+def _sizes(report: Report, con: Console) -> None:
+    """The size factor of seed 000: every artifact per ABI (built-but-not-run x32 included)."""
+    rows = [r for s in report.sets for r in s.sizes]
     if not rows:
         return
     con.print()
@@ -153,16 +171,89 @@ def render_sizes(doc: dict[str, Any], con: Console) -> None:
     con.print(table)
 
 
-def render_footprint(doc: dict[str, Any], con: Console) -> None:
-    """The peak RSS difference at the largest N of every footprint structure, when measured."""
-    from ..footprint import series
-    from .content import footprint_differences
+def _index_score(score: float, lo: float, hi: float) -> str:
+    if math.isnan(lo):
+        return f"{score:6.1f} (no CI)"
+    return f"{score:6.1f} [{lo:.1f}, {hi:.1f}]"
 
-    diffs = footprint_differences(series(doc))
-    if not diffs:
-        return
-    con.print()
-    con.print("[bold]memory footprint[/] at the largest N (peak RSS per element, lower is "
-              "better, 95% CI):")
-    for d in diffs:
-        con.print(f"  {e(d.text)}")
+
+def index_lines(index: Index) -> list[str]:
+    """XBench-style text: total, then each group and its tests, one block per target."""
+    if not index.tests:
+        return [f"index: no test has samples of both {index.reference} and another ABI"]
+    names = dict(GROUPS)
+    lines = [f"XBench-style index ({index.reference} = 100, higher is better, 95% CI)"]
+    for target in index.targets:
+        lines.append(f"{target}:")
+        total = next(t for t in index.totals if t.target == target)
+        lines.append(f"  {'Results':34s} {_index_score(total.score, total.ci_low, total.ci_high)}"
+                     f"  ({total.tests} tests)")
+        for g in (g for g in index.groups if g.target == target):
+            lines.append(f"  {names.get(g.group, g.group.title()) + ' Test':34s} "
+                         f"{_index_score(g.score, g.ci_low, g.ci_high)}")
+            mine = [t for t in index.tests if t.target == target and t.group == g.group]
+            for t in mine:
+                several = sum(1 for x in mine if x.workload == t.workload) > 1
+                name = f"{t.workload} {t.metric}" if several else t.workload
+                lines.append(f"    {name:32s} {_index_score(t.score, t.ci_low, t.ci_high)}  "
+                             f"{t.value:.4g} vs {t.reference_value:.4g} {t.unit}")
+    if index.excluded:
+        lines.append(f"left out (outputs differ between ABIs): {', '.join(index.excluded)}")
+    return lines
+
+
+# --------------------------------------------------------------------------- a comparison
+
+
+def _comparison(report: Report, con: Console) -> None:
+    con.print(f"[bold]{e(report.title)}[/]")
+    for s in report.sets:
+        h = s.host
+        con.print(f"  {e(s.tag)}: {e(s.source)} — {e(str(h.cpu_model or '?'))}, kernel "
+                  f"{e(str(h.kernel_release or '?'))} ({e(str(h.kernel_bits))}-bit)"
+                  f", started {e(str(s.run.started))}")
+    for w in report.warnings:
+        con.print(f"[yellow]warning:[/] {e(w)}")
+    labels = [s.label for s in report.series]
+    table = Table(show_edge=False, pad_edge=False, header_style="bold", show_lines=True)
+    table.add_column("workload")
+    for lbl in labels:
+        table.add_column(e(lbl), justify="right")
+    for b in report.workloads:
+        res = b.result
+        by = {r.label: r for r in res.rows}
+        cells = [f"{e(res.id)}\n[dim]{e(res.primary)}, {fmt.better_words(res.better)}[/]"]
+        for lbl in labels:
+            row = by.get(lbl)
+            if row is None:
+                cells.append("")
+                continue
+            if row.summary is None:
+                cells.append(f"[dim]{e(row.shown_state)}[/]")
+                continue
+            value = e(fmt.si(row.summary.median, res.unit))
+            d = b.primary_diff(lbl)
+            if lbl == b.reference:
+                value += "\n[dim]reference[/]"
+            elif d is not None and math.isfinite(d.percent):
+                colour = "red" if not d.valid else (
+                    ("green" if d.percent > 0 else "red") if d.significant else "dim")
+                ci = (f" [{d.pct_low:+.1f}, {d.pct_high:+.1f}]"
+                      if math.isfinite(d.pct_low) and math.isfinite(d.pct_high) else "")
+                value += f"\n[{colour}]{d.percent:+.1f}%{e(ci)}[/]"
+            cells.append(value)
+        table.add_row(*cells)
+    con.print(table)
+    con.print("[dim]median of the primary metric; below it the difference to the reference "
+              "(+ means better) with its 95% CI; colour: significant after Holm correction[/]")
+    for b in report.workloads:
+        if b.result.validation == "miscompare":
+            con.print(f"[red bold]MISCOMPARE[/] {e(b.result.id)}: "
+                      f"{e(b.result.validation_detail)}")
+        for w in [*b.result.warnings, *b.notes]:
+            con.print(f"[yellow]warning:[/] {e(b.result.id)}: {e(w)}")
+    for sm in report.suites:
+        gm = sm.geomean
+        con.print(f"[bold]suite[/] {e(sm.a)} vs {e(sm.b)} "
+                  f"({fmt.count(len(sm.workloads), 'workload')}): geometric mean of cost ratios "
+                  f"{fmt.ratio(gm.value, gm.ci_low, gm.ci_high)} → {e(sm.text)}")

@@ -9,12 +9,13 @@ import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from ..errors import ProfileError
 from ..paths import MICRO_DIR, PROFILES_DIR
+from ..records import BUILTIN_METRICS, Better, Metric
+from .parsers import BUILTIN_PARSERS
 
-Better = Literal["higher", "lower"]
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 PLACEHOLDER_RE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 # Placeholders the tool fills in per target; params may not shadow them.
@@ -23,24 +24,26 @@ RESERVED = {"bin", "out", "cc", "cflags", "abi", "micro", "profile_dir", "work",
 SERVER_KINDS = ("mariadb",)
 
 
+# Input kinds a profile may name under [inputs], with the parameters each takes; the
+# generators live in obtain/inputs.py, which checks it covers exactly these.
+INPUT_KINDS: dict[str, tuple[str, ...]] = {"corpus": ("mb",), "wav": ("seconds",), "lua": ()}
+
+
 @dataclass(frozen=True)
-class Metric:
+class MetricRule:
+    """A metric a profile declares, and how to read it from the program's output."""
+
     name: str
     unit: str
     better: Better
-    regex: re.Pattern[str] | None  # None for builtin parsers and the runner's own metrics
+    regex: re.Pattern[str] | None  # None for builtin parsers
     scale: float = 1.0
     builtin: str | None = None  # a named parser of workloads/parsers.py
     key: str | None = None  # which value of the builtin parser's result
 
-
-# Measured for every sample by the runner, whatever the program prints.
-BUILTIN_METRICS: dict[str, Metric] = {
-    "wall": Metric("wall", "s", "lower", None),
-    "user": Metric("user", "s", "lower", None),
-    "sys": Metric("sys", "s", "lower", None),
-    "max_rss": Metric("max_rss", "KiB", "lower", None),
-}
+    @property
+    def metric(self) -> Metric:
+        return Metric(self.name, self.unit, self.better)
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,7 @@ class Workload:
     command: tuple[str, ...]
     timeout: float
     stdout_match: re.Pattern[str] | None
-    metrics: tuple[Metric, ...]
+    metrics: tuple[MetricRule, ...]
     primary: str
     inputs: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> {kind, ...}
     setup: tuple[str, ...] = ()  # once per target before its warm-up, not timed
@@ -106,7 +109,7 @@ class Workload:
     def metric(self, name: str) -> Metric:
         for m in self.metrics:
             if m.name == name:
-                return m
+                return m.metric
         if name in BUILTIN_METRICS:
             return BUILTIN_METRICS[name]
         raise KeyError(name)
@@ -205,7 +208,7 @@ class _Loader:
             raise self.fail(key, f"'{key}' must be a table [{key}]")
         return value
 
-    def metric(self, m: Any, index: int) -> Metric:
+    def metric(self, m: Any, index: int) -> MetricRule:
         if not isinstance(m, dict):
             raise self.fail("metric", f"[[metric]] number {index + 1} must be a table")
         name = self.str_(m, "name")
@@ -227,15 +230,13 @@ class _Loader:
         direction: Better = "higher" if better == "higher" else "lower"
         unit = self.str_(m, "unit")
         if "builtin" in parse:
-            from .parsers import BUILTIN_PARSERS  # parsers needs this module's types
-
             builtin = self.str_(parse, "builtin")
             if builtin not in BUILTIN_PARSERS:
                 raise self.fail("builtin", f"metric '{name}': no builtin parser '{builtin}' (have: "
                                 f"{', '.join(sorted(BUILTIN_PARSERS)) or 'none'})")
             key = self.str_(parse, "key", required=False, default=name)
-            return Metric(name, unit, direction, None, float(scale), builtin, key)
-        return Metric(name, unit, direction, self.regex(parse, "regex"), float(scale))
+            return MetricRule(name, unit, direction, None, float(scale), builtin, key)
+        return MetricRule(name, unit, direction, self.regex(parse, "regex"), float(scale))
 
 
 def load_profile(path: Path) -> Workload:
@@ -321,11 +322,14 @@ def load_profile(path: Path) -> Workload:
             raise ld.fail(name, f"input '{name}' must be a table like {name} = {{ kind = \"corpus\" }}")
         if name in RESERVED or name in params:
             raise ld.fail(name, f"input '{name}' clashes with a parameter or placeholder: rename it")
-        from .inputs import INPUT_KINDS  # inputs imports nothing of ours but is heavy
-
         if spec["kind"] not in INPUT_KINDS:
             raise ld.fail(name, f"input '{name}': unknown kind '{spec['kind']}' (have: "
                           f"{', '.join(sorted(INPUT_KINDS)) or 'none'})")
+        unknown = sorted(set(spec) - {"kind", *INPUT_KINDS[spec["kind"]]})
+        if unknown:
+            raise ld.fail(name, f"input '{name}' of kind '{spec['kind']}' has no key "
+                          f"{', '.join(unknown)} (it takes: "
+                          f"{', '.join(INPUT_KINDS[spec['kind']]) or 'nothing but kind'})")
         inputs[name] = dict(spec)
 
     sweep: dict[str, tuple[str, ...]] = {}

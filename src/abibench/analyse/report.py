@@ -1,0 +1,361 @@
+"""Everything a report says, computed once: the renderers in report/ only format it.
+
+A report is built from one run (``from_run``) or from several result sets merged into one N-way
+comparison (``from_sets``, see :mod:`abibench.analyse.merge`). Either way the per-workload
+statistics come from :func:`abibench.analyse.results.analyse`; this module adds what the reports
+show beyond them: every metric of a workload (not only the primary one) compared with the
+reference, the per-target bars of the charts (median with a bootstrap 95% CI), the suite
+geometric mean, the footprint curves, the XBench-style index, sizes, host context and
+provenance.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import numpy as np
+
+from .. import __version__, stats
+from ..errors import UsageError
+from ..records import (
+    BUILTIN_METRICS,
+    Artifact,
+    Better,
+    HostContext,
+    JSONDict,
+    Run,
+    RunDoc,
+    Sample,
+    better_of,
+    pair_by_round,
+    pick_reference,
+)
+from . import footprint, xbench
+from .context import ContextRow, context_rows, provenance_rows
+from .merge import ResultSet, Series, merge, single_series
+from .results import SuiteSummary, WorkloadResult, analyse, suite_summary
+from .sizes import SizeRow, size_rows
+
+
+@dataclass(frozen=True)
+class SetInfo:
+    tag: str
+    source: str
+    run: Run
+    host: HostContext
+    artifacts: tuple[Artifact, ...]
+    sizes: tuple[SizeRow, ...]  # seed 000's size factor, per artifact and target
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One target's median of one metric with the bootstrap 95% CI of that median."""
+
+    label: str
+    state: str
+    n: int
+    median: float
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class Panel:
+    metric: str
+    unit: str
+    better: Better
+    primary: bool
+    bars: tuple[Bar, ...]
+
+
+@dataclass(frozen=True)
+class Diff:
+    """One metric of one series relative to the reference, in the metric's better direction.
+
+    ``percent`` > 0 means ``label`` is better than the reference by that much: for "higher is
+    better" (ratio - 1), for "lower is better" (1 / ratio - 1), both times 100; the CI bounds are
+    transformed the same way. Primary metrics carry the Holm-adjusted p-value of the run; the
+    other metrics their own p-value, unadjusted.
+    """
+
+    workload: str
+    metric: str
+    unit: str
+    better: Better
+    primary: bool
+    label: str
+    reference: str
+    ratio: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    percent: float
+    pct_low: float
+    pct_high: float
+    significant: bool
+    verdict: str
+    valid: bool
+
+
+@dataclass(frozen=True)
+class ProvenanceEntry:
+    """How one artifact was made, as (label, text) rows, for one series."""
+
+    workload: str
+    series: str
+    rows: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class SampleRow:
+    """One stored sample, tagged with its result set and series."""
+
+    set: str
+    run_id: str
+    host: str | None
+    kernel_bits: int | None
+    series: str
+    sample: Sample
+
+    def to_dict(self) -> JSONDict:
+        return {"set": self.set, "run_id": self.run_id, "host": self.host,
+                "kernel_bits": self.kernel_bits, "series": self.series, **self.sample.to_dict()}
+
+
+@dataclass(frozen=True)
+class SampleCounts:
+    total: int
+    counted: int
+    warmup: int
+    failed: int
+
+
+@dataclass
+class WorkloadBlock:
+    result: WorkloadResult
+    reference: str | None
+    params: JSONDict
+    panels: list[Panel]
+    diffs: list[Diff]
+    notes: list[str] = field(default_factory=list)  # stored warnings about this workload
+    stop: list[tuple[str, str]] = field(default_factory=list)  # (set tag, stop reason)
+
+    def primary_diff(self, label: str) -> Diff | None:
+        return next((d for d in self.diffs if d.primary and d.label == label), None)
+
+
+@dataclass
+class Report:
+    kind: str  # run | comparison
+    title: str
+    heading: str  # the first line of the terminal view
+    sets: list[SetInfo]
+    series: list[Series]
+    workloads: list[WorkloadBlock]
+    suites: list[SuiteSummary]
+    warnings: list[str]
+    samples: list[SampleRow]
+    counts: SampleCounts
+    context: list[ContextRow]
+    provenance: list[ProvenanceEntry]
+    generated: str = ""
+    tool_version: str = __version__
+    # Footprint curves and the XBench-style index: a single run's only (empty in comparisons).
+    footprint_series: list[footprint.Series] = field(default_factory=list)
+    footprint_diffs: list[footprint.Difference] = field(default_factory=list)
+    index: xbench.Index | None = None  # None unless at least two micro workloads were scored
+
+    def series_index(self, label: str) -> int:
+        for i, s in enumerate(self.series):
+            if s.label == label:
+                return i
+        return len(self.series)
+
+    @property
+    def references(self) -> list[str]:
+        refs: list[str] = []
+        for b in self.workloads:
+            if b.reference and b.reference not in refs:
+                refs.append(b.reference)
+        return refs
+
+
+# --------------------------------------------------------------------------- verdict words
+
+
+MEMORY_UNITS = ("B", "bytes", "KiB", "MiB", "GiB", "kB", "KB", "MB", "GB")
+TIME_UNITS = ("s", "ms", "us", "µs", "ns", "cycles")
+
+
+def verdict_words(unit: str, better: str) -> tuple[str, str]:
+    """How a verdict names the winner's advantage for a metric of this unit."""
+    if unit in MEMORY_UNITS:
+        return ("smaller", "larger") if better == "lower" else ("larger", "smaller")
+    if unit in TIME_UNITS or (better == "higher" and "/s" in unit):
+        return ("faster", "slower")
+    return ("better", "worse")
+
+
+def _secondary_diff(counted: list[Sample], wid: str, metric: str, unit: str, better: Better,
+                    label: str, ref: str, valid: bool) -> Diff | None:
+    pair = pair_by_round([s for s in counted if s.target == label],
+                         [s for s in counted if s.target == ref], metric)
+    if len(pair.a) < 2 or len(pair.b) < 2:
+        return None
+    try:
+        r = stats.compare(pair.a, pair.b, paired=pair.paired)
+    except ValueError:
+        return None
+    words = verdict_words(unit, better)
+    reduction = words[0] == "smaller"
+    v = stats.verdict(r, better=better, name_a=label, name_b=ref, words=words,
+                      as_reduction=reduction)
+    pct = stats.percent_better(r.ratio, r.ci_low, r.ci_high, better, reduction=reduction)
+    return Diff(wid, metric, unit, better, False, label, ref, r.ratio, r.ci_low, r.ci_high,
+                r.p_value, *pct, v.significant, v.text, valid)
+
+
+# --------------------------------------------------------------------------- building
+
+
+def _block(res: WorkloadResult, doc: RunDoc, reference: str | None) -> WorkloadBlock:
+    meta = doc.workloads[res.id]
+    counted = doc.counted(res.id)
+    valid = res.validation != "miscompare"
+    order = [res.primary] + [m for m in meta.metrics
+                             if m != res.primary and m not in BUILTIN_METRICS]
+    panels: list[Panel] = []
+    for metric in [*order, "max_rss"]:
+        info = meta.metric(metric)
+        better = better_of("lower" if metric == "max_rss" else info.better)
+        bars = []
+        for row in res.rows:
+            vals = [v for s in counted if s.target == row.label
+                    if (v := s.value(metric)) is not None and math.isfinite(v)]
+            if vals:
+                lo, hi = stats.median_ci(vals)
+                bars.append(Bar(row.label, row.state, len(vals), float(np.median(vals)), lo, hi))
+            else:
+                bars.append(Bar(row.label, row.shown_state, 0, math.nan, math.nan, math.nan))
+        panels.append(Panel(metric, info.unit, better, metric == res.primary, tuple(bars)))
+
+    diffs: list[Diff] = []
+    for c in res.comparisons:
+        pct = stats.percent_better(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high, res.better)
+        diffs.append(Diff(res.id, res.primary, res.unit, res.better, True, c.a, c.b,
+                          c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high, c.p_adjusted, *pct,
+                          c.verdict.significant, c.verdict.text, valid))
+    if reference is not None:
+        for metric in order[1:]:
+            info = meta.metrics[metric]
+            for row in res.rows:
+                if row.label == reference:
+                    continue
+                d = _secondary_diff(counted, res.id, metric, info.unit, info.better, row.label,
+                                    reference, valid)
+                if d is not None:
+                    diffs.append(d)
+    return WorkloadBlock(res, reference, dict(meta.params), panels, diffs)
+
+
+def _reference_of(res: WorkloadResult) -> str | None:
+    if res.comparisons:
+        return res.comparisons[0].b
+    measured = [r.label for r in res.rows if r.n >= 2]
+    return pick_reference(measured) if measured else None
+
+
+def _set_info(rs: ResultSet) -> SetInfo:
+    doc = rs.doc
+    return SetInfo(rs.tag, rs.source, doc.run, doc.host, doc.artifacts,
+                   tuple(size_rows(doc.artifacts, doc.statuses)))
+
+
+def _sample_rows(sets: list[ResultSet], series: list[Series]) -> list[SampleRow]:
+    label = {(s.set_index, s.target): s.label for s in series}
+    return [SampleRow(rs.tag, rs.doc.run.id, rs.doc.host.hostname, rs.doc.host.kernel_bits,
+                      label.get((i, s.target), s.target), s)
+            for i, rs in enumerate(sets) for s in rs.doc.samples]
+
+
+def _counts(rows: list[SampleRow]) -> SampleCounts:
+    return SampleCounts(total=len(rows), counted=sum(1 for r in rows if r.sample.counted),
+                        warmup=sum(1 for r in rows if r.sample.warmup),
+                        failed=sum(1 for r in rows if r.sample.status != "ok"))
+
+
+def _provenance(sets: list[SetInfo], series: list[Series]) -> list[ProvenanceEntry]:
+    label = {(s.set_index, s.target): s.label for s in series}
+    return [ProvenanceEntry(a.workload, label.get((i, a.target), a.target),
+                            tuple(provenance_rows(a)))
+            for i, st in enumerate(sets) for a in st.artifacts]
+
+
+def index_of(doc: RunDoc) -> xbench.Index | None:
+    """The XBench-style index when it scores at least two workloads."""
+    index = xbench.xbench_index(doc)
+    return index if len({t.workload for t in index.tests}) >= 2 else None
+
+
+def from_run(doc: RunDoc, source: str = "", heading: str | None = None) -> Report:
+    """The report of one run."""
+    results = analyse(doc)
+    blocks = [_block(r, doc, _reference_of(r)) for r in results]
+    for b in blocks:
+        b.notes = doc.workload_warnings(b.result.id)
+        o = doc.outcomes.get(b.result.id)
+        if o:
+            b.stop = [("", o.text())]
+    rs = ResultSet(doc, source or f"run {doc.run.id}")
+    series = single_series(doc)
+    curves = footprint.series(doc)
+    sets = [_set_info(rs)]
+    rows = _sample_rows([rs], series)
+    return Report(
+        kind="run", title=f"abibench run {doc.run.id}",
+        heading=heading or f"run {doc.run.id} ({doc.run.status})", sets=sets,
+        series=series, workloads=blocks, suites=suite_summary(results),
+        warnings=doc.run_warnings(), samples=rows, counts=_counts(rows),
+        context=context_rows(sets), provenance=_provenance(sets, series), generated=_now(),
+        footprint_series=curves, footprint_diffs=footprint.differences(curves),
+        index=index_of(doc))
+
+
+def from_sets(sets: list[ResultSet], baseline: str | None = None,
+              tags: list[str] | None = None) -> Report:
+    """One report over several result sets (an N-way comparison), or of one run."""
+    if len(sets) == 1:
+        if baseline:
+            raise UsageError("--baseline needs two or more result sets; a single run is "
+                             "always compared with its 64-bit ABI")
+        return from_run(sets[0].doc, sets[0].source)
+    merged = merge(sets, baseline, tags)
+    tagged = [ResultSet(rs.doc, rs.source, tag) for rs, tag in zip(sets, merged.tags, strict=True)]
+    results = analyse(merged.doc, merged.references)
+    order = {s.label: i for i, s in enumerate(merged.series)}
+    blocks = []
+    for res in results:
+        res.rows.sort(key=lambda r: order.get(r.label, len(order)))
+        blk = _block(res, merged.doc, merged.references.get(res.id))
+        blk.notes = merged.doc.workload_warnings(res.id)
+        for rs in tagged:
+            o = rs.doc.outcomes.get(res.id)
+            if o:
+                blk.stop.append((rs.tag, o.text()))
+        blocks.append(blk)
+    infos = [_set_info(rs) for rs in tagged]
+    rows = _sample_rows(tagged, merged.series)
+    n = len(sets)
+    return Report(
+        kind="comparison", title=f"abibench comparison of {n} result sets",
+        heading=f"abibench comparison of {n} result sets", sets=infos, series=merged.series,
+        workloads=blocks, suites=suite_summary(results),
+        warnings=merged.doc.run_warnings() + merged.warnings, samples=rows,
+        counts=_counts(rows), context=context_rows(infos),
+        provenance=_provenance(infos, merged.series), generated=_now())
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")

@@ -1,0 +1,264 @@
+"""From a run's stored samples to per-workload results: summaries, ratios, verdicts, validation.
+
+Works on the versioned run document (store.load_run or an imported JSON file), so every report is
+computed from what was stored, never from state that only lived in the measuring process.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from .. import stats
+from ..records import (
+    Artifact,
+    Better,
+    RunDoc,
+    Sample,
+    better_of,
+    pick_reference,
+)
+
+
+@dataclass(frozen=True)
+class TargetRow:
+    label: str
+    state: str  # ok | failed | timeout | not built | not run
+    reason: str | None
+    n: int = 0
+    summary: stats.Summary | None = None  # of the primary metric, counted samples only
+    rss_kb: float | None = None  # median peak RSS
+    size: int | None = None  # bytes of the main artifact
+    text: int | None = None
+    data: int | None = None
+    bss: int | None = None
+    stripped: int | None = None
+    outliers: int = 0
+    instructions: int | None = None  # from one run under valgrind, when --counters asked
+
+    @property
+    def shown_state(self) -> str:
+        """The state in words; "ok" without a single counted sample says so."""
+        if self.state == "ok" and self.n == 0:
+            return "no samples"
+        return self.state
+
+
+@dataclass(frozen=True)
+class PairVerdict:
+    """One target against the reference on one metric: the ratio, its verdict and p-value."""
+
+    metric: str
+    a: str
+    b: str
+    ratio: stats.Ratio
+    verdict: stats.Verdict
+    p_adjusted: float
+    values_a: tuple[float, ...] = ()
+    values_b: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class SuiteSummary:
+    """Geometric mean over workloads of a's cost relative to b (> 1: b is better overall)."""
+
+    a: str
+    b: str
+    geomean: stats.GeoMean
+    workloads: tuple[str, ...]
+    excluded: tuple[str, ...]  # miscompared workloads: never averaged in
+    text: str
+
+
+@dataclass
+class WorkloadResult:
+    id: str
+    title: str
+    primary: str
+    unit: str
+    better: Better
+    rows: list[TargetRow]
+    comparisons: list[PairVerdict] = field(default_factory=list)
+    memory: list[PairVerdict] = field(default_factory=list)
+    validation: str = "unchecked"  # ok | miscompare | unchecked
+    validation_detail: str = ""
+    stop_reason: str = ""
+    warnings: list[str] = field(default_factory=list)
+    provenance: list[str] = field(default_factory=list)  # e.g. the Debian versions compared
+
+
+def validate_outputs(samples: Sequence[Sample], labels: Sequence[str]) -> tuple[str, str]:
+    """ok, miscompare or unchecked, and the detail: every ok sample's check value compared."""
+    checks: dict[str, set[str]] = {}
+    for s in samples:
+        if s.status == "ok" and s.check is not None:
+            checks.setdefault(s.target, set()).add(s.check)
+    if not checks:
+        return "unchecked", "no validation value (the profile has no [validate])"
+    for t, values in checks.items():
+        if len(values) > 1:
+            return "miscompare", f"{t} gave {len(values)} different outputs across its own runs"
+    distinct = {t: next(iter(v)) for t, v in checks.items()}
+    if len(set(distinct.values())) > 1:
+        shown = ", ".join(f"{t}={v[:24]}" for t, v in distinct.items())
+        return "miscompare", f"outputs differ between ABIs: {shown}"
+    missing = [t for t in labels if t not in checks]
+    detail = f"identical on {', '.join(sorted(checks))}"
+    return "ok", detail + (f" (not checked: {', '.join(missing)})" if missing else "")
+
+
+def debian_versions(artifacts: Sequence[Artifact]) -> tuple[list[str], list[str]]:
+    """What Debian's builds of one workload were: the package versions per target, and whether
+    the closures were identical; allowed version skew comes back as warnings."""
+    debs = [a for a in artifacts if a.debian_packages]
+    if not debs:
+        return [], []
+    notes, warnings = [], []
+    versions = {a.target: a.debian_packages or {} for a in debs}
+    distinct = {json.dumps(v, sort_keys=True) for v in versions.values()}
+    if len(distinct) == 1:
+        pkgs = ", ".join(f"{k} {v}" for k, v in sorted((debs[0].debian_packages or {}).items()))
+        notes.append(f"Debian packages: {pkgs} on {', '.join(versions)}")
+    else:
+        for target, v in versions.items():
+            notes.append(f"Debian packages on {target}: "
+                         + ", ".join(f"{k} {ver}" for k, ver in sorted(v.items())))
+    closures = [a.debian_closure or {} for a in debs]
+    names = set.intersection(*(set(c) for c in closures))
+    differ = sorted(n for n in names if len({c[n] for c in closures}) > 1)
+    sizes = "/".join(str(len(c)) for c in closures)
+    notes.append(f"dependency closure: {sizes} packages, "
+                 + ("every shared package at the same version" if not differ
+                    else f"{len(differ)} at different versions: {', '.join(differ)}"))
+    for skew in sorted({s for a in debs for s in a.version_skew}):
+        warnings.append(f"version skew allowed (--allow-version-skew): {skew}")
+    return notes, warnings
+
+
+def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[WorkloadResult]:
+    """Every workload's results; `references` names the reference target per workload (a
+    merged comparison decides it), else it is the 64-bit ABI."""
+    results: list[WorkloadResult] = []
+    for wid, meta in doc.workloads.items():
+        primary = meta.primary_metric
+        counted = doc.counted(wid)
+        counts = doc.instructions(wid)
+        labels = list(meta.targets)
+        rows: list[TargetRow] = []
+        for label in labels:
+            st = doc.status_of(wid, label)
+            state, reason = (st.state, st.reason) if st else ("ok", None)
+            art = doc.artifact_of(wid, label)
+            sizes = art.main_sizes() if art else {}
+            mine = [s for s in counted if s.target == label]
+            values = [v for s in mine if (v := s.value(meta.primary)) is not None]
+            rss = [float(s.max_rss_kb) for s in mine]
+            summary = stats.summarize(values) if values else None
+            rows.append(TargetRow(
+                label=label, state=state, reason=reason, n=len(values), summary=summary,
+                rss_kb=stats.summarize(rss).median if rss else None,
+                size=sizes.get("file"), text=sizes.get("text"), data=sizes.get("data"),
+                bss=sizes.get("bss"), stripped=sizes.get("stripped"),
+                outliers=sum(stats.outliers(values)) if len(values) >= 5 else 0,
+                instructions=counts.get(label)))
+        res = WorkloadResult(id=wid, title=meta.title or wid, primary=meta.primary,
+                             unit=primary.unit, better=primary.better, rows=rows,
+                             stop_reason=doc.outcomes[wid].text() if wid in doc.outcomes else "")
+        res.warnings.extend(_sample_warnings(rows, counted, res.stop_reason))
+        notes, skew = debian_versions([a for a in doc.artifacts if a.workload == wid])
+        res.provenance.extend(notes)
+        res.warnings.extend(skew)
+        res.validation, res.validation_detail = validate_outputs(doc.of_workload(wid), labels)
+        measured = [r.label for r in rows if r.n >= 2]
+        if len(measured) >= 2:
+            wanted = (references or {}).get(wid)
+            ref = wanted if wanted in measured else pick_reference(measured)
+            for other in measured:
+                if other == ref:
+                    continue
+                # Memory is a reduction ("30% smaller" = 0.70x), time a speed-up.
+                for metric, better, words, reduction, bucket in (
+                        (meta.primary, primary.better, ("faster", "slower"), False,
+                         res.comparisons),
+                        ("max_rss", better_of("lower"), ("smaller", "larger"), True, res.memory)):
+                    pair = doc.paired(wid, metric, other, ref)
+                    try:
+                        ratio = stats.compare(pair.a, pair.b, paired=pair.paired)
+                    except ValueError as exc:
+                        res.warnings.append(f"{metric} {other} vs {ref}: {exc}")
+                        continue
+                    bucket.append(PairVerdict(metric, other, ref, ratio,
+                                              stats.verdict(ratio, better=better, name_a=other,
+                                                            name_b=ref, words=words,
+                                                            as_reduction=reduction),
+                                              ratio.p_value, pair.a, pair.b))
+        results.append(res)
+    _apply_holm(results)
+    return results
+
+
+SHORT_SAMPLE_S = 0.005  # below this, timer resolution and spawn cost are a visible share
+HIGH_CV = 0.10
+
+
+def _sample_warnings(rows: list[TargetRow], counted: list[Sample],
+                     stop_reason: str) -> list[str]:
+    out = []
+    for row in rows:
+        walls = [s.wall_s for s in counted if s.target == row.label]
+        if walls and stats.summarize(walls).median < SHORT_SAMPLE_S:
+            out.append(f"{row.label}: samples take under 5 ms: spawn cost and timer resolution "
+                       "are part of what is measured; give the workload more work")
+        if row.summary and row.summary.n >= 3 and row.summary.cv == row.summary.cv \
+                and abs(row.summary.cv) > HIGH_CV:
+            out.append(f"{row.label}: coefficient of variation {abs(row.summary.cv) * 100:.0f}% "
+                       "> 10%: a noisy machine or workload; more rounds narrow the CI")
+    if stop_reason.startswith(("time budget", "max ")):
+        out.append(f"stopped by budget before reaching the asked precision ({stop_reason})")
+    return out
+
+
+def _apply_holm(results: list[WorkloadResult]) -> None:
+    """Adjust p-values across all primary comparisons of the run and redo their verdicts."""
+    comps = [(r, i) for r in results for i in range(len(r.comparisons))]
+    if not comps:
+        return
+    adjusted = stats.holm([r.comparisons[i].ratio.p_value for r, i in comps])
+    for (r, i), p in zip(comps, adjusted, strict=True):
+        c = r.comparisons[i]
+        v = stats.verdict(c.ratio, better=better_of(r.better), name_a=c.a, name_b=c.b,
+                          p_adjusted=p)
+        r.comparisons[i] = PairVerdict(c.metric, c.a, c.b, c.ratio, v, p, c.values_a, c.values_b)
+
+
+def suite_summary(results: list[WorkloadResult]) -> list[SuiteSummary]:
+    """One geometric mean per ABI pair over the primary metrics of every valid workload."""
+    pairs: dict[tuple[str, str], list[tuple[WorkloadResult, PairVerdict]]] = {}
+    for r in results:
+        for c in r.comparisons:
+            pairs.setdefault((c.a, c.b), []).append((r, c))
+    out = []
+    for (a, b), items in pairs.items():
+        valid = [(r, c) for r, c in items if r.validation != "miscompare"]
+        excluded = tuple(r.id for r, _ in items if r.validation == "miscompare")
+        if not valid:
+            continue
+        gm = stats.geomean_ratio(
+            [(c.values_a, c.values_b, c.ratio.paired) for _, c in valid],
+            better=[better_of(r.better) for r, _ in valid])
+        out.append(SuiteSummary(a, b, gm, tuple(r.id for r, _ in valid), excluded,
+                                _suite_text(a, b, gm)))
+    return out
+
+
+def _suite_text(a: str, b: str, gm: stats.GeoMean) -> str:
+    # gm is a's cost relative to b: > 1 means b is better.
+    if math.isnan(gm.ci_low) or gm.ci_low <= 1.0 <= gm.ci_high:
+        return "no significant difference overall"
+    if gm.value > 1:
+        return (f"{b} is {(gm.value - 1) * 100:.1f}% faster overall "
+                f"[{(gm.ci_low - 1) * 100:.1f}%, {(gm.ci_high - 1) * 100:.1f}%]")
+    return (f"{a} is {(1 / gm.value - 1) * 100:.1f}% faster overall "
+            f"[{(1 / gm.ci_high - 1) * 100:.1f}%, {(1 / gm.ci_low - 1) * 100:.1f}%]")

@@ -1,0 +1,74 @@
+"""The size factor (seed 000): every artifact's file, text, data, bss and stripped size per ABI,
+and how much larger the 64-bit build is. Pure functions of a run document."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..records import REFERENCE_ABIS, Artifact, TargetStatus, abi_of
+
+
+@dataclass(frozen=True)
+class SizeRow:
+    workloads: tuple[str, ...]  # every workload of the run that used this very build
+    artifact: str
+    target: str
+    state: str  # ok | not run | failed ... (x32 is built and sized but not run here)
+    file: int | None
+    text: int | None
+    data: int | None
+    bss: int | None
+    stripped: int | None
+    reference: str | None  # the 64-bit target it is compared with
+    # how much larger the 64-bit build is than this one, in percent (seed 000's "% larger")
+    file_larger_pct: float | None
+    stripped_larger_pct: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _pct(ref: int | None, this: int | None) -> float | None:
+    if not ref or not this:
+        return None
+    return round(100.0 * (ref / this - 1.0), 2)
+
+
+def size_rows(artifacts: Sequence[Artifact],
+              statuses: Sequence[TargetStatus] = ()) -> list[SizeRow]:
+    """One row per (build, artifact file, target), builds shared by workloads listed once."""
+    states = {(s.workload, s.target): s.state for s in statuses}
+    by_workload: dict[str, list[Artifact]] = {}
+    for a in artifacts:
+        if a.sizes:
+            by_workload.setdefault(a.workload, []).append(a)
+    groups: dict[tuple[str, ...], list[str]] = {}
+    arts_of: dict[tuple[str, ...], list[Artifact]] = {}
+    for wid, arts in by_workload.items():
+        key = tuple(sorted(f"{a.target}:{a.bin_dir}" for a in arts))
+        groups.setdefault(key, []).append(wid)
+        arts_of.setdefault(key, arts)
+    rows: list[SizeRow] = []
+    for key, wids in groups.items():
+        arts = arts_of[key]
+        names = list(dict.fromkeys(n for a in arts for n in a.sizes))
+        for name in names:
+            per_target = {a.target: a.sizes.get(name) or {} for a in arts}
+            for a in arts:
+                label = a.target
+                sz = per_target[label]
+                suffix = label[len(abi_of(label)):]
+                ref = next((r + suffix for r in REFERENCE_ABIS if r + suffix in per_target),
+                           None)
+                ref_sz = per_target.get(ref, {}) if ref and ref != label else {}
+                rows.append(SizeRow(
+                    workloads=tuple(wids), artifact=name, target=label,
+                    state=states.get((wids[0], label), "ok"),
+                    file=sz.get("file"), text=sz.get("text"), data=sz.get("data"),
+                    bss=sz.get("bss"), stripped=sz.get("stripped"),
+                    reference=ref if ref != label else None,
+                    file_larger_pct=_pct(ref_sz.get("file"), sz.get("file")),
+                    stripped_larger_pct=_pct(ref_sz.get("stripped"), sz.get("stripped"))))
+    return rows

@@ -1,0 +1,212 @@
+"""Debian's per-arch .debs downloaded in one batch and unpacked into one sysroot per arch.
+
+``dpkg -x`` of each .deb into a staging directory, a few fix-ups (a minimal /etc/passwd, mount
+points), then an atomic rename into the sysroot cache, keyed by (packages, versions, arch).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ..abi import Abi
+from ..errors import HostError
+from .apt import GNU_TRIPLETS, SUPPORTED_ARCHES, AptSource, PackageError, apt_env
+from .resolve import RECIPE_VERSION, Closure, Pinned, resolve_cached
+
+WORK_DIR = "/abibench"  # scratch directories inside a sysroot live under this path
+
+
+def pool_dir(cache_root: Path) -> Path:
+    return cache_root / "debian" / "debs"
+
+
+def download(pins: Iterable[Pinned], cache_root: Path) -> list[Path]:
+    """Fetch the .debs the pool lacks with ONE apt-get download call; return every path."""
+    pool = pool_dir(cache_root)
+    pool.mkdir(parents=True, exist_ok=True)
+    wanted = sorted(set(pins), key=lambda p: (p.name, p.arch))
+    missing = [p for p in wanted if not (pool / p.filename).is_file()]
+    if missing:
+        exe = shutil.which("apt-get")
+        if exe is None:
+            raise HostError("apt-get not found: Debian provenance needs a Debian host with apt")
+        with tempfile.TemporaryDirectory(prefix=".dl-", dir=pool) as tmp:
+            os.chmod(tmp, 0o755)  # apt's unprivileged _apt user writes here when it can
+            proc = subprocess.run([exe, "download", "-q", *(p.spec() for p in missing)],
+                                  cwd=tmp, capture_output=True, text=True, env=apt_env(),
+                                  check=False)
+            errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("E:")]
+            if proc.returncode != 0:
+                raise PackageError(
+                    f"apt-get download failed for {len(missing)} package(s): "
+                    f"{' '.join(errors)[:400] or proc.stderr.strip()[:400]}; run apt-get update "
+                    "and try again")
+            for p in missing:
+                src = Path(tmp) / p.filename
+                if not src.is_file():
+                    raise PackageError(f"apt-get download did not produce {p.filename} for "
+                                       f"{p.spec()}; run apt-get update and try again")
+                os.replace(src, pool / p.filename)
+    return [pool / p.filename for p in wanted]
+
+
+@dataclass(frozen=True)
+class Sysroot:
+    """An unpacked, self-contained root filesystem of one Debian architecture."""
+
+    path: Path
+    arch: str
+    pins: tuple[Pinned, ...]
+    key: str
+    cached: bool = False
+    skew: tuple[str, ...] = ()
+
+    @property
+    def triplet(self) -> str:
+        return GNU_TRIPLETS[self.arch]
+
+    def host_path(self, inner: str) -> Path:
+        """Where a path seen inside the sysroot is on the host."""
+        return self.path / inner.lstrip("/")
+
+    def versions(self) -> dict[str, str]:
+        return {p.name: p.version for p in self.pins}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": str(self.path), "arch": self.arch, "key": self.key,
+                "pins": [asdict(p) for p in self.pins], "skew": list(self.skew)}
+
+
+def sysroot_key(pins: Iterable[Pinned], arch: str) -> str:
+    doc = {"v": RECIPE_VERSION, "arch": arch,
+           "pins": sorted((p.name, p.version, p.arch) for p in pins)}
+    return hashlib.sha256(json.dumps(doc).encode()).hexdigest()[:16]
+
+
+_PASSWD = "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+_GROUP = "root:x:0:\nnogroup:x:65534:\n"
+_DEVICES = {"null": 3, "zero": 5, "full": 7, "random": 8, "urandom": 9}
+
+
+def _fixups(root: Path) -> None:
+    """What dpkg's maintainer scripts would have created and a program expects to find."""
+    etc = root / "etc"
+    etc.mkdir(exist_ok=True)
+    for name, text in (("passwd", _PASSWD), ("group", _GROUP),
+                       ("hosts", "127.0.0.1 localhost\n::1 localhost\n")):
+        if not (etc / name).exists():
+            (etc / name).write_text(text)
+    for d in ("proc", "dev", "sys", "tmp", "run", "root", WORK_DIR.strip("/")):
+        (root / d).mkdir(exist_ok=True)
+    os.chmod(root / "tmp", 0o1777)
+    os.chmod(root / WORK_DIR.strip("/"), 0o1777)
+    if os.geteuid() == 0:
+        # chroot gives the program no /dev of its own: the few character devices everyone uses.
+        for name, minor in _DEVICES.items():
+            node = root / "dev" / name
+            if not node.exists():
+                with contextlib.suppress(OSError):
+                    os.mknod(node, 0o20666, os.makedev(1, minor))
+                    os.chmod(node, 0o666)
+
+
+def unpack(debs: Sequence[Path], dest: Path) -> None:
+    """`dpkg -x` every .deb into dest (maintainer scripts are not run)."""
+    exe = shutil.which("dpkg")
+    if exe is None:
+        raise HostError("dpkg not found: Debian provenance needs a Debian host")
+    for deb in debs:
+        proc = subprocess.run([exe, "-x", str(deb), str(dest)], capture_output=True, text=True,
+                              check=False)
+        if proc.returncode != 0:
+            raise PackageError(f"dpkg -x {deb.name} failed: {proc.stderr.strip()[:300]}; delete "
+                               f"{deb} and try again")
+
+
+def sysroot_for(closure: Closure, arch: str, cache_root: Path) -> Sysroot:
+    """The sysroot of one architecture of a closure: from the cache, or downloaded and unpacked."""
+    pins = closure.per_arch[arch]
+    key = sysroot_key(pins, arch)
+    final = cache_root / "debian" / "sysroots" / f"{arch}-{key}"
+    manifest = final / "abibench-sysroot.json"
+    if manifest.is_file():
+        return Sysroot(final, arch, pins, key, cached=True, skew=closure.skew)
+    debs = download(pins, cache_root)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{arch}-", dir=final.parent))
+    try:
+        unpack(debs, staging)
+        _fixups(staging)
+        loader = staging / "lib" / GNU_TRIPLETS[arch]
+        if not any(loader.glob("ld-linux*.so*")):
+            raise PackageError(f"the {arch} sysroot has no dynamic loader in {loader}: is libc6 "
+                               "missing from the closure?")
+        sysroot = Sysroot(final, arch, pins, key, skew=closure.skew)
+        (staging / "abibench-sysroot.json").write_text(json.dumps(sysroot.to_dict(), indent=1))
+        os.chmod(staging, 0o755)
+        try:
+            os.rename(staging, final)
+        except OSError:
+            # Another abibench process finished the same sysroot first; theirs is as good.
+            shutil.rmtree(staging, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return sysroot
+
+
+def prepare(packages: Sequence[str], arches: Sequence[str], cache_root: Path, *,
+            allow_skew: bool = False, apt: AptSource | None = None) -> dict[str, Sysroot]:
+    """Resolve, download (one batch) and unpack: {arch: Sysroot}. Not to be run beside samples."""
+    closure = resolve_cached(packages, arches, cache_root, allow_skew=allow_skew, apt=apt)
+    missing = [p for a in arches for p in closure.per_arch[a]
+               if not (cache_root / "debian" / "sysroots" /
+                       f"{a}-{sysroot_key(closure.per_arch[a], a)}").is_dir()]
+    if missing:
+        download(missing, cache_root)  # one batch for every arch
+    return {a: sysroot_for(closure, a, cache_root) for a in arches}
+
+
+def debian_arch(abi: Abi) -> str:
+    if abi.debian_arch not in SUPPORTED_ARCHES:
+        raise PackageError(f"ABI {abi.name} has no Debian architecture with binary packages "
+                           f"(Debian's {abi.debian_arch} is not in its archive): drop it from "
+                           "--abi for --provenance debian")
+    return abi.debian_arch
+
+
+def resolve_inside(root: Path, inner: str, hops: int = 40) -> Path:
+    """The host path of `inner` with symlinks followed as the sysroot sees them (absolute links
+    point into the sysroot, not at the host)."""
+    parts = [p for p in inner.split("/") if p]
+    done: list[str] = []
+    while parts:
+        part = parts.pop(0)
+        if part == "..":
+            if done:
+                done.pop()
+            continue
+        if part == ".":
+            continue
+        here = root.joinpath(*done, part)
+        if here.is_symlink():
+            hops -= 1
+            if hops < 0:
+                raise PackageError(f"too many symbolic links resolving {inner} in {root}")
+            target = os.readlink(here)
+            if target.startswith("/"):
+                done = []
+            parts = [p for p in target.split("/") if p] + parts
+            continue
+        done.append(part)
+    return root.joinpath(*done)

@@ -1,0 +1,85 @@
+"""The report as JSON: the same numbers as every other format, NaN written as null."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from ..analyse.report import Report, WorkloadBlock
+from ..records import JSON, JSONDict
+
+REPORT_FORMAT = "abibench-report"
+REPORT_VERSION = 1
+
+
+def _clean(value: object) -> JSON:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    if value is None or isinstance(value, str | int | bool):
+        return value
+    return str(value)
+
+
+def to_json(report: Report) -> JSONDict:
+    out: dict[str, object] = {
+        "format": REPORT_FORMAT, "version": REPORT_VERSION, "kind": report.kind,
+        "title": report.title, "generated": report.generated, "tool_version": report.tool_version,
+        "sets": [{"tag": s.tag, "source": s.source, "run_id": s.run.id,
+                  "started": s.run.started, "status": s.run.status,
+                  "host": s.host.to_dict()} for s in report.sets],
+        "series": [{"label": s.label, "set": s.tag, "target": s.target, "abi": s.abi,
+                    "host": s.host, "kernel_bits": s.kernel_bits} for s in report.series],
+        "context": [{"label": r.label, "values": list(r.values)} for r in report.context],
+        # seed 000's size factor: every artifact per ABI, % the 64-bit build is larger
+        "sizes": [{"set": s.tag, **r.to_dict()} for s in report.sets for r in s.sizes],
+        "suite": [{"a": sm.a, "b": sm.b, "geomean": sm.geomean.value,
+                   "ci_low": sm.geomean.ci_low, "ci_high": sm.geomean.ci_high,
+                   "workloads": list(sm.workloads), "excluded": list(sm.excluded),
+                   "verdict": sm.text} for sm in report.suites],
+        "warnings": report.warnings,
+        "workloads": [_workload(b) for b in report.workloads],
+        "samples": [r.to_dict() for r in report.samples],
+    }
+    cleaned = _clean(out)
+    assert isinstance(cleaned, dict)
+    return cleaned
+
+
+def _workload(b: WorkloadBlock) -> dict[str, object]:
+    return {
+        "id": b.result.id, "title": b.result.title, "primary": b.result.primary,
+        "unit": b.result.unit, "better": b.result.better, "reference": b.reference,
+        "params": b.params, "validation": b.result.validation,
+        "validation_detail": b.result.validation_detail,
+        "stop": [{"set": t, "reason": r} for t, r in b.stop],
+        "warnings": b.result.warnings + b.notes,
+        "provenance": list(b.result.provenance),
+        "targets": [{"label": r.label, "state": r.state, "reason": r.reason, "n": r.n,
+                     "summary": r.summary.to_dict() if r.summary else None, "outliers": r.outliers,
+                     "peak_rss_kb": r.rss_kb, "file": r.size, "text": r.text,
+                     "data": r.data, "bss": r.bss, "stripped": r.stripped,
+                     "instructions": r.instructions} for r in b.result.rows],
+        "comparisons": [{
+            "metric": d.metric, "unit": d.unit, "better": d.better, "primary": d.primary,
+            "a": d.label, "b": d.reference, "ratio": d.ratio, "ci_low": d.ci_low,
+            "ci_high": d.ci_high, "p_value": d.p_value,
+            "p_adjustment": "holm" if d.primary else "none", "percent_better": d.percent,
+            "percent_low": d.pct_low, "percent_high": d.pct_high,
+            "significant": d.significant, "verdict": d.verdict, "valid": d.valid}
+            for d in b.diffs],
+        "memory": [{"a": c.a, "b": c.b, "ratio": c.ratio.ratio, "ci_low": c.ratio.ci_low,
+                    "ci_high": c.ratio.ci_high, "p_value": c.ratio.p_value,
+                    "verdict": c.verdict.text} for c in b.result.memory],
+        "charts": [{"metric": p.metric, "unit": p.unit, "better": p.better,
+                    "bars": [{"label": x.label, "state": x.state, "n": x.n,
+                              "median": x.median, "ci_low": x.low, "ci_high": x.high}
+                             for x in p.bars]} for p in b.panels],
+    }
+
+
+def render(report: Report) -> str:
+    return json.dumps(to_json(report), indent=1, allow_nan=False, default=str) + "\n"

@@ -1,0 +1,157 @@
+"""Where one target's samples run: on the host, or inside a Debian sysroot, with a server or not.
+
+The schedule asks a Placement for the argv, environment, working directory and placeholder
+values of each sample; a Placement of provenance "debian" wraps the program in chroot/bwrap,
+puts {work} and the inputs inside the sysroot (paths as the program sees them), and for a
+[server] workload starts the target's server around every sample and reports its peak RSS.
+Everything a Placement starts or creates is closed by the ExitStack it is given.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..obtain.sysroot import Sysroot, debian_arch
+from ..paths import MICRO_DIR
+from ..records import Artifact, Target
+from ..workloads.profile import Workload, substitute
+from .sandbox import SysrootRunner
+from .servers import LOOPBACK, MariaDBDatadir, MariaDBServer, ServerError
+
+
+@dataclass
+class ServerRun:
+    """What a sample learns from the server it ran against."""
+
+    port: int = 0
+    peak_rss_kb: int | None = None
+
+
+@dataclass
+class Placement:
+    wl: Workload
+    target: Target
+    art: Artifact
+    work: Path  # on the host
+    inner_work: str  # as the program sees it
+    inputs: dict[str, Path]  # on the host
+    inner_inputs: dict[str, str]
+    runner: SysrootRunner | None = None
+    datadir: MariaDBDatadir | None = None
+    stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+
+    @staticmethod
+    def create(wl: Workload, target: Target, art: Artifact, tmp: Path, inputs: dict[str, Path],
+               stack: contextlib.ExitStack) -> Placement:
+        label = target.label.replace("/", "_")
+        if art.sysroot is None:
+            work = tmp / label
+            work.mkdir(exist_ok=True)
+            return Placement(wl, target, art, work, str(work), inputs,
+                             {k: str(v) for k, v in inputs.items()}, stack=stack)
+        root = Sysroot(Path(art.sysroot), debian_arch(target.abi), (), art.cache_key)
+        runner = SysrootRunner(root)
+        work, inner = stack.enter_context(runner.scratch(f"{wl.base_id or wl.id}-{label}"))
+        inner_inputs: dict[str, str] = {}
+        for name, path in inputs.items():
+            # The program sees only the sysroot: link (or copy) each input into its scratch.
+            dest = work / f"input-{name}{''.join(path.suffixes)}"
+            try:
+                os.link(path, dest)
+            except OSError:
+                shutil.copyfile(path, dest)
+            inner_inputs[name] = f"{inner}/{dest.name}"
+        return Placement(wl, target, art, work, inner, inputs, inner_inputs, runner, stack=stack)
+
+    @property
+    def in_sysroot(self) -> bool:
+        return self.runner is not None
+
+    def _base(self) -> dict[str, str]:
+        return {"abi": self.target.abi.name, "micro": str(MICRO_DIR),
+                "profile_dir": str(self.wl.path.parent), **self.wl.params,
+                "host": LOOPBACK}
+
+    def values(self, server: ServerRun | None = None) -> dict[str, str]:
+        """Placeholders for [run] command: paths as the program sees them."""
+        if self.wl.server is not None:  # the command is the host's client
+            return self.host_values(server)
+        return {**self._base(), "bin": self.art.bin_dir, "work": self.inner_work,
+                **self.inner_inputs, "port": str(server.port if server else 0)}
+
+    def host_values(self, server: ServerRun | None = None) -> dict[str, str]:
+        """Placeholders for what runs or is read on the host: setup, stdin, validated files."""
+        bin_dir = self.art.bin_dir
+        if self.runner is not None:
+            bin_dir = str(self.runner.sysroot.host_path(self.art.bin_dir))
+        return {**self._base(), "bin": bin_dir, "work": str(self.work),
+                **{k: str(v) for k, v in self.inputs.items()},
+                "port": str(server.port if server else 0)}
+
+    def argv(self, argv: list[str]) -> list[str]:
+        if self.runner is None or self.wl.server is not None:
+            return argv
+        return self.runner.wrap(argv)
+
+    def env(self, base: dict[str, str], pad: str) -> dict[str, str]:
+        if self.runner is None or self.wl.server is not None:
+            return {**base, "ABIBENCH_PAD": pad}
+        return self.runner.env({"ABIBENCH_PAD": pad})
+
+    # -- servers ---------------------------------------------------------------------------
+
+    def prepare_server(self, timeout_s: float) -> str | None:
+        """Initialise the target's datadir and run [server] prepare once; the error or None."""
+        spec = self.wl.server
+        if spec is None:
+            return None
+        if self.runner is None:
+            return "[server] workloads run their server from a Debian sysroot: use --provenance debian"
+        try:
+            self.datadir = self.stack.enter_context(
+                MariaDBDatadir(self.runner, options=spec.options))
+            if spec.prepare:
+                with self.server() as srv:
+                    return self._client(spec.prepare, srv, timeout_s, "prepare")
+        except ServerError as exc:
+            return str(exc)
+        return None
+
+    @contextlib.contextmanager
+    def server(self) -> Iterator[ServerRun]:
+        """The target's server for one sample (nothing for other workloads); stopped by PID."""
+        if self.datadir is None:
+            yield ServerRun()
+            return
+        run = ServerRun()
+        with MariaDBServer(self.datadir) as srv:
+            run.port = srv.port
+            yield run
+            run.peak_rss_kb = srv.peak_rss_kb()
+
+    def warm_server(self, run: ServerRun, timeout_s: float) -> str | None:
+        spec = self.wl.server
+        if spec is None or not spec.warmup:
+            return None
+        return self._client(spec.warmup, run, timeout_s, "warm-up")
+
+    def _client(self, template: tuple[str, ...], run: ServerRun, timeout_s: float,
+                what: str) -> str | None:
+        argv = [substitute(a, self.host_values(run)) for a in template]
+        try:
+            proc = subprocess.run(argv, cwd=self.work, capture_output=True, text=True,
+                                  timeout=timeout_s, check=False)
+        except subprocess.TimeoutExpired:
+            return f"server {what} step timed out after {timeout_s:g}s"
+        except OSError as exc:
+            return f"server {what} step could not start ({argv[0]}): {exc.strerror}"
+        if proc.returncode != 0:
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [""]
+            return f"server {what} step failed (exit {proc.returncode}): {tail[0]}"
+        return None

@@ -1,0 +1,125 @@
+"""From what one execution printed to one Sample: metrics parsed, outputs checked.
+
+A sample is `ok` only when the program exited 0, every metric the profile declares was found,
+and everything the profile asks to be identical across ABIs could be read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..records import Sample
+from ..workloads.parsers import BUILTIN_PARSERS, close_enough
+from ..workloads.profile import MetricRule, Workload
+from .launcher import RawResult
+
+
+class ParseError(ValueError):
+    """The program's output lacks something the profile asks for."""
+
+
+def parse_metrics(rules: Sequence[MetricRule], stdout: str) -> dict[str, float]:
+    """Every declared metric's value in a program's output."""
+    values: dict[str, float] = {}
+    parsed: dict[str, dict[str, float]] = {}
+    for m in rules:
+        if m.builtin is not None:
+            if m.builtin not in parsed:
+                try:
+                    parsed[m.builtin] = BUILTIN_PARSERS[m.builtin](stdout)
+                except ValueError as exc:
+                    raise ParseError(f"parser '{m.builtin}': {exc}") from None
+            found_value = parsed[m.builtin].get(m.key or m.name)
+            if found_value is None:
+                raise ParseError(f"metric '{m.name}': parser '{m.builtin}' found no '{m.key}' in "
+                                 "the output")
+            values[m.name] = found_value * m.scale
+            continue
+        if m.regex is None:
+            continue
+        found = m.regex.search(stdout)
+        if not found:
+            raise ParseError(f"metric '{m.name}' not found in the output (pattern "
+                             f"{m.regex.pattern!r})")
+        try:
+            values[m.name] = float(found.group(1)) * m.scale
+        except ValueError:
+            raise ParseError(f"metric '{m.name}': {found.group(1)!r} is not a number") from None
+    return values
+
+
+def validation_value(wl: Workload, stdout: str) -> str | None:
+    """What must be equal across ABIs; None when the profile asks for no validation."""
+    if wl.stdout_match is None:
+        return None
+    found = wl.stdout_match.search(stdout)
+    if not found:
+        raise ParseError(f"validation pattern {wl.stdout_match.pattern!r} not found in the output")
+    return found.group(1)
+
+
+def file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def check_value(wl: Workload, raw: RawResult, files: list[Path],
+                close: Sequence[tuple[str, Path]] = (), refs: dict[str, bytes] | None = None,
+                ) -> str | None:
+    """Everything the profile asks to be identical across ABIs, as one comparable string.
+
+    `close` are the [validate] close files of this sample as (template, path); `refs` holds the
+    run's first output of each template (filled here on first use). An output within the
+    tolerance of that first one gets the same string; one outside it a different string.
+    """
+    parts = []
+    match = validation_value(wl, raw.stdout)
+    if match is not None:
+        parts.append(match)
+    if wl.stdout_digest:
+        parts.append(f"stdout:{raw.stdout_digest[:16]}")
+    for f in files:
+        if not f.is_file():
+            raise ParseError(f"output file {f} to validate was not written")
+        parts.append(f"{f.name}:{file_digest(f)[:16]}")
+    for template, f in close:
+        if wl.close is None or refs is None:
+            break
+        if not f.is_file():
+            raise ParseError(f"output file {f} to validate was not written")
+        data = f.read_bytes()
+        ref = refs.setdefault(template, data)
+        ok, largest, frac = close_enough(ref, data, wl.close.max_diff, wl.close.max_fraction)
+        parts.append(f"{f.name}~{hashlib.sha256(ref).hexdigest()[:16]}" if ok else
+                     f"{f.name}:{hashlib.sha256(data).hexdigest()[:16]} (differs from the run's "
+                     f"first output by up to {largest} in {frac:.2%} of bytes)")
+    return " ".join(parts) if parts else None
+
+
+def sample_from(raw: RawResult, wl: Workload, run_id: str, target: str, rnd: int, pos: int,
+                warmup: bool, started: str, pad: int, files: list[Path],
+                close: Sequence[tuple[str, Path]] = (),
+                refs: dict[str, bytes] | None = None) -> Sample:
+    status, error, metrics, check = "ok", None, {}, None
+    if raw.status == "timeout":
+        status, error = "timeout", f"timed out after {wl.timeout:g}s"
+    elif raw.status == "interrupted":
+        status, error = "interrupted", "interrupted"
+    elif not raw.ok:
+        status, error = "failed", raw.describe_failure()
+    else:
+        try:
+            metrics = parse_metrics(wl.metrics, raw.stdout)
+            check = check_value(wl, raw, files, close, refs)
+        except ParseError as exc:
+            status, error = "failed", str(exc)
+    return Sample(run_id=run_id, workload=wl.id, target=target, round=rnd, position=pos,
+                  warmup=warmup, status=status, exit_code=raw.exit_code, wall_s=raw.wall_s,
+                  user_s=raw.user_s, sys_s=raw.sys_s, max_rss_kb=raw.max_rss_kb,
+                  stdout_digest=raw.stdout_digest, check=check, metrics=metrics, error=error,
+                  started_at=started, env_pad=pad)

@@ -1,0 +1,129 @@
+"""Running a program inside a Debian sysroot, as its root filesystem.
+
+``chroot SYSROOT argv`` as root, or ``bwrap --bind SYSROOT / --proc /proc --dev /dev --tmpfs /tmp
+argv`` otherwise, so the program sees its own libc, its own loader and its own data files at
+their absolute paths (Debian's Node.js needs that).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from ..errors import HostError
+from ..obtain.sysroot import WORK_DIR, Sysroot
+
+SYSROOT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+Mode = Literal["chroot", "bwrap", "loader"]
+LOADERS = {"i386": "ld-linux.so.2", "amd64": "ld-linux-x86-64.so.2",
+           "armhf": "ld-linux-armhf.so.3", "arm64": "ld-linux-aarch64.so.1"}
+
+
+def default_mode() -> Mode:
+    forced = os.environ.get("ABIBENCH_ISOLATION", "")
+    modes: dict[str, Mode] = {"chroot": "chroot", "bwrap": "bwrap", "loader": "loader"}
+    if forced in modes:
+        return modes[forced]
+    return "chroot" if os.geteuid() == 0 else "bwrap"
+
+
+@dataclass(frozen=True)
+class SysrootRunner:
+    """Turns an argv meant for the sysroot into one that runs it there, as its root filesystem.
+
+    chroot (as root) execs the program in place, so the launcher's wait4 sees the program
+    itself; bwrap stays as a small parent of it, and wait4's rusage then still covers the
+    program (its resources are the maximum/sum over the waited-for descendants).
+    The program's working directory is / in both modes; use absolute paths under WORK_DIR.
+
+    "loader" (ABIBENCH_ISOLATION=loader) is the fallback for simple binaries: the sysroot's own
+    ld.so runs the program with the sysroot's library directories, on the host's filesystem.
+    Programs that open data at absolute paths (Debian's Node.js: /usr/share/nodejs) or exec
+    helpers escape the sysroot that way; check with foreign_mappings().
+    """
+
+    sysroot: Sysroot
+    mode: Mode = field(default_factory=default_mode)
+
+    def tool(self) -> str:
+        if self.mode == "loader":
+            # The sysroot's own loader by its real path: amd64's /lib64/ld-linux-x86-64.so.2 in
+            # the .deb is an absolute symlink, which outside the sysroot means the host's.
+            return str(self.sysroot.host_path(
+                f"/lib/{self.sysroot.triplet}/{LOADERS[self.sysroot.arch]}"))
+        exe = shutil.which("chroot" if self.mode == "chroot" else "bwrap")
+        if exe is None:
+            fix = ("apt-get install coreutils" if self.mode == "chroot"
+                   else "apt-get install bubblewrap")
+            raise HostError(f"{self.mode} not found, needed to run programs inside a sysroot: "
+                            f"{fix}")
+        if self.mode == "chroot" and os.geteuid() != 0:
+            raise HostError("chroot needs root: run as root or set ABIBENCH_ISOLATION=bwrap")
+        return exe
+
+    def wrap(self, argv: Sequence[str]) -> list[str]:
+        root = str(self.sysroot.path)
+        if self.mode == "loader":
+            # Fallback for simple binaries only: the program sees the host's filesystem, so
+            # data files at absolute paths and anything it execs escape the sysroot.
+            t = self.sysroot.triplet
+            libs = f"{root}/lib/{t}:{root}/usr/lib/{t}"
+            return [self.tool(), "--inhibit-cache", "--library-path", libs, "--argv0", argv[0],
+                    str(self.sysroot.host_path(argv[0])), *argv[1:]]
+        if self.mode == "chroot":
+            return [self.tool(), root, *argv]
+        return [self.tool(), "--bind", root, "/", "--proc", "/proc", "--dev", "/dev",
+                "--tmpfs", "/tmp", "--die-with-parent", "--chdir", "/", "--", *argv]
+
+    def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """A clean environment: nothing of the host's (LD_LIBRARY_PATH!) leaks in."""
+        return {"PATH": SYSROOT_PATH, "HOME": "/root", "LC_ALL": "C", "TZ": "UTC",
+                **(extra or {})}
+
+    @contextlib.contextmanager
+    def scratch(self, prefix: str = "work") -> Iterator[tuple[Path, str]]:
+        """A fresh directory inside the sysroot: (host path, path inside), removed afterwards."""
+        # The owner's PID in the name: what a process left behind can be told apart.
+        inner = f"{WORK_DIR}/{prefix}-p{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        host = self.sysroot.host_path(inner)
+        if self.mode == "loader":
+            inner = str(host)  # the program sees the host's filesystem
+        host.mkdir(parents=True)
+        try:
+            yield host, inner
+        finally:
+            shutil.rmtree(host, ignore_errors=True)
+
+
+def foreign_mappings(pid: int, sysroot: Path) -> list[str]:
+    """Files mapped by a process that do not come from the sysroot (must be empty).
+
+    Paths in /proc/PID/maps are as the reader sees them: a chrooted process shows host paths
+    under the sysroot; one in bwrap's mount namespace shows paths inside it, so a mapping is
+    from the sysroot when its device and inode are those of the file at the same path there.
+    """
+    out: list[str] = []
+    text = Path(f"/proc/{pid}/maps").read_text()
+    root = str(sysroot.resolve())
+    for line in text.splitlines():
+        parts = line.split(None, 5)
+        if len(parts) < 6 or not parts[5].startswith("/"):
+            continue
+        path = parts[5].removesuffix(" (deleted)")
+        if path.startswith(root + "/"):
+            continue
+        inode = int(parts[4])
+        try:
+            st = os.stat(root + path)
+        except OSError:
+            out.append(path)
+            continue
+        if st.st_ino != inode:
+            out.append(path)
+    return sorted(set(out))

@@ -1,0 +1,329 @@
+"""Real servers on loopback for a workload: MariaDB's `mariadbd` from a Debian sysroot.
+
+Rules every path follows, success, failure, timeout and Ctrl-C alike:
+- 127.0.0.1 only, on a free port, with a temporary datadir inside the sysroot;
+- the server is tracked and stopped by its PID (SIGTERM, then SIGKILL to its own process
+  group after a deadline), never by name; it also dies with us (PR_SET_PDEATHSIG);
+- the datadir is removed when the datadir's context ends.
+
+Usage::
+
+    with MariaDBDatadir(runner) as data:          # `mariadbd --bootstrap`, once per target
+        with MariaDBServer(data) as server:       # one start/stop (e.g. per sample)
+            ... client on 127.0.0.1:server.port ...
+            peak = server.peak_rss_kb()
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import FrameType, TracebackType
+
+from ..errors import EXIT_WORKLOAD, AbibenchError
+from .sandbox import SysrootRunner
+
+LOOPBACK = "127.0.0.1"
+MARIADBD = "/usr/sbin/mariadbd"
+SHARE = "/usr/share/mysql"
+# The SQL mariadb-install-db feeds to --bootstrap (it execs through the host's loader, so we
+# do its job ourselves); help tables are left out: nothing here reads them.
+BOOTSTRAP_FILES = ("mysql_system_tables.sql", "mysql_performance_tables.sql",
+                   "mysql_system_tables_data.sql", "maria_add_gis_sp_bootstrap.sql",
+                   "mysql_sys_schema.sql")
+PR_SET_PDEATHSIG = 1
+
+
+class ServerError(AbibenchError):
+    exit_code = EXIT_WORKLOAD
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on right now (the server is still checked after it binds)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((LOOPBACK, 0))
+        return int(s.getsockname()[1])
+
+
+def port_listening(port: int) -> bool:
+    """Is anything listening on 127.0.0.1:port (from /proc/net/tcp, without connecting)?"""
+    want = f"{socket.htonl(0x7F000001):08X}:{port:04X}"
+    try:
+        lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    except OSError:
+        return False
+    for line in lines:
+        parts = line.split()
+        # local address, state 0A = LISTEN; 0.0.0.0 listeners also take 127.0.0.1
+        if len(parts) > 3 and parts[3] == "0A" and parts[1].split(":")[1] == f"{port:04X}" and \
+                parts[1] in (want, f"00000000:{port:04X}"):
+            return True
+    return False
+
+
+def pid_alive(pid: int) -> bool:
+    """True while the process exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
+def peak_rss_kb(pid: int) -> int | None:
+    """VmHWM of a live process: its resident high-water mark, in KiB."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError):
+                out.extend(int(x) for x in (task / "children").read_text().split())
+    return out
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL when abibench dies, even by SIGKILL."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def _wait_for(cond: Callable[[], bool], deadline_s: float, interval: float = 0.05) -> bool:
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(interval)
+    return cond()
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While inside, SIGTERM raises KeyboardInterrupt, so `finally` blocks stop servers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class MariaDBDatadir:
+    """A temporary MariaDB datadir inside the sysroot, initialised with `mariadbd --bootstrap`."""
+
+    def __init__(self, runner: SysrootRunner, *, options: tuple[str, ...] = (),
+                 bootstrap_timeout_s: float = 300.0) -> None:
+        self.runner = runner
+        self.options = options  # extra server options, used for bootstrap and every start
+        self.bootstrap_timeout_s = bootstrap_timeout_s
+        self._scratch: contextlib.ExitStack | None = None
+        self.host_dir = Path()
+        self.inner_dir = ""
+
+    def __enter__(self) -> MariaDBDatadir:
+        stack = contextlib.ExitStack()
+        try:
+            self.host_dir, self.inner_dir = stack.enter_context(self.runner.scratch("mariadb"))
+            (self.host_dir / "data").mkdir()
+            (self.host_dir / "tmp").mkdir()
+            self._bootstrap()
+        except BaseException:
+            stack.close()
+            raise
+        self._scratch = stack
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._scratch is not None:
+            self._scratch.close()
+            self._scratch = None
+
+    def inner(self, name: str) -> str:
+        return f"{self.inner_dir}/{name}"
+
+    def base_options(self) -> list[str]:
+        opts = ["--no-defaults", f"--datadir={self.inner('data')}",
+                f"--tmpdir={self.inner('tmp')}", "--plugin-dir=/usr/lib/mysql/plugin",
+                f"--lc-messages-dir={SHARE}", f"--character-sets-dir={SHARE}/charsets"]
+        if os.geteuid() == 0:
+            opts.append("--user=root")
+        return [*opts, *self.options]
+
+    def bootstrap_sql(self) -> str:
+        share = self.runner.sysroot.host_path(SHARE)
+        parts = ["create database if not exists mysql;", "use mysql;",
+                 # no unix_socket auth: root@127.0.0.1 without password is what clients use
+                 "SET @auth_root_socket=NULL;"]
+        for name in BOOTSTRAP_FILES:
+            path = share / name
+            if not path.is_file():
+                raise ServerError(f"{path} is missing from the sysroot: is mariadb-server in "
+                                  "[debian] packages?")
+            parts.append(path.read_text())
+        parts.append("CREATE DATABASE IF NOT EXISTS sbtest;")
+        return "\n".join(parts) + "\n"
+
+    def _bootstrap(self) -> None:
+        sql = self.host_dir / "bootstrap.sql"
+        sql.write_text(self.bootstrap_sql())
+        log = self.host_dir / "bootstrap.log"
+        argv = self.runner.wrap([MARIADBD, *self.base_options(), "--bootstrap",
+                                 "--log-warnings=0", "--enforce-storage-engine=",
+                                 "--max_allowed_packet=8M", "--net_buffer_length=16K"])
+        with sql.open("rb") as stdin, log.open("wb") as out:
+            proc = subprocess.Popen(argv, stdin=stdin, stdout=out, stderr=subprocess.STDOUT,
+                                    env=self.runner.env(), start_new_session=True,
+                                    preexec_fn=_die_with_parent)
+            try:
+                rc = proc.wait(timeout=self.bootstrap_timeout_s)
+            except BaseException:
+                _kill_group(proc)
+                raise
+        if rc != 0:
+            raise ServerError(f"mariadbd --bootstrap failed ({self.runner.sysroot.arch}, exit "
+                              f"{rc}): {_last_line(log)}")
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return "(no log)"
+    errors = [ln for ln in lines if "ERROR" in ln]
+    return (errors or lines or ["(empty log)"])[-1].strip()[:300]
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the process group we created for this process, then reap it.
+
+    The group's id is our child's PID, and that PID stays ours until we reap it (a zombie keeps
+    it), so the signal can only reach what we started.
+    """
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+class MariaDBServer:
+    """One running `mariadbd` on 127.0.0.1:port, from a datadir; stopped by PID on exit."""
+
+    def __init__(self, datadir: MariaDBDatadir, *, startup_timeout_s: float = 120.0,
+                 stop_timeout_s: float = 60.0, port: int | None = None,
+                 options: tuple[str, ...] = ()) -> None:
+        self.datadir = datadir
+        self.options = options  # extra options for this start only
+        self.startup_timeout_s = startup_timeout_s
+        self.stop_timeout_s = stop_timeout_s
+        self.port = port or 0
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.pid = 0  # mariadbd's own PID (bwrap's child, when bwrap is the wrapper)
+        self.log = datadir.host_dir / "error.log"
+
+    def argv(self) -> list[str]:
+        d = self.datadir
+        return d.runner.wrap([
+            MARIADBD, *d.base_options(), f"--socket={d.inner('mysqld.sock')}",
+            f"--pid-file={d.inner('mysqld.pid')}", f"--port={self.port}",
+            f"--bind-address={LOOPBACK}", "--skip-name-resolve",
+            f"--log-error={d.inner('error.log')}", *self.options])
+
+    def __enter__(self) -> MariaDBServer:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        chosen = self.port
+        for _attempt in range(3):
+            self.port = chosen or free_port()
+            if self._start_once():
+                return
+            self.stop()
+            if chosen or "Address already in use" not in _last_line(self.log):
+                break
+        raise ServerError(f"mariadbd ({self.datadir.runner.sysroot.arch}) did not start on "
+                          f"{LOOPBACK}:{self.port}: {_last_line(self.log)}")
+
+    def _start_once(self) -> bool:
+        self.log.write_bytes(b"")
+        out = self.datadir.host_dir / "stdout.log"
+        with out.open("ab") as fh:
+            self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL, stdout=fh,
+                                         stderr=subprocess.STDOUT,
+                                         env=self.datadir.runner.env(),
+                                         start_new_session=True, preexec_fn=_die_with_parent)
+        self.pid = self.proc.pid
+        if self.datadir.runner.mode == "bwrap":
+            # bwrap stays as the parent: the server is its child.
+            proc = self.proc
+            _wait_for(lambda: bool(_children(proc.pid)) or not pid_alive(proc.pid), 10)
+            kids = _children(self.proc.pid)
+            self.pid = kids[0] if kids else self.proc.pid
+        return _wait_for(self._ready_or_dead, self.startup_timeout_s, 0.1) and self._accepts()
+
+    def _ready_or_dead(self) -> bool:
+        return self.proc is None or not pid_alive(self.proc.pid) or self._accepts()
+
+    def _accepts(self) -> bool:
+        """A connection gets MariaDB's handshake (protocol 10) from our own, live server."""
+        if self.proc is None or not pid_alive(self.pid):
+            return False
+        try:
+            with socket.create_connection((LOOPBACK, self.port), timeout=2) as s:
+                head = s.recv(5)
+        except OSError:
+            return False
+        return len(head) == 5 and head[4] == 10
+
+    def peak_rss_kb(self) -> int | None:
+        """The server's resident high-water mark so far (VmHWM from /proc/PID/status)."""
+        return peak_rss_kb(self.pid) if self.pid else None
+
+    def stop(self) -> None:
+        """SIGTERM to the server's PID, SIGKILL to its process group after the deadline."""
+        proc = self.proc
+        if proc is None:
+            return
+        try:
+            if proc.returncode is None and pid_alive(self.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.pid, signal.SIGTERM)
+                # Not proc.wait(): the PID must stay ours (unreaped) until the group is killed.
+                _wait_for(lambda: not pid_alive(proc.pid), self.stop_timeout_s, 0.05)
+        finally:
+            # Whatever happened (even a second Ctrl-C in the wait), nothing of it survives.
+            _kill_group(proc)
+            if self.pid != proc.pid:
+                _wait_for(lambda: not pid_alive(self.pid), 5)
+            self.proc = None

@@ -1,0 +1,1 @@
+"""Store: results kept durably (SQLite), and run documents exported and imported as JSON."""

@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from abibench.run.launcher import launcher, parse_result_line, run_sample
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+
+
+
+@pytest.fixture(scope="module")
+def bins(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("bins")
+    out = {}
+    for name in ("hog", "hang"):
+        exe = d / name
+        subprocess.run(["gcc", "-O2", "-o", str(exe), str(FIXTURES / f"{name}.c")], check=True)
+        out[name] = exe
+    return out
+
+
+@pytest.fixture(scope="module")
+def launch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return launcher(tmp_path_factory.mktemp("cache"))
+
+
+def test_peak_rss_is_the_program_alone(bins: dict[str, Path], launch: Path) -> None:
+    # The parent (this Python process) first grows past 300 MB, as the trap needs.
+    ballast = bytearray(320 * 1024 * 1024)
+    for i in range(0, len(ballast), 4096):
+        ballast[i] = 1
+    big = run_sample([str(bins["hog"]), "300"], cwd=Path("/tmp"), env=dict(os.environ),
+                     timeout_s=30, launch=launch)
+    small = run_sample([str(bins["hog"]), "2"], cwd=Path("/tmp"), env=dict(os.environ),
+                       timeout_s=30, launch=launch)
+    del ballast
+    assert big.ok and small.ok
+    assert 300 * 1024 <= big.max_rss_kb < 310 * 1024
+    # ~2 MB of data plus libc: well under 5 MB, nowhere near the 300+ MB seen before it.
+    assert 2 * 1024 <= small.max_rss_kb < 5 * 1024
+
+
+def test_timeout_kills_the_whole_process_group(bins: dict[str, Path], launch: Path,
+                                               tmp_path: Path) -> None:
+    pidfile = tmp_path / "pids"
+    r = run_sample([str(bins["hang"]), str(pidfile)], cwd=tmp_path, env=dict(os.environ),
+                   timeout_s=0.5, launch=launch)
+    assert r.status == "timeout"
+    assert r.wall_s >= 0.5
+    parent, child = (int(x) for x in pidfile.read_text().split())
+    assert child > 0
+    # The grandchild was in the program's group, so it is gone too (reaped by init).
+    for pid in (parent, child):
+        deadline = time.monotonic() + 5
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(pid), f"pid {pid} survived the timeout"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
+def test_exec_failure_is_reported_not_run_through_a_shell(tmp_path: Path, launch: Path) -> None:
+    src = tmp_path / "t.c"
+    src.write_text("int main(void){return 0;}\n")
+    exe = tmp_path / "x32"
+    subprocess.run(["gcc", "-mx32", "-o", str(exe), str(src)], check=True)
+    r = run_sample([str(exe)], cwd=tmp_path, env=dict(os.environ), timeout_s=5, launch=launch)
+    assert r.status == "execfail"
+    assert "Exec format error" in r.describe_failure()
+
+
+def test_stdout_digest_and_exit_code(tmp_path: Path, launch: Path) -> None:
+    r = run_sample(["/bin/sh", "-c", "echo hello; exit 3"], cwd=tmp_path, env=dict(os.environ),
+                   timeout_s=5, launch=launch)
+    assert r.status == "exited" and r.exit_code == 3 and not r.ok
+    assert r.stdout == "hello\n"
+    import hashlib
+
+    assert r.stdout_digest == hashlib.sha256(b"hello\n").hexdigest()
+
+
+def test_result_line_parsing() -> None:
+    line = ("status=exited code=0 signal=0 wall_ns=1475694 user_us=0 sys_us=1066 maxrss_kb=980 "
+            "minflt=71 majflt=1 nvcsw=3 nivcsw=1 errno=0\n")
+    r = parse_result_line(line)
+    assert r["status"] == "exited" and r["wall_ns"] == "1475694" and r["maxrss_kb"] == "980"
