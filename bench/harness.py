@@ -329,7 +329,7 @@ def part_p1(sz: Sizes, launch: Path, tmp: Path) -> dict[str, Any]:
                 batch[tool] = {"walls_s": walls, "elapsed_s": el}
             rec["batches"].append(batch)
         n = sz.p1_batches * sz.p1_k
-        r = stats.compare(ab_all, hf_all, paired=False)
+        r = stats.ratio_of(ab_all, hf_all, paired=False)
         rec["summary"] = {
             "abibench": asdict(stats.summarize(ab_all)),
             "hyperfine": asdict(stats.summarize(hf_all)),
@@ -447,7 +447,7 @@ def _p2_sequential(bins: dict[str, Path], args: list[str], n: int, spin: Path, h
 
 def _p2_summary(run: dict[str, Any], hog_split: int | None) -> dict[str, Any]:
     a, b = run["a"], run["b"]
-    r = stats.compare(a, b, paired=run["paired"])
+    r = stats.ratio_of(a, b, paired=run["paired"])
     s: dict[str, Any] = {
         "median_a_s": median(a), "median_b_s": median(b), "ratio": ratio_dict(r),
         "error": abs(r.ratio - 1.0),
@@ -514,7 +514,7 @@ def part_p2(sz: Sizes, launch: Path, tmp: Path, hog_at: float) -> dict[str, Any]
                 run["summary"] = _p2_summary(run, None)
             run["disturbance"] = m.read()
             rec[sched] = run
-            r = stats.compare(run["a"], run["b"], paired=run["paired"])
+            r = stats.ratio_of(run["a"], run["b"], paired=run["paired"])
             log(f"P2 rep {rep + 1} {sched}: ratio {fmt_ratio(r)}")
         reps.append(rec)
     summary: dict[str, Any] = {}
@@ -615,8 +615,8 @@ def _p3_abibench(wl: Workload, targets: list[tuple[Target, Artifact]], sz: Sizes
     rnds = sorted(set(by[labels[0]]) & set(by[labels[1]]))
     ref = [by[labels[0]][r] for r in rnds]
     other = [by[labels[1]][r] for r in rnds]
-    paired = stats.compare(other, ref, paired=True)
-    unpaired = stats.compare(other, ref, paired=False)
+    paired = stats.ratio_of(other, ref, paired=True)
+    unpaired = stats.ratio_of(other, ref, paired=False)
     return {
         "plan": asdict(plan), "elapsed_s": elapsed, "rounds": outcome.rounds,
         "samples_run": len(samples), "stop_reason": outcome.stop_reason,
@@ -669,7 +669,7 @@ def _p3_pts(wl: Workload, targets: list[tuple[Target, Artifact]], sz: Sizes, lau
         cvs[target.label] = cv_trace
     elapsed = time.monotonic() - t0
     labels = [t.label for t, _ in targets]
-    r = stats.compare(values[labels[1]], values[labels[0]], paired=False)
+    r = stats.ratio_of(values[labels[1]], values[labels[0]], paired=False)
     return {
         "rule": (f"per target, sequentially, no warm-up: {sz.p3_pts_runs} runs; while "
                  f"stdev(ddof=1)/mean of the primary metric >= {sz.p3_pts_threshold:.1%} and "

@@ -182,7 +182,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
     counters = counters_status()
     if args.json:
         _print_json({"abis": [s.to_dict() for s in statuses], "host": ctx.to_dict(),
-                     "counters": counters, "warnings": host.context_warnings(ctx)})
+                     "counters": counters.to_dict(), "warnings": host.context_warnings(ctx)})
         return EXIT_OK
     con = _console()
     load = ctx.load_average[0] if ctx.load_average else 0.0
@@ -198,9 +198,9 @@ def cmd_probe(args: argparse.Namespace) -> int:
         if s.reason:
             line += f" {s.reason}; fix: {s.fix}"
         con.print(line)
-    perf = counters["perf"]
-    con.print(f"instruction counts: perf {'yes' if perf['available'] else 'no (' + str(perf['reason']) + ')'}"
-              f"; valgrind {'yes' if counters['valgrind']['available'] else 'no'}")
+    perf = counters.perf
+    con.print(f"instruction counts: perf {'yes' if perf.available else f'no ({perf.reason})'}"
+              f"; valgrind {'yes' if counters.valgrind.available else 'no'}")
     for w in host.context_warnings(ctx):
         con.print(f"warning: {w}")
     return EXIT_OK

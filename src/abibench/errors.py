@@ -1,15 +1,23 @@
-"""Errors that end a command with a one-line message and a documented exit code."""
+"""Errors that end a command with a one-line message and a documented exit code.
+
+The message of every error names the thing that is wrong and the fix, in one line; the CLI
+prints it as `abibench: error: ...` on stderr and exits with the error's code. The README's
+table of exit codes is this module.
+"""
 
 from __future__ import annotations
 
-# Exit codes (README documents them; tests assert them).
 EXIT_OK = 0
 EXIT_WORKLOAD = 1  # a workload crashed, failed to build, or its output miscompared
 EXIT_USAGE = 2  # bad usage or input: unknown ABI or workload, malformed profile, bad option
 EXIT_HOST = 3  # this host cannot do what was asked: missing compiler, cannot run an ABI
 EXIT_TIMEOUT = 4  # a sample ran past its timeout
 EXIT_PACKAGE = 5  # a Debian package/version/closure cannot be had for an arch (--provenance debian)
-EXIT_INTERRUPTED = 130  # Ctrl-C; what was measured before it is in the store
+EXIT_STORE_FULL = 6  # the results database's disk is full
+EXIT_STORE_READONLY = 7  # the results database cannot be written (read-only file or directory)
+EXIT_STORE_CORRUPT = 8  # the results database fails SQLite's integrity check
+EXIT_STORE_LOCKED = 9  # another process holds the results database locked
+EXIT_INTERRUPTED = 130  # Ctrl-C, SIGTERM or SIGHUP; what was measured before it is in the store
 
 
 class AbibenchError(Exception):
@@ -19,14 +27,16 @@ class AbibenchError(Exception):
 
 
 class UsageError(AbibenchError):
-    exit_code = EXIT_USAGE
+    """Bad usage or input: an option's value, a file, a run id (exit 2, the base's code)."""
 
 
-class ProfileError(AbibenchError):
-    exit_code = EXIT_USAGE
+class ProfileError(UsageError):
+    """A workload profile that cannot be used as written; the message starts with file:line."""
 
 
 class HostError(AbibenchError):
+    """This host lacks something the request needs: a compiler, a package, a kernel feature."""
+
     exit_code = EXIT_HOST
 
 
@@ -34,7 +44,14 @@ class BuildError(AbibenchError):
     exit_code = EXIT_WORKLOAD
 
 
-class AbiMismatchError(AbibenchError):
-    """An artifact is not of the ABI it was built for; comparing it would be comparing the wrong thing."""
+class AbiMismatchError(BuildError):
+    """An artifact is not of the ABI it was built for: comparing it would compare the wrong
+    binaries, so it is an error and never a result."""
 
-    exit_code = EXIT_WORKLOAD
+
+class StoreError(AbibenchError):
+    """The results database cannot do what was asked; what is already stored is kept."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code

@@ -337,21 +337,23 @@ _HOST_FIELDS = ("hostname", "cpu_model", "cpus_online", "machine", "kernel_relea
 class HostContext:
     """Where a result was measured. Fields an older or newer abibench wrote go to ``extra``."""
 
+    # The order here is free (to_dict writes _HOST_FIELDS' order); the collections break up
+    # the runs of optional scalars.
     hostname: str | None = None
     cpu_model: str | None = None
     cpus_online: int | None = None
     machine: str | None = None
     kernel_release: str | None = None
+    load_average: tuple[float, ...] = ()
     kernel_version: str | None = None
     kernel_bits: int | None = None
     kernel_x32: str | None = None
     governor: str | None = None
     turbo: str | None = None
+    compilers: dict[str, str] = field(default_factory=dict)
     virtualization: str | None = None
     mem_total_kb: int | None = None
-    load_average: tuple[float, ...] = ()
     libc: str | None = None
-    compilers: dict[str, str] = field(default_factory=dict)
     python: str | None = None
     os_release: str | None = None
     # what a run adds: the ABI probe and the C library of every ABI

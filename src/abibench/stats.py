@@ -110,7 +110,7 @@ def summarize(values: Sequence[float]) -> Summary:
 class Ratio:
     """How many times a's typical value is b's, with a bootstrap percentile CI.
 
-    Paired: the median of per-round ratios; unpaired: median(a) / median(b) (see compare).
+    Paired: the median of per-round ratios; unpaired: median(a) / median(b) (see ratio_of).
 
     ``hodges_lehmann`` is exp(median over all i, j of log a_i - log b_j), the
     two-sample HL shift on the log scale expressed as a ratio; it is nan when
@@ -240,7 +240,7 @@ def _median_ratio(a: FloatArray, b: FloatArray, name_b: str = "b") -> float:
     return float(np.median(a)) / med_b
 
 
-def compare(
+def ratio_of(
     a: Sequence[float],
     b: Sequence[float],
     *,

@@ -7,10 +7,10 @@ import pytest
 
 from abibench.stats import (
     Ratio,
-    compare,
     geomean_ratio,
     holm,
     outliers,
+    ratio_of,
     summarize,
     verdict,
 )
@@ -65,7 +65,7 @@ def test_summarize_empty_raises() -> None:
 
 def test_nan_sample_rejected() -> None:
     with pytest.raises(ValueError, match="nan"):
-        compare([1.0, math.nan], [1.0, 1.0], paired=True)
+        ratio_of([1.0, math.nan], [1.0, 1.0], paired=True)
 
 
 # --------------------------------------------------------------------------- compare: known truth
@@ -77,7 +77,7 @@ def test_ci_covers_true_ratio(paired: bool) -> None:
     covered = 0
     for trial in range(TRIALS):
         a, b = _lognormal_pair(rng, TRUE_RATIO, drift=paired)
-        r = compare(a, b, paired=paired, seed=trial)
+        r = ratio_of(a, b, paired=paired, seed=trial)
         assert r.ci_low <= r.ratio <= r.ci_high
         covered += r.ci_low <= TRUE_RATIO <= r.ci_high
     assert covered >= 90, f"95% CI covered the truth in only {covered}/{TRIALS} trials"
@@ -88,8 +88,8 @@ def test_pairing_removes_drift() -> None:
     # narrower CI than treating the samples as independent.
     rng = np.random.default_rng(7)
     a, b = _lognormal_pair(rng, TRUE_RATIO, drift=True)
-    paired = compare(a, b, paired=True)
-    unpaired = compare(a, b, paired=False)
+    paired = ratio_of(a, b, paired=True)
+    unpaired = ratio_of(a, b, paired=False)
     assert paired.half_width() < 0.8 * unpaired.half_width()
 
 
@@ -101,7 +101,7 @@ def test_paired_estimate_survives_a_step_change_halfway() -> None:
     step = np.where(np.arange(n) >= n // 2, 2.0, 1.0)
     b = 0.1 * step * rng.lognormal(0.0, 0.01, n)
     a = 0.1 * step * rng.lognormal(0.0, 0.01, n)
-    r = compare(a.tolist(), b.tolist(), paired=True)
+    r = ratio_of(a.tolist(), b.tolist(), paired=True)
     assert abs(r.ratio - 1.0) < 0.01
     assert r.ci_low <= 1.0 <= r.ci_high and r.half_width() < 0.02
 
@@ -111,7 +111,7 @@ def test_paired_identical_not_significant() -> None:
     quiet = 0
     for trial in range(TRIALS):
         a, b = _lognormal_pair(rng, 1.0, drift=True)
-        v = verdict(compare(a, b, paired=True, seed=trial), better="lower", name_a="A",
+        v = verdict(ratio_of(a, b, paired=True, seed=trial), better="lower", name_a="A",
                     name_b="B")
         quiet += not v.significant
     assert quiet >= 90, f"only {quiet}/{TRIALS} identical paired samples judged not significant"
@@ -122,7 +122,7 @@ def test_identical_distributions_not_significant() -> None:
     quiet = 0
     for trial in range(TRIALS):
         a, b = _lognormal_pair(rng, 1.0, drift=False)
-        v = verdict(compare(a, b, paired=False, seed=trial), better="lower", name_a="A", name_b="B")
+        v = verdict(ratio_of(a, b, paired=False, seed=trial), better="lower", name_a="A", name_b="B")
         quiet += v.text.startswith("no significant difference") and not v.significant
     assert quiet >= 90, f"only {quiet}/{TRIALS} identical pairs judged not significant"
 
@@ -130,22 +130,22 @@ def test_identical_distributions_not_significant() -> None:
 def test_compare_is_reproducible_and_seed_matters() -> None:
     rng = np.random.default_rng(3)
     a, b = _lognormal_pair(rng, 1.05, drift=False)
-    assert compare(a, b, paired=False, seed=1) == compare(a, b, paired=False, seed=1)
-    assert compare(a, b, paired=False, seed=1).ci_low != compare(a, b, paired=False, seed=2).ci_low
+    assert ratio_of(a, b, paired=False, seed=1) == ratio_of(a, b, paired=False, seed=1)
+    assert ratio_of(a, b, paired=False, seed=1).ci_low != ratio_of(a, b, paired=False, seed=2).ci_low
 
 
 def test_hodges_lehmann_exact_shift() -> None:
     b = [1.0, 2.0, 3.0, 4.0]
     a = [1.5 * x for x in b]
-    r = compare(a, b, paired=True)
+    r = ratio_of(a, b, paired=True)
     assert r.ratio == pytest.approx(1.5)
     assert r.hodges_lehmann == pytest.approx(1.5)
-    assert math.isnan(compare([1.0, 2.0], [0.0, 3.0], paired=True).hodges_lehmann)
+    assert math.isnan(ratio_of([1.0, 2.0], [0.0, 3.0], paired=True).hodges_lehmann)
 
 
 def test_zero_in_b_gives_infinite_tail_not_nan() -> None:
     # Median of b is 2, but resamples of only the zero make median(b*) = 0.
-    r = compare([1.0, 2.0, 3.0], [0.0, 2.0, 4.0], paired=False, confidence=0.99)
+    r = ratio_of([1.0, 2.0, 3.0], [0.0, 2.0, 4.0], paired=False, confidence=0.99)
     assert not math.isnan(r.ci_low)
     assert r.ci_high == math.inf
 
@@ -154,16 +154,16 @@ def test_zero_in_b_gives_infinite_tail_not_nan() -> None:
 
 
 def test_constant_samples_zero_width_ci() -> None:
-    r = compare([2.0] * 10, [2.0] * 10, paired=True)
+    r = ratio_of([2.0] * 10, [2.0] * 10, paired=True)
     assert (r.ratio, r.ci_low, r.ci_high) == (1.0, 1.0, 1.0)
     assert r.p_value == 1.0
     assert r.half_width() == 0.0
-    r2 = compare([3.0] * 10, [2.0] * 10, paired=False)
+    r2 = ratio_of([3.0] * 10, [2.0] * 10, paired=False)
     assert (r2.ci_low, r2.ci_high) == (1.5, 1.5)
 
 
 def test_too_few_samples_gives_nan() -> None:
-    r = compare([1.0], [2.0], paired=True)
+    r = ratio_of([1.0], [2.0], paired=True)
     assert r.ratio == 0.5
     assert math.isnan(r.ci_low) and math.isnan(r.ci_high) and math.isnan(r.p_value)
     v = verdict(r, better="lower", name_a="A", name_b="B")
@@ -173,25 +173,25 @@ def test_too_few_samples_gives_nan() -> None:
 
 def test_paired_unequal_lengths_raises() -> None:
     with pytest.raises(ValueError, match="paired"):
-        compare([1.0, 2.0, 3.0], [1.0, 2.0], paired=True)
-    compare([1.0, 2.0, 3.0], [1.0, 2.0], paired=False)  # fine unpaired
+        ratio_of([1.0, 2.0, 3.0], [1.0, 2.0], paired=True)
+    ratio_of([1.0, 2.0, 3.0], [1.0, 2.0], paired=False)  # fine unpaired
 
 
 def test_zero_median_raises() -> None:
     with pytest.raises(ValueError, match="median"):
-        compare([1.0, 2.0, 3.0], [0.0, 0.0, 5.0], paired=True)
+        ratio_of([1.0, 2.0, 3.0], [0.0, 0.0, 5.0], paired=True)
 
 
 def test_bad_confidence_raises() -> None:
     with pytest.raises(ValueError):
-        compare([1.0, 2.0], [1.0, 2.0], paired=True, confidence=95)
+        ratio_of([1.0, 2.0], [1.0, 2.0], paired=True, confidence=95)
 
 
 # --------------------------------------------------------------------------- verdict
 
 
 def _exact(a_value: float, b_value: float, n: int = 10) -> Ratio:
-    return compare([a_value] * n, [b_value] * n, paired=True)
+    return ratio_of([a_value] * n, [b_value] * n, paired=True)
 
 
 def test_verdict_higher_is_better_a_larger() -> None:
@@ -328,7 +328,7 @@ def test_five_consistent_rounds_can_be_significant() -> None:
     # agrees: a rank test on 5 pairs never could (its smallest p is 0.0625).
     b = [1.00, 1.02, 0.99, 1.01, 1.00]
     a = [x * f for x, f in zip(b, [1.20, 1.21, 1.19, 1.20, 1.22], strict=True)]
-    r = compare(a, b, paired=True)
+    r = ratio_of(a, b, paired=True)
     v = verdict(r, better="lower", name_a="i386", name_b="x86_64")
     assert r.p_value < 0.001 and v.significant and v.winner == "x86_64"
 

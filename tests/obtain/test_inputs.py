@@ -8,6 +8,7 @@ import os
 import tarfile
 import wave
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -87,7 +88,7 @@ def small_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_corpus_is_a_mix_of_packaged_files_with_a_recorded_digest(small_corpus: Path) -> None:
-    info = describe_input(small_corpus)
+    info: dict[str, Any] = dict(describe_input(small_corpus))
     assert info["kind"] == "corpus"
     assert info["sha256"] == hashlib.sha256(small_corpus.read_bytes()).hexdigest()
     assert 0.9 * 2 * inputs.MIB <= info["content_bytes"] <= 2 * inputs.MIB

@@ -3,7 +3,7 @@
 The footprint profiles (footprint-list, -tree, -hash) sweep N, so a run document holds one
 workload instance per N ("footprint-list[n=10000]", params {"n": "10000"}) with every sample's
 peak RSS (max_rss_kb, measured by the launcher) and the program's time per element. This module
-only reads and reshapes that; the statistics of the largest-N comparison come from stats.compare.
+only reads and reshapes that; the statistics of the largest-N comparison come from stats.ratio_of.
 
 For a chart: one panel per structure, x = N on a log axis, y = `bytes_per_element` (and a second
 panel for `ns_per_element`), one line per ABI; `net_bytes_per_element` removes the program's
@@ -116,7 +116,7 @@ def largest_n_difference(all_series: list[Series], a: str = "i386",
         pa = next(p for p in sa.points if p.n == n)
         pb = next(p for p in sb.points if p.n == n)
         pair = pair_by_round(pa.counted, pb.counted, "max_rss")
-        ratio = stats.compare(pair.a, pair.b, paired=pair.paired)
+        ratio = stats.ratio_of(pair.a, pair.b, paired=pair.paired)
         percent = (ratio.ratio - 1.0) * 100.0
         if math.isnan(ratio.ci_low):
             ci = "no CI: fewer than 2 samples"

@@ -35,7 +35,7 @@ from ..records import (
 from . import footprint, xbench
 from .context import ContextRow, context_rows, provenance_rows
 from .merge import ResultSet, Series, merge, single_series
-from .results import SuiteSummary, WorkloadResult, analyse, suite_summary
+from .results import SuiteSummary, TargetRow, WorkloadResult, analyse, suite_summary
 from .sizes import SizeRow, size_rows
 
 
@@ -98,6 +98,15 @@ class Diff:
     verdict: str
     valid: bool
 
+    @property
+    def tone(self) -> str:
+        """What a renderer's colour says: invalid, better, worse or unclear (not significant)."""
+        if not self.valid:
+            return "invalid"
+        if not self.significant:
+            return "unclear"
+        return "better" if self.percent > 0 else "worse"
+
 
 @dataclass(frozen=True)
 class ProvenanceEntry:
@@ -132,6 +141,20 @@ class SampleCounts:
     failed: int
 
 
+@dataclass(frozen=True)
+class Cell:
+    """One series of one workload in the at-a-glance table."""
+
+    label: str
+    row: TargetRow | None  # None: this series did not take part in the workload
+    diff: Diff | None  # the primary metric against the reference
+    reference: bool
+
+    @property
+    def median(self) -> float | None:
+        return self.row.summary.median if self.row and self.row.summary else None
+
+
 @dataclass
 class WorkloadBlock:
     result: WorkloadResult
@@ -144,6 +167,12 @@ class WorkloadBlock:
 
     def primary_diff(self, label: str) -> Diff | None:
         return next((d for d in self.diffs if d.primary and d.label == label), None)
+
+    def cells(self, labels: list[str]) -> list[Cell]:
+        """One cell per series label, in that order."""
+        rows = {r.label: r for r in self.result.rows}
+        return [Cell(lbl, rows.get(lbl), self.primary_diff(lbl), lbl == self.reference)
+                for lbl in labels]
 
 
 @dataclass
@@ -205,7 +234,7 @@ def _secondary_diff(counted: list[Sample], wid: str, metric: str, unit: str, bet
     if len(pair.a) < 2 or len(pair.b) < 2:
         return None
     try:
-        r = stats.compare(pair.a, pair.b, paired=pair.paired)
+        r = stats.ratio_of(pair.a, pair.b, paired=pair.paired)
     except ValueError:
         return None
     words = verdict_words(unit, better)

@@ -185,7 +185,7 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
                         ("max_rss", better_of("lower"), ("smaller", "larger"), True, res.memory)):
                     pair = doc.paired(wid, metric, other, ref)
                     try:
-                        ratio = stats.compare(pair.a, pair.b, paired=pair.paired)
+                        ratio = stats.ratio_of(pair.a, pair.b, paired=pair.paired)
                     except ValueError as exc:
                         res.warnings.append(f"{metric} {other} vs {ref}: {exc}")
                         continue

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
 
-from ..records import REFERENCE_ABIS, Artifact, TargetStatus, abi_of
+from ..records import REFERENCE_ABIS, Artifact, JSONDict, TargetStatus, abi_of
 
 
 @dataclass(frozen=True)
@@ -26,8 +25,10 @@ class SizeRow:
     file_larger_pct: float | None
     stripped_larger_pct: float | None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> JSONDict:
+        out: JSONDict = asdict(self)
+        out["workloads"] = list(self.workloads)
+        return out
 
 
 def _pct(ref: int | None, this: int | None) -> float | None:

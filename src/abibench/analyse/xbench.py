@@ -127,7 +127,7 @@ def xbench_index(doc: RunDoc, *, reference: str = REFERENCE,
                 if not a or not b:
                     continue
                 try:
-                    r = stats.compare(a, b, paired=paired, seed=seed)
+                    r = stats.ratio_of(a, b, paired=paired, seed=seed)
                 except ValueError:
                     continue  # a zero median has no ratio; the test is not scored
                 lo, hi = sorted((_score(r.ci_low, better), _score(r.ci_high, better)))

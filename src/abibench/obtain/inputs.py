@@ -33,19 +33,21 @@ import struct
 import sysconfig
 import tarfile
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from ..errors import AbibenchError
+from ..hashing import sha256_file
+from ..records import JSONDict
 from ..workloads.profile import INPUT_KINDS
 
 # kind -> generator(spec without "kind", cache directory for this kind) -> path of the input
-Generator = Callable[[dict[str, Any], Path], Path]
+InputParams = Mapping[str, object]  # an [inputs] table without its kind, checked here
+Generator = Callable[[InputParams, Path], Path]
 GENERATORS: dict[str, Generator] = {}
 
 LUA_DIR = Path(__file__).resolve().parent.parent / "workloads" / "lua"
@@ -59,33 +61,25 @@ class InputError(AbibenchError):
     exit_code = 2
 
 
-def generate_input(name: str, spec: dict[str, Any], cache_root: Path) -> Path:
-    kind = spec["kind"]
+def generate_input(name: str, spec: Mapping[str, object], cache_root: Path) -> Path:
+    kind = str(spec["kind"])
     params = {k: v for k, v in spec.items() if k != "kind"}
     out_dir = cache_root / "inputs" / kind
     out_dir.mkdir(parents=True, exist_ok=True)
     return GENERATORS[kind](params, out_dir)
 
 
-def describe_input(path: Path) -> dict[str, Any]:
+def describe_input(path: Path) -> JSONDict:
     """The sidecar record of a generated input: recipe, digest and size (empty when none)."""
     side = path.parent / (path.name + ".json")
     try:
-        data: dict[str, Any] = json.loads(side.read_text())
+        data: JSONDict = json.loads(side.read_text())
     except (OSError, ValueError):
         return {}
     return data
 
 
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def _int_param(params: dict[str, Any], key: str, default: int, lo: int, hi: int) -> int:
+def _int_param(params: InputParams, key: str, default: int, lo: int, hi: int) -> int:
     value = params.get(key, default)
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value)
@@ -95,16 +89,16 @@ def _int_param(params: dict[str, Any], key: str, default: int, lo: int, hi: int)
     return value
 
 
-def _check_known(kind: str, params: dict[str, Any], known: set[str]) -> None:
+def _check_known(kind: str, params: InputParams, known: set[str]) -> None:
     unknown = set(params) - known
     if unknown:
         raise InputError(f"input kind '{kind}' has no parameter {', '.join(sorted(unknown))} "
                          f"(known: {', '.join(sorted(known)) or 'none'})")
 
 
-def _publish(tmp: Path, final: Path, record: dict[str, Any]) -> Path:
+def _publish(tmp: Path, final: Path, record: Mapping[str, object]) -> Path:
     """Move a finished input into place with its sidecar; a concurrent twin is as good."""
-    record = {**record, "sha256": _sha256_file(tmp), "bytes": tmp.stat().st_size,
+    record = {**record, "sha256": sha256_file(tmp), "bytes": tmp.stat().st_size,
               "file": final.name}
     side = final.parent / (final.name + ".json")
     side_tmp = side.with_suffix(f".tmp{os.getpid()}")
@@ -228,7 +222,7 @@ def _corpus_cached(mb: int, out_dir: Path) -> Path:
     h = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode())
     for _, path, _ in files:
         h.update(path.encode("utf-8", "surrogateescape") + b"\0")
-        h.update(_sha256_file(Path(path)).encode() + b"\n")
+        h.update(sha256_file(Path(path)).encode() + b"\n")
     key = h.hexdigest()
     final = out_dir / f"corpus-{mb}mb-{key[:16]}.tar"
     if final.is_file() and describe_input(final).get("key") == key:
@@ -251,7 +245,7 @@ def _corpus_cached(mb: int, out_dir: Path) -> Path:
         tmp.unlink(missing_ok=True)
 
 
-def corpus(params: dict[str, Any], out_dir: Path) -> Path:
+def corpus(params: InputParams, out_dir: Path) -> Path:
     _check_known("corpus", params, {"mb"})
     return _corpus_cached(_int_param(params, "mb", 200, 1, 4096), out_dir)
 
@@ -347,7 +341,7 @@ def wav_bytes_header(frames: int, channels: int = 2, rate: int = RATE, bits: int
             + b"data" + struct.pack("<I", data))
 
 
-def wav(params: dict[str, Any], out_dir: Path) -> Path:
+def wav(params: InputParams, out_dir: Path) -> Path:
     _check_known("wav", params, {"seconds"})
     seconds = _int_param(params, "seconds", 60, 1, 3600)
     recipe = {"v": WAV_RECIPE_VERSION, "seconds": seconds, "rate": RATE, "channels": 2,
@@ -372,7 +366,7 @@ def wav(params: dict[str, Any], out_dir: Path) -> Path:
 # lua scripts
 
 
-def lua_scripts(params: dict[str, Any], out_dir: Path) -> Path:
+def lua_scripts(params: InputParams, out_dir: Path) -> Path:
     _check_known("lua", params, set())
     scripts = sorted(LUA_DIR.glob("*.lua"))
     if not scripts:

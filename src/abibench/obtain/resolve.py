@@ -20,6 +20,7 @@ from typing import Any
 from debian.debian_support import Version
 
 from ..errors import HostError
+from ..records import JSONDict
 from .apt import (
     SUPPORTED_ARCHES,
     AptCache,
@@ -76,7 +77,7 @@ class Closure:
                     out.setdefault(p.name, {})[arch] = p.version
         return out
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONDict:
         return {"packages": list(self.packages), "arches": list(self.arches),
                 "per_arch": {a: [asdict(p) for p in ps] for a, ps in self.per_arch.items()},
                 "skew": list(self.skew)}

@@ -16,11 +16,12 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from ..abi import Abi
 from ..errors import HostError
+from ..records import JSONDict
 from .apt import GNU_TRIPLETS, SUPPORTED_ARCHES, AptSource, PackageError, apt_env
+from .libraries import in_root
 from .resolve import RECIPE_VERSION, Closure, Pinned, resolve_cached
 
 WORK_DIR = "/abibench"  # scratch directories inside a sysroot live under this path
@@ -82,7 +83,7 @@ class Sysroot:
     def versions(self) -> dict[str, str]:
         return {p.name: p.version for p in self.pins}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONDict:
         return {"path": str(self.path), "arch": self.arch, "key": self.key,
                 "pins": [asdict(p) for p in self.pins], "skew": list(self.skew)}
 
@@ -185,28 +186,10 @@ def debian_arch(abi: Abi) -> str:
     return abi.debian_arch
 
 
-def resolve_inside(root: Path, inner: str, hops: int = 40) -> Path:
+def resolve_inside(root: Path, inner: str) -> Path:
     """The host path of `inner` with symlinks followed as the sysroot sees them (absolute links
     point into the sysroot, not at the host)."""
-    parts = [p for p in inner.split("/") if p]
-    done: list[str] = []
-    while parts:
-        part = parts.pop(0)
-        if part == "..":
-            if done:
-                done.pop()
-            continue
-        if part == ".":
-            continue
-        here = root.joinpath(*done, part)
-        if here.is_symlink():
-            hops -= 1
-            if hops < 0:
-                raise PackageError(f"too many symbolic links resolving {inner} in {root}")
-            target = os.readlink(here)
-            if target.startswith("/"):
-                done = []
-            parts = [p for p in target.split("/") if p] + parts
-            continue
-        done.append(part)
-    return root.joinpath(*done)
+    found = in_root(root, inner)
+    if found.is_symlink():
+        raise PackageError(f"too many symbolic links resolving {inner} in {root}")
+    return found

@@ -9,10 +9,10 @@ import subprocess
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from ..abi import ABIS, HOST_FAMILY, Abi, check_artifact
 from ..errors import AbiMismatchError
+from ..records import JSONDict
 from . import host
 
 # Returns pointer size so a run proves the binary really is of its data model.
@@ -28,7 +28,7 @@ class AbiStatus:
     reason: str | None  # why not, in one line; None when both work
     fix: str | None  # the command or setting that fixes it
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONDict:
         return asdict(self)
 
 

@@ -127,14 +127,16 @@ def bars_svg(panel: Panel, title: str, colours: dict[str, str], salt: str) -> st
                 err = [[max(value - bar.low * scale, 0.0)], [max(bar.high * scale - value, 0.0)]]
             peak = bar.high * scale if math.isfinite(bar.high) else value
             top = max(top, peak, value)
-            style: dict[str, Any] = {"color": colours.get(bar.label, GREY), "capsize": 4,
-                                     "error_kw": {"elinewidth": 1.2, "ecolor": "#222222"}}
+            colour = colours.get(bar.label, GREY)
+            whisker = {"elinewidth": 1.2, "ecolor": "#222222"}
             if horizontal:
-                ax.barh([i], [value], height=0.65, xerr=err, **style)
+                ax.barh([i], [value], height=0.65, xerr=err, color=colour, capsize=4,
+                        error_kw=whisker)
                 ax.annotate(fmt.si(value), (peak, i), xytext=(3, 0), textcoords="offset points",
                             ha="left", va="center", fontsize=8.5)
             else:
-                ax.bar([i], [value], width=0.65, yerr=err, **style)
+                ax.bar([i], [value], width=0.65, yerr=err, color=colour, capsize=4,
+                       error_kw=whisker)
                 ax.annotate(fmt.si(value), (i, peak), xytext=(0, 2), textcoords="offset points",
                             ha="center", va="bottom", fontsize=8.5)
         axis_label = f"{unit} ({words})" if unit else words

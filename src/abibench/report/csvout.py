@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import io
 import math
-from typing import Any
 
 from ..analyse.report import Report
 
@@ -30,7 +29,7 @@ SAMPLE_COLUMNS = (
 _RISKY = ("=", "+", "-", "@", "\t", "\r", "\n")
 
 
-def cell(value: Any) -> str:
+def cell(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -48,7 +47,7 @@ def cell(value: Any) -> str:
     return text
 
 
-def _write(columns: tuple[str, ...] | list[str], rows: list[dict[str, Any]]) -> str:
+def _write(columns: tuple[str, ...] | list[str], rows: list[dict[str, object]]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(columns)
@@ -57,9 +56,9 @@ def _write(columns: tuple[str, ...] | list[str], rows: list[dict[str, Any]]) -> 
     return buf.getvalue()
 
 
-def result_rows(report: Report) -> list[dict[str, Any]]:
+def result_rows(report: Report) -> list[dict[str, object]]:
     series = {s.label: s for s in report.series}
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
     for b in report.workloads:
         res = b.result
         rows = {r.label: r for r in res.rows}
@@ -67,7 +66,7 @@ def result_rows(report: Report) -> list[dict[str, Any]]:
             for bar in panel.bars:
                 s = series.get(bar.label)
                 r = rows.get(bar.label)
-                row: dict[str, Any] = {
+                row: dict[str, object] = {
                     "set": s.tag if s else "", "host": s.host if s else "",
                     "kernel_bits": s.kernel_bits if s else None, "series": bar.label,
                     "target": s.target if s else bar.label, "abi": s.abi if s else "",
@@ -111,7 +110,7 @@ def render_samples(report: Report) -> str:
     metrics = sorted({m for r in report.samples for m in r.sample.metrics})
     rows = []
     for r in report.samples:
-        row: dict[str, Any] = r.to_dict()
+        row: dict[str, object] = dict(r.to_dict())
         for m in metrics:
             row[f"metric:{m}"] = r.sample.metrics.get(m)
         rows.append(row)

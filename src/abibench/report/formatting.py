@@ -7,9 +7,9 @@ import math
 from ..analyse import footprint, xbench
 
 
-def si(value: float, unit: str = "") -> str:
+def si(value: float | None, unit: str = "") -> str:
     """Three significant digits with an SI prefix: 12.3M lookups/s, 1.52 s, 845 ms."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if value is None or not math.isfinite(value):
         return "-"
     if unit == "s":
         if abs(value) < 1e-3:
@@ -44,8 +44,25 @@ def size(value: int | None) -> str:
     return f"{value} B"
 
 
+def with_ci(value: float, low: float, high: float, spec: str, unit: str = "",
+            no_ci: str = "") -> str:
+    """A number and its CI in one format: "1.234 [1.200, 1.270]"; `no_ci` marks a missing CI."""
+    if not math.isfinite(value):
+        return "-"
+    text = f"{value:{spec}}{unit}"
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return text + no_ci
+    return f"{text} [{low:{spec}}{unit}, {high:{spec}}{unit}]"
+
+
 def ratio(value: float, low: float, high: float) -> str:
-    return f"{value:.3f} [{low:.3f}, {high:.3f}]"
+    """A ratio with its CI, "1.234 [1.200, 1.270]"; without a CI just the ratio."""
+    return with_ci(value, low, high, ".3f")
+
+
+def percent_ci(percent: float, low: float, high: float) -> str:
+    """A signed percentage with its CI, "+12.3% [+10.1%, +14.4%]"."""
+    return with_ci(percent, low, high, "+.1f", "%")
 
 
 def count(n: int, noun: str) -> str:
@@ -59,11 +76,7 @@ def better_words(better: str) -> str:
 
 def score_text(score: float, low: float, high: float) -> str:
     """An XBench score with its 95% CI: "95.3 [93.1, 97.0]"."""
-    if not math.isfinite(score):
-        return "-"
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return f"{score:.1f} (no CI)"
-    return f"{score:.1f} [{low:.1f}, {high:.1f}]"
+    return with_ci(score, low, high, ".1f", no_ci=" (no CI)")
 
 
 def index_rows(index: xbench.Index) -> list[tuple[str, str, list[str]]]:
@@ -91,6 +104,5 @@ def index_rows(index: xbench.Index) -> list[tuple[str, str, list[str]]]:
 def footprint_percent(d: footprint.Difference) -> str:
     """The largest-N peak RSS change of a against b with its 95% CI."""
     r = d.ratio
-    if not (math.isfinite(r.ci_low) and math.isfinite(r.ci_high)):
-        return f"{d.percent:+.1f}% (no CI)"
-    return f"{d.percent:+.1f}% [{(r.ci_low - 1) * 100:+.1f}%, {(r.ci_high - 1) * 100:+.1f}%]"
+    return with_ci(d.percent, (r.ci_low - 1) * 100, (r.ci_high - 1) * 100, "+.1f", "%",
+                   no_ci=" (no CI)")

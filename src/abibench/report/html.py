@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from html import escape
 
 from ..analyse.footprint import Difference
-from ..analyse.report import Diff, Report, WorkloadBlock
+from ..analyse.report import Cell, Diff, Report, WorkloadBlock
 from ..analyse.results import PairVerdict
 from . import charts, csvout
 from . import formatting as fmt
@@ -123,28 +123,13 @@ footer{color:var(--muted);font-size:.8rem;margin-top:40px}
 """
 
 
-def _si(value: float | None, unit: str = "") -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    return fmt.si(value, unit)
 
-
-def _pct(p: float) -> str:
-    return "-" if not math.isfinite(p) else f"{p:+.1f}%"
+TONE = {"invalid": "bad", "better": "pos", "worse": "neg", "unclear": "muted"}
 
 
 def _pct_ci(d: Diff) -> str:
-    if not (math.isfinite(d.pct_low) and math.isfinite(d.pct_high)):
-        return _pct(d.percent)
-    return f"{d.percent:+.1f}% [{d.pct_low:+.1f}%, {d.pct_high:+.1f}%]"
+    return fmt.percent_ci(d.percent, d.pct_low, d.pct_high)
 
-
-def _ratio(r: float, lo: float, hi: float) -> str:
-    if not math.isfinite(r):
-        return "-"
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return f"{r:.3f}"
-    return fmt.ratio(r, lo, hi)
 
 
 def _slug(text: str) -> str:
@@ -188,7 +173,7 @@ class _Page:
         parts: list[object] = [h("h2", "Summary")]
         for sm in r.suites:
             gm = sm.geomean
-            ci = _ratio(gm.value, gm.ci_low, gm.ci_high)
+            ci = fmt.ratio(gm.value, gm.ci_low, gm.ci_high)
             sig = not (math.isnan(gm.ci_low) or gm.ci_low <= 1.0 <= gm.ci_high)
             parts.append(h("p", h("strong", f"Suite ({fmt.count(len(sm.workloads), 'workload')}): "),
                            f"geometric mean of {sm.a}/{sm.b} cost ratios {ci} → ",
@@ -227,33 +212,28 @@ class _Page:
         rows = []
         for b in self.r.workloads:
             res = b.result
-            by = {row.label: row for row in res.rows}
             cells: list[object] = [join([h("a", res.id, href=f"#{self.ids[res.id]}"), h("br"),
                                          h("span", f"{res.primary} ({res.unit}, "
                                                    f"{better_words(res.better)})",
                                            class_="muted")])]
-            for lbl in labels:
-                row = by.get(lbl)
-                if row is None:
-                    cells.append("")
-                    continue
-                if row.summary is None:
-                    cells.append(h("span", row.shown_state, class_="muted"))
-                    continue
-                d = b.primary_diff(lbl)
-                extra: object = h("span", "reference", class_="muted") if lbl == b.reference \
-                    else None
-                if d is not None:
-                    cls = "bad" if not d.valid else (
-                        ("pos" if d.percent > 0 else "neg") if d.significant else "muted")
-                    extra = h("span", _pct_ci(d), class_=cls)
-                cells.append(join([_si(row.summary.median, res.unit), h("br"), extra]))
+            cells += [self.glance_cell(c, res.unit) for c in b.cells(labels)]
             rows.append(cells)
         head: list[object] = ["workload", *[self.swatch(lbl) for lbl in labels]]
         note = h("p", "Median of the primary metric; below it the difference to the reference "
                       "with its 95% CI, + meaning better (coloured: significant after Holm "
                       "correction; grey: no significant difference).", class_="muted")
         return join([_table(head, rows, num=set(range(1, len(labels) + 1))), note])
+
+    @staticmethod
+    def glance_cell(c: Cell, unit: str) -> object:
+        if c.row is None:
+            return ""
+        if c.median is None:
+            return h("span", c.row.shown_state, class_="muted")
+        note: object = h("span", "reference", class_="muted") if c.reference else None
+        if c.diff is not None:
+            note = h("span", _pct_ci(c.diff), class_=TONE[c.diff.tone])
+        return join([fmt.si(c.median, unit), h("br"), note])
 
     # ----------------------------------------------------------------- context
     def context(self) -> Html:
@@ -291,8 +271,8 @@ class _Page:
             state = row.shown_state if row.state == "ok" else f"{row.state}: {row.reason or ''}"
             cv = f"{abs(s.cv) * 100:.1f}%" if s and math.isfinite(s.cv) else "-"
             trows.append([self.swatch(row.label), h("span", state, class_="wrap"), row.n or "-",
-                          _si(s.median, res.unit) if s else "-",
-                          _si(s.min, res.unit) if s else "-", _si(s.max, res.unit) if s else "-",
+                          fmt.si(s.median, res.unit) if s else "-",
+                          fmt.si(s.min, res.unit) if s else "-", fmt.si(s.max, res.unit) if s else "-",
                           cv, row.outliers if s else "-", fmt.kib(row.rss_kb),
                           fmt.size(row.size), fmt.size(row.text),
                           f"{row.instructions:,}" if row.instructions else "-"])
@@ -305,12 +285,12 @@ class _Page:
             p = f"p={d.p_value:.3g}" + (" Holm" if d.primary else "") \
                 if math.isfinite(d.p_value) else "no p-value"
             comps.append(h("li", h("code", d.metric), f" {d.label}/{d.reference} ratio "
-                           f"{_ratio(d.ratio, d.ci_low, d.ci_high)} → ",
+                           f"{fmt.ratio(d.ratio, d.ci_low, d.ci_high)} → ",
                            h("span", ("INVALID (outputs differ) — " if not d.valid else "")
                              + d.verdict, class_=cls), f" ({p})"))
         for c in res.memory:
             comps.append(h("li", "peak RSS ", f"{c.a}/{c.b} ratio "
-                           f"{_ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high)} → "
+                           f"{fmt.ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high)} → "
                            f"{c.verdict.text}"))
         check_cls = {"miscompare": "bad", "ok": "ok"}.get(res.validation, "muted")
         label = {"miscompare": "MISCOMPARE", "ok": "identical"}.get(res.validation, "unchecked")
@@ -360,8 +340,7 @@ class _Page:
                                               "no significant difference"), class_="wide"))
         rows = []
         for d in diffs:
-            cls = "bad" if not d.valid else (
-                ("pos" if d.percent > 0 else "neg") if d.significant else "muted")
+            cls = TONE[d.tone]
             rows.append([d.workload, join([h("code", d.metric), " (primary)" if d.primary
                                            else ""]),
                          f"{d.unit}, {better_words(d.better)}", self.swatch(d.label),
@@ -388,7 +367,7 @@ class _Page:
                     pct = f"{(c.ratio.ratio - 1) * 100:+.1f}%"
                 rows.append([res.id, self.swatch(row.label), row.n or "-", fmt.kib(row.rss_kb),
                              "reference" if row.label == b.reference and res.memory else
-                             (_ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high)
+                             (fmt.ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high)
                               if c else "-"), pct, c.verdict.text if c else ""])
         return h("section", h("h2", "Peak memory"),
                  h("p", "Median peak resident set size of the measured process (lower is "
@@ -420,7 +399,7 @@ class _Page:
             parts += [h("h3", structure), h("div", *figs, class_="charts")]
         rows = [[d.structure, f"{d.n:,}", self.swatch(d.a), f"{d.a_bytes_per_element:.1f}",
                  self.swatch(d.b), f"{d.b_bytes_per_element:.1f}",
-                 _ratio(d.ratio.ratio, d.ratio.ci_low, d.ratio.ci_high),
+                 fmt.ratio(d.ratio.ratio, d.ratio.ci_low, d.ratio.ci_high),
                  h("span", footprint_percent(d), class_=_footprint_class(d))]
                 for d in self.r.footprint_diffs]
         if rows:

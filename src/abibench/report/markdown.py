@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 
-from ..analyse.report import Diff, Report, WorkloadBlock
+from ..analyse.report import Cell, Diff, Report, WorkloadBlock
 from . import formatting as fmt
 from .formatting import better_words, footprint_percent, index_rows
 
@@ -31,24 +31,19 @@ def _code(text: object) -> str:
     return f"{fence}{pad}{t}{pad}{fence}"
 
 
-def _si(value: float | None, unit: str = "") -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    return fmt.si(value, unit)
-
-
-def _ratio(r: float, lo: float, hi: float) -> str:
-    if not math.isfinite(r):
-        return "-"
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return f"{r:.3f}"
-    return fmt.ratio(r, lo, hi)
 
 
 def _pct(d: Diff) -> str:
-    if not (math.isfinite(d.pct_low) and math.isfinite(d.pct_high)):
-        return f"{d.percent:+.1f}%"
-    return f"{d.percent:+.1f}% [{d.pct_low:+.1f}%, {d.pct_high:+.1f}%]"
+    return fmt.percent_ci(d.percent, d.pct_low, d.pct_high)
+
+
+def _glance_cell(c: Cell, unit: str) -> str:
+    if c.row is None:
+        return ""
+    if c.median is None:
+        return _esc(c.row.shown_state)
+    extra = " (reference)" if c.reference else (f" ({_pct(c.diff)})" if c.diff else "")
+    return _esc(fmt.si(c.median, unit)) + extra
 
 
 def _row(cells: list[str]) -> str:
@@ -70,7 +65,7 @@ def render(report: Report) -> str:
     for sm in r.suites:
         gm = sm.geomean
         out.append(f"- **suite** ({fmt.count(len(sm.workloads), 'workload')}): geometric mean of "
-                   f"{_esc(sm.a)}/{_esc(sm.b)} cost ratios {_ratio(gm.value, gm.ci_low, gm.ci_high)}"
+                   f"{_esc(sm.a)}/{_esc(sm.b)} cost ratios {fmt.ratio(gm.value, gm.ci_low, gm.ci_high)}"
                    f" → **{_esc(sm.text)}**"
                    + (f"; left out (outputs differ): {_esc(', '.join(sm.excluded))}"
                       if sm.excluded else ""))
@@ -98,19 +93,8 @@ def render(report: Report) -> str:
     labels = [s.label for s in r.series]
     glance = []
     for b in r.workloads:
-        by = {row.label: row for row in b.result.rows}
-        cells = [_esc(b.result.id)]
-        for lbl in labels:
-            row = by.get(lbl)
-            if row is None:
-                cells.append("")
-            elif row.summary is None:
-                cells.append(_esc(row.shown_state))
-            else:
-                d = b.primary_diff(lbl)
-                extra = " (reference)" if lbl == b.reference else (f" ({_pct(d)})" if d else "")
-                cells.append(_esc(_si(row.summary.median, b.result.unit)) + extra)
-        glance.append(cells)
+        glance.append([_esc(b.result.id),
+                       *[_glance_cell(c, b.result.unit) for c in b.cells(labels)]])
     out += ["### Results at a glance", "",
             "Median of each workload's primary metric; in brackets the difference to the "
             "reference with its 95% CI (+ means better).", ""]
@@ -150,7 +134,7 @@ def render(report: Report) -> str:
             mc = comps.get(row.label)
             mem.append([_esc(b.result.id), _esc(row.label), fmt.kib(row.rss_kb),
                         "reference" if row.label == b.reference and comps else
-                        (_ratio(mc.ratio.ratio, mc.ratio.ci_low, mc.ratio.ci_high) if mc else "-"),
+                        (fmt.ratio(mc.ratio.ratio, mc.ratio.ci_low, mc.ratio.ci_high) if mc else "-"),
                         _esc(mc.verdict.text) if mc else ""])
     out += ["## Peak memory", "", "Median peak RSS of the measured process (lower is better).",
             ""]
@@ -179,7 +163,7 @@ def render(report: Report) -> str:
                        "peak RSS ratio [95% CI]", "change [95% CI]"],
                       [[_esc(d.structure), f"{d.n:,}", _esc(d.a), f"{d.a_bytes_per_element:.1f}",
                         _esc(d.b), f"{d.b_bytes_per_element:.1f}",
-                        _ratio(d.ratio.ratio, d.ratio.ci_low, d.ratio.ci_high),
+                        fmt.ratio(d.ratio.ratio, d.ratio.ci_low, d.ratio.ci_high),
                         footprint_percent(d)] for d in r.footprint_diffs],
                       right={1, 3, 5, 6, 7})
 
@@ -226,8 +210,8 @@ def _workload(b: WorkloadBlock) -> list[str]:
         state = row.shown_state if row.state == "ok" else \
             f"{row.state}: {row.reason or ''}"
         rows.append([_esc(row.label), _esc(state), str(row.n or "-"),
-                     _esc(_si(s.median, res.unit)) if s else "-",
-                     _esc(f"{_si(s.min, res.unit)} – {_si(s.max, res.unit)}") if s else "-",
+                     _esc(fmt.si(s.median, res.unit)) if s else "-",
+                     _esc(f"{fmt.si(s.min, res.unit)} – {fmt.si(s.max, res.unit)}") if s else "-",
                      f"{abs(s.cv) * 100:.1f}%" if s and math.isfinite(s.cv) else "-",
                      fmt.kib(row.rss_kb), fmt.size(row.size), fmt.size(row.text)])
     out += _table(["target", "state", "n", "median", "min – max", "CV", "peak RSS", "file size",
@@ -235,10 +219,10 @@ def _workload(b: WorkloadBlock) -> list[str]:
     for d in b.diffs:
         invalid = "**INVALID: outputs differ** — " if not d.valid else ""
         out.append(f"- {_code(d.metric)} {_esc(d.label)}/{_esc(d.reference)} ratio "
-                   f"{_ratio(d.ratio, d.ci_low, d.ci_high)}: {invalid}{_esc(d.verdict)}")
+                   f"{fmt.ratio(d.ratio, d.ci_low, d.ci_high)}: {invalid}{_esc(d.verdict)}")
     for c in res.memory:
         out.append(f"- peak RSS {_esc(c.a)}/{_esc(c.b)} ratio "
-                   f"{_ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high)}: "
+                   f"{fmt.ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high)}: "
                    f"{_esc(c.verdict.text)}")
     check = "**MISCOMPARE**" if res.validation == "miscompare" else _esc(res.validation)
     out.append(f"- output check: {check} — {_esc(res.validation_detail)}")

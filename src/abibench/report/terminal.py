@@ -14,13 +14,14 @@ from rich.console import Console
 from rich.markup import escape as e
 from rich.table import Table
 
-from ..analyse.report import Report, WorkloadBlock
+from ..analyse.report import Cell, Report, SetInfo, WorkloadBlock
 from ..analyse.results import PairVerdict
 from ..analyse.xbench import GROUPS, Index
 from ..records import is_reference
 from . import formatting as fmt
 
 WIDTH = 140  # fixed width when not a terminal (CI, a pipe): logs stay readable
+TONE = {"invalid": "red", "better": "green", "worse": "red", "unclear": "dim"}
 
 
 def render(report: Report, *, color: bool = False, width: int | None = None) -> str:
@@ -205,15 +206,33 @@ def index_lines(index: Index) -> list[str]:
 # --------------------------------------------------------------------------- a comparison
 
 
+def _cell(c: Cell, unit: str) -> str:
+    """Median of the primary metric, and below it the difference to the reference."""
+    if c.row is None:
+        return ""
+    if c.median is None:
+        return f"[dim]{e(c.row.shown_state)}[/]"
+    value = e(fmt.si(c.median, unit))
+    if c.reference:
+        return value + "\n[dim]reference[/]"
+    d = c.diff
+    if d is None or not math.isfinite(d.percent):
+        return value
+    ci = (f" [{d.pct_low:+.1f}, {d.pct_high:+.1f}]"
+          if math.isfinite(d.pct_low) and math.isfinite(d.pct_high) else "")
+    return value + f"\n[{TONE[d.tone]}]{d.percent:+.1f}%{e(ci)}[/]"
+
+
+def _set_line(s: SetInfo) -> str:
+    h = s.host
+    return (f"  {e(s.tag)}: {e(s.source)} — {e(str(h.cpu_model or '?'))}, kernel "
+            f"{e(str(h.kernel_release or '?'))} ({e(str(h.kernel_bits))}-bit), started "
+            f"{e(str(s.run.started))}")
+
+
 def _comparison(report: Report, con: Console) -> None:
-    con.print(f"[bold]{e(report.title)}[/]")
-    for s in report.sets:
-        h = s.host
-        con.print(f"  {e(s.tag)}: {e(s.source)} — {e(str(h.cpu_model or '?'))}, kernel "
-                  f"{e(str(h.kernel_release or '?'))} ({e(str(h.kernel_bits))}-bit)"
-                  f", started {e(str(s.run.started))}")
-    for w in report.warnings:
-        con.print(f"[yellow]warning:[/] {e(w)}")
+    con.print("\n".join([f"[bold]{e(report.title)}[/]", *map(_set_line, report.sets),
+                         *(f"[yellow]warning:[/] {e(w)}" for w in report.warnings)]))
     labels = [s.label for s in report.series]
     table = Table(show_edge=False, pad_edge=False, header_style="bold", show_lines=True)
     table.add_column("workload")
@@ -221,27 +240,8 @@ def _comparison(report: Report, con: Console) -> None:
         table.add_column(e(lbl), justify="right")
     for b in report.workloads:
         res = b.result
-        by = {r.label: r for r in res.rows}
         cells = [f"{e(res.id)}\n[dim]{e(res.primary)}, {fmt.better_words(res.better)}[/]"]
-        for lbl in labels:
-            row = by.get(lbl)
-            if row is None:
-                cells.append("")
-                continue
-            if row.summary is None:
-                cells.append(f"[dim]{e(row.shown_state)}[/]")
-                continue
-            value = e(fmt.si(row.summary.median, res.unit))
-            d = b.primary_diff(lbl)
-            if lbl == b.reference:
-                value += "\n[dim]reference[/]"
-            elif d is not None and math.isfinite(d.percent):
-                colour = "red" if not d.valid else (
-                    ("green" if d.percent > 0 else "red") if d.significant else "dim")
-                ci = (f" [{d.pct_low:+.1f}, {d.pct_high:+.1f}]"
-                      if math.isfinite(d.pct_low) and math.isfinite(d.pct_high) else "")
-                value += f"\n[{colour}]{d.percent:+.1f}%{e(ci)}[/]"
-            cells.append(value)
+        cells += [_cell(c, res.unit) for c in b.cells(labels)]
         table.add_row(*cells)
     con.print(table)
     con.print("[dim]median of the primary metric; below it the difference to the reference "

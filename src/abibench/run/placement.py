@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ from ..records import Artifact, Target
 from ..workloads.profile import Workload, substitute
 from .sandbox import SysrootRunner
 from .servers import LOOPBACK, MariaDBDatadir, MariaDBServer, ServerError
+from .steps import untimed_step
 
 
 @dataclass
@@ -144,14 +144,4 @@ class Placement:
     def _client(self, template: tuple[str, ...], run: ServerRun, timeout_s: float,
                 what: str) -> str | None:
         argv = [substitute(a, self.host_values(run)) for a in template]
-        try:
-            proc = subprocess.run(argv, cwd=self.work, capture_output=True, text=True,
-                                  timeout=timeout_s, check=False)
-        except subprocess.TimeoutExpired:
-            return f"server {what} step timed out after {timeout_s:g}s"
-        except OSError as exc:
-            return f"server {what} step could not start ({argv[0]}): {exc.strerror}"
-        if proc.returncode != 0:
-            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [""]
-            return f"server {what} step failed (exit {proc.returncode}): {tail[0]}"
-        return None
+        return untimed_step(argv, self.work, None, timeout_s, f"server {what} step")

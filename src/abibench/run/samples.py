@@ -10,6 +10,7 @@ import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..hashing import sha256_file
 from ..records import Sample
 from ..workloads.parsers import BUILTIN_PARSERS, close_enough
 from ..workloads.profile import MetricRule, Workload
@@ -60,14 +61,6 @@ def validation_value(wl: Workload, stdout: str) -> str | None:
     return found.group(1)
 
 
-def file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def check_value(wl: Workload, raw: RawResult, files: list[Path],
                 close: Sequence[tuple[str, Path]] = (), refs: dict[str, bytes] | None = None,
                 ) -> str | None:
@@ -86,7 +79,7 @@ def check_value(wl: Workload, raw: RawResult, files: list[Path],
     for f in files:
         if not f.is_file():
             raise ParseError(f"output file {f} to validate was not written")
-        parts.append(f"{f.name}:{file_digest(f)[:16]}")
+        parts.append(f"{f.name}:{sha256_file(f)[:16]}")
     for template, f in close:
         if wl.close is None or refs is None:
             break

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import random
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable
@@ -19,7 +18,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from ..paths import MICRO_DIR
 from ..records import Artifact, Sample, Target
 from ..workloads.profile import Workload, substitute
 from .counters import count_instructions
@@ -27,6 +25,7 @@ from .launcher import run_sample
 from .placement import Placement
 from .samples import sample_from
 from .servers import ServerError, sigterm_as_interrupt
+from .steps import untimed_step
 from .stopping import widest_interval
 
 
@@ -70,29 +69,12 @@ def round_order(targets: list[Target], rnd: int) -> list[Target]:
     return list(targets) if rnd % 2 == 0 else list(reversed(targets))
 
 
-def _values(wl: Workload, target: Target, bins: dict[str, str], work: Path,
-            inputs: dict[str, Path]) -> dict[str, str]:
-    return {"bin": bins[target.label], "abi": target.abi.name, "work": str(work),
-            "micro": str(MICRO_DIR), "profile_dir": str(wl.path.parent), **wl.params,
-            **{k: str(v) for k, v in inputs.items()}}
-
-
 def _setup(wl: Workload, values: dict[str, str], work: Path, env: dict[str, str]) -> str | None:
     """Run the profile's untimed setup step for one target; the error text when it fails."""
     if not wl.setup:
         return None
-    argv = [substitute(a, values) for a in wl.setup]
-    try:
-        proc = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True,
-                              timeout=wl.timeout * 10, check=False)
-    except subprocess.TimeoutExpired:
-        return f"setup step timed out after {wl.timeout * 10:g}s"
-    except OSError as exc:
-        return f"setup step could not start: {exc.strerror}"
-    if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [""]
-        return f"setup step failed (exit {proc.returncode}): {tail[0]}"
-    return None
+    return untimed_step([substitute(a, values) for a in wl.setup], work, env, wl.timeout * 10,
+                        "setup step")
 
 
 def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Plan,
@@ -102,7 +84,6 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
     outcome = ScheduleResult(wl.id)
     rng = random.Random(f"{plan.seed}:{wl.id}")
     active = [t for t, _ in targets]
-    bins = {t.label: a.bin_dir for t, a in targets}
     samples: list[Sample] = []
     base_env = dict(os.environ)
     t_start = time.monotonic()
@@ -197,15 +178,15 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
                     break
         if plan.counters:
             for pos, target in enumerate(active):
-                if places[target.label].in_sysroot:
+                pl = places[target.label]
+                if pl.in_sysroot:
                     continue  # valgrind would count chroot/bwrap, not the program
-                work = Path(tmp) / target.label.replace("/", "_")
-                values = _values(wl, target, bins, work, inputs)
+                values = pl.host_values()
                 argv = [substitute(a, values) for a in wl.command]
                 files = [Path(substitute(f, values)) for f in wl.validate_files]
                 started = now_iso()
                 # No environment padding: the count must repeat exactly for the same build.
-                raw, count = count_instructions(argv, work, base_env, wl.timeout, launch,
+                raw, count = count_instructions(argv, pl.work, base_env, wl.timeout, launch,
                                                 Path(substitute(wl.stdin, values))
                                                 if wl.stdin else None)
                 sample = sample_from(raw, wl, run_id, target.label, rnd, pos, False, started, 0,

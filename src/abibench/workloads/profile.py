@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from ..errors import ProfileError
 from ..paths import MICRO_DIR, PROFILES_DIR
@@ -92,7 +92,7 @@ class Workload:
     stdout_match: re.Pattern[str] | None
     metrics: tuple[MetricRule, ...]
     primary: str
-    inputs: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> {kind, ...}
+    inputs: dict[str, dict[str, str | int | float]] = field(default_factory=dict)  # {kind, ...}
     setup: tuple[str, ...] = ()  # once per target before its warm-up, not timed
     stdin: str | None = None
     stdout_digest: bool = False
@@ -144,7 +144,7 @@ def _line_of(text: str, key: str, array: str | None = None, index: int = 0) -> i
     return text.count("\n", 0, m.start() + (1 if text[m.start()] == "\n" else 0)) + 1
 
 
-def parse_duration(value: Any) -> float:
+def parse_duration(value: object) -> float:
     if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
         return float(value)
     if isinstance(value, str):
@@ -167,7 +167,7 @@ class _Loader:
         line = _line_of(self.text, key, *self.within) if self.within else _line_of(self.text, key)
         return ProfileError(f"{self.path}:{line}: {msg}")
 
-    def str_(self, table: dict[str, Any], key: str, *, required: bool = True,
+    def str_(self, table: Mapping[str, object], key: str, *, required: bool = True,
              default: str = "") -> str:
         if key not in table:
             if required:
@@ -178,7 +178,7 @@ class _Loader:
             raise self.fail(key, f"'{key}' must be a string, not {type(value).__name__}")
         return value
 
-    def strlist(self, table: dict[str, Any], key: str, *, required: bool = False) -> tuple[str, ...]:
+    def strlist(self, table: Mapping[str, object], key: str, *, required: bool = False) -> tuple[str, ...]:
         if key not in table:
             if required:
                 raise self.fail(key, f"missing '{key}': add {key} = [\"...\"]")
@@ -188,7 +188,7 @@ class _Loader:
             raise self.fail(key, f"'{key}' must be a list of strings, like {key} = [\"a\", \"b\"]")
         return tuple(value)
 
-    def regex(self, table: dict[str, Any], key: str) -> re.Pattern[str]:
+    def regex(self, table: Mapping[str, object], key: str) -> re.Pattern[str]:
         pattern = self.str_(table, key)
         try:
             rx = re.compile(pattern)
@@ -198,7 +198,7 @@ class _Loader:
             raise self.fail(key, f"'{key}' needs one capture group (...) around the value")
         return rx
 
-    def table(self, data: dict[str, Any], key: str, *, required: bool = True) -> dict[str, Any]:
+    def table(self, data: Mapping[str, object], key: str, *, required: bool = True) -> dict[str, object]:
         if key not in data:
             if required:
                 raise self.fail(key, f"missing table [{key}]")
@@ -208,7 +208,7 @@ class _Loader:
             raise self.fail(key, f"'{key}' must be a table [{key}]")
         return value
 
-    def metric(self, m: Any, index: int) -> MetricRule:
+    def metric(self, m: object, index: int) -> MetricRule:
         if not isinstance(m, dict):
             raise self.fail("metric", f"[[metric]] number {index + 1} must be a table")
         name = self.str_(m, "name")
@@ -313,10 +313,11 @@ def load_profile(path: Path) -> Workload:
                 not isinstance(max_fraction, int | float) or not 0 <= max_fraction <= 1:
             raise ld.fail("close", "close = { files = [\"...\"], max_diff = 1, max_fraction = "
                           "0.01 }: max_diff a whole number >= 0, max_fraction from 0 to 1")
+        assert isinstance(raw_close, dict)  # checked above: max_diff came from it
         close = CloseSpec(ld.strlist(raw_close, "files", required=True), max_diff,
                           float(max_fraction))
 
-    inputs: dict[str, dict[str, Any]] = {}
+    inputs: dict[str, dict[str, str | int | float]] = {}
     for name, spec in ld.table(data, "inputs", required=False).items():
         if not isinstance(spec, dict) or not isinstance(spec.get("kind"), str):
             raise ld.fail(name, f"input '{name}' must be a table like {name} = {{ kind = \"corpus\" }}")
@@ -419,7 +420,7 @@ def expand_sweep(wl: Workload) -> list[Workload]:
     return instances
 
 
-def _extra_sources(ld: _Loader, src: dict[str, Any]) -> tuple[tuple[str, str, str | None], ...]:
+def _extra_sources(ld: _Loader, src: Mapping[str, object]) -> tuple[tuple[str, str, str | None], ...]:
     out = []
     for name, spec in ld.table(src, "extra", required=False).items():
         if not isinstance(spec, dict) or not isinstance(spec.get("debian"), str):

@@ -1,0 +1,126 @@
+"""The analysis stage on typed run documents: which samples count, how rounds pair, which
+target is the reference, verdicts, validation and the suite mean. No CLI, no store."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from abibench.analyse import report as analysis
+from abibench.analyse.results import analyse, suite_summary, validate_outputs
+from abibench.records import RunDoc, Sample, pair_by_round, pick_reference
+
+DocFactory = Callable[[dict[str, dict[str, Any]], list[dict[str, Any]]], RunDoc]
+RATE = {"rate": {"unit": "ops/s", "better": "higher"}}
+
+
+def _samples(wid: str, values: dict[str, list[float]], **extra: Any) -> list[dict[str, Any]]:
+    out = []
+    for target, vals in values.items():
+        for rnd, v in enumerate(vals, start=1):
+            out.append({"workload": wid, "target": target, "round": rnd, "check": "same",
+                        "metrics": {"rate": v}, "max_rss_kb": 1000, **extra})
+    return out
+
+
+def _doc(run_doc: DocFactory, values: dict[str, dict[str, list[float]]],
+         extra: list[dict[str, Any]] | None = None) -> RunDoc:
+    workloads = {w: {"primary": "rate", "targets": list(v), "metrics": RATE}
+                 for w, v in values.items()}
+    samples = [s for w, v in values.items() for s in _samples(w, v)]
+    return run_doc(workloads, samples + (extra or []))
+
+
+def test_counted_leaves_out_warmups_failures_and_counter_runs(run_doc: DocFactory) -> None:
+    base = {"workload": "w", "target": "i386", "metrics": {"rate": 1.0}}
+    doc = run_doc({"w": {"primary": "rate", "targets": ["i386"], "metrics": RATE}},
+                  [{**base, "round": 0, "warmup": True},
+                   {**base, "round": 1},
+                   {**base, "round": 2, "status": "failed"},
+                   {**base, "round": 3, "kind": "counters", "instructions": 5},
+                   {**base, "round": 4}])
+    assert [s.round for s in doc.counted("w")] == [1, 4]
+    assert doc.instructions("w") == {"i386": 5}
+
+
+def test_pairing_needs_the_same_rounds_on_both_sides(run_doc: DocFactory) -> None:
+    doc = _doc(run_doc, {"w": {"i386": [1.0, 2.0, 3.0], "x86_64": [2.0, 4.0, 6.0]}})
+    p = doc.paired("w", "rate", "i386", "x86_64")
+    assert p.paired and p.a == (1.0, 2.0, 3.0) and p.b == (2.0, 4.0, 6.0)
+    # A missing round on one side: nothing pairs, every value is still used.
+    rows = [s for s in doc.samples if not (s.target == "x86_64" and s.round == 2)]
+    q = pair_by_round([s for s in rows if s.target == "i386"],
+                      [s for s in rows if s.target == "x86_64"], "rate")
+    assert not q.paired and len(q.a) == 3 and len(q.b) == 2
+    # A sample without the metric, or with a non-finite value, is no value.
+    odd = [Sample.from_dict({**_odd(), "metrics": {"rate": math.inf}}),
+           Sample.from_dict({**_odd(), "round": 2, "metrics": {}})]
+    assert pair_by_round(odd, odd, "rate").a == ()
+
+
+def _odd() -> dict[str, Any]:
+    return {"run_id": "r", "workload": "w", "target": "i386", "round": 1, "position": 0,
+            "warmup": False, "status": "ok", "exit_code": 0, "wall_s": 1.0, "user_s": 1.0,
+            "sys_s": 0.0, "max_rss_kb": 1, "stdout_digest": "", "check": None}
+
+
+def test_reference_is_the_64_bit_abi_of_the_family() -> None:
+    assert pick_reference(["i386", "x86_64", "x32"]) == "x86_64"
+    assert pick_reference(["x86_64/debian", "i386/debian"]) == "x86_64/debian"
+    assert pick_reference(["armhf", "aarch64"]) == "aarch64"
+    assert pick_reference(["a", "b"]) == "b"  # no 64-bit ABI: the last one
+
+
+def test_verdict_direction_and_reference(run_doc: DocFactory) -> None:
+    doc = _doc(run_doc, {"w": {"x86_64": [100, 101, 99, 100, 102],
+                               "i386": [80, 81, 79, 80, 82]}})
+    (res,) = analyse(doc)
+    (c,) = res.comparisons
+    assert (c.a, c.b) == ("i386", "x86_64")
+    assert c.ratio.paired and c.ratio.ratio == pytest.approx(0.8, rel=0.01)
+    assert c.verdict.winner == "x86_64" and c.verdict.significant
+    assert "x86_64 is 25." in c.verdict.text and "faster" in c.verdict.text
+    assert res.validation == "ok"
+    # The reference can be named (a merged comparison does): then it is used.
+    (other,) = analyse(doc, {"w": "i386"})
+    assert other.comparisons[0].b == "i386" and other.comparisons[0].verdict.winner == "x86_64"
+
+
+def test_miscompare_is_invalid_and_left_out_of_the_suite(run_doc: DocFactory) -> None:
+    good = _samples("good", {"i386": [1.0, 1.1, 1.0], "x86_64": [2.0, 2.1, 2.0]})
+    bad = _samples("bad", {"i386": [1.0, 1.1, 1.0]}) + \
+        _samples("bad", {"x86_64": [2.0, 2.1, 2.0]}, check="other")
+    workloads = {w: {"primary": "rate", "targets": ["i386", "x86_64"], "metrics": RATE}
+                 for w in ("good", "bad")}
+    results = analyse(run_doc(workloads, good + bad))
+    by = {r.id: r for r in results}
+    assert by["bad"].validation == "miscompare" and "differ between ABIs" in \
+        by["bad"].validation_detail
+    (suite,) = suite_summary(results)
+    assert suite.workloads == ("good",) and suite.excluded == ("bad",)
+    assert validate_outputs([], ["i386"]) == ("unchecked", "no validation value (the profile "
+                                                           "has no [validate])")
+
+
+def test_holm_adjusts_every_primary_p_value(run_doc: DocFactory) -> None:
+    values = {f"w{i}": {"i386": [1.0 + 0.01 * i, 1.02, 0.99, 1.01], "x86_64": [1.0] * 4}
+              for i in range(3)}
+    results = analyse(_doc(run_doc, values))
+    for r in results:
+        c = r.comparisons[0]
+        assert c.p_adjusted >= c.ratio.p_value or math.isnan(c.ratio.p_value)
+
+
+def test_report_cells_and_tones(run_doc: DocFactory) -> None:
+    doc = _doc(run_doc, {"w": {"x86_64": [100, 101, 99, 100], "i386": [80, 81, 79, 80]}})
+    rep = analysis.from_run(doc)
+    (block,) = rep.workloads
+    cells = {c.label: c for c in block.cells(["i386", "x86_64", "x32"])}
+    assert cells["x32"].row is None and cells["x32"].median is None
+    assert cells["x86_64"].reference and cells["x86_64"].diff is None
+    d = cells["i386"].diff
+    assert d is not None and d.tone == "worse" and d.percent == pytest.approx(-20, abs=1)
+    assert rep.counts.total == 8 and rep.counts.counted == 8
