@@ -107,11 +107,15 @@ class Sample:
     env_pad: int = 0  # bytes of environment padding (stack alignment is randomised per sample)
     instructions: int | None = None
     kind: str = "timed"  # timed | counters (one run under valgrind: its times mean nothing)
+    # Why a stored sample no longer counts (e.g. its round was cut short and measured again
+    # after `run --resume`); the sample itself is kept as it was measured.
+    discarded: str | None = None
 
     @property
     def counted(self) -> bool:
         """Whether the statistics use this sample."""
-        return self.status == "ok" and not self.warmup and self.kind == "timed"
+        return (self.status == "ok" and not self.warmup and self.kind == "timed"
+                and self.discarded is None)
 
     def value(self, metric: str) -> float | None:
         """The sample's value of a metric; None when the sample has none."""
@@ -151,7 +155,8 @@ class Sample:
             error=None if d.get("error") is None else str(d["error"]),
             started_at=str(d.get("started_at", "")), env_pad=int(cast(int, d.get("env_pad", 0))),
             instructions=None if instructions is None else int(cast(int, instructions)),
-            kind=str(d.get("kind", "timed")))
+            kind=str(d.get("kind", "timed")),
+            discarded=None if d.get("discarded") is None else str(d["discarded"]))
 
 
 @dataclass(frozen=True)
@@ -277,6 +282,8 @@ class Artifact:
     # the program's own account of its build, written by the recipe to {out}/buildinfo.txt,
     # e.g. OpenSSL's `openssl version -a` lines (platform, options: bn(64,32), compiler)
     build_options: str | None = None
+    # sha256 of every file at the moment it was built or obtained: what is run must be this
+    digests: dict[str, str] = field(default_factory=dict)
     # the target label it was measured as; set by the store (empty while building)
     target: str = ""
     # fields an imported file carries that this version does not know: shown, never used

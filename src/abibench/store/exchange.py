@@ -149,7 +149,7 @@ _ARTIFACT = _obj({"workload": _str, "target": _str},
                   "abi_flags": _list(_str), "commands": _list(_str),
                   "compiler_version": _opt(_str), "effective": _map(_str),
                   "build_seconds": _opt(_num), "source_version": _opt(_str),
-                  "source_package": _opt(_str)})
+                  "source_package": _opt(_str), "digests": _map(_str)})
 _STATUS = _obj({"workload": _str, "target": _str, "state": _str, "reason": _opt(_str)})
 _WARNING = _obj({"workload": _opt(_str), "target": _opt(_str), "message": _str})
 _OUTCOME = _obj({"rounds": _int, "stop_reason": _str})
@@ -158,7 +158,8 @@ _SAMPLE = _obj({"workload": _str, "target": _str, "round": _int, "position": _in
                 "user_s": _num, "sys_s": _num, "max_rss_kb": _int, "stdout_digest": _str,
                 "check": _opt(_str), "metrics": _map(_num)},
                {"run_id": _str, "error": _opt(_str), "started_at": _str, "env_pad": _int,
-                "instructions": _opt(_int), "kind": _enum("timed", "counters")})
+                "instructions": _opt(_int), "kind": _enum("timed", "counters"),
+                "discarded": _opt(_str)})
 _DOC = _obj({"format": _str, "version": _any, "run": _RUN, "host": _HOST,
              "samples": _list(_SAMPLE)},
             {"artifacts": _list(_ARTIFACT), "target_status": _list(_STATUS),
