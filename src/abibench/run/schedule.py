@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
+from ..errors import UsageError
 from ..records import Artifact, Sample, Target
 from ..workloads.profile import Workload, substitute
 from .counters import count_instructions
@@ -58,6 +59,7 @@ class ScheduleResult:
     failed: dict[str, str] = field(default_factory=dict)  # target -> why it stopped being run
     timed_out: bool = False
     interrupted: bool = False
+    changed: list[str] = field(default_factory=list)  # targets whose program changed mid-run
 
 
 def now_iso() -> str:
@@ -75,6 +77,21 @@ def _setup(wl: Workload, values: dict[str, str], work: Path, env: dict[str, str]
         return None
     return untimed_step([substitute(a, values) for a in wl.setup], work, env, wl.timeout * 10,
                         "setup step")
+
+
+def _shared_programs(places: dict[str, Placement]) -> dict[str, str]:
+    """Targets whose program is the same file as another target's: one build overwrote the
+    other's, and the samples of both would measure one binary."""
+    owner: dict[Path, str] = {}
+    out: dict[str, str] = {}
+    for label, pl in places.items():
+        for path in pl.program_files():
+            real = path.resolve()
+            if real in owner and owner[real] != label:
+                out[label] = (f"{path} is the same file as {owner[real]}'s program: two targets "
+                              "would measure one binary; fix the profile's [source] artifacts")
+            owner.setdefault(real, label)
+    return out
 
 
 def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Plan,
@@ -96,9 +113,12 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
         # Where each target runs: the host, or its Debian sysroot (with its server, if any).
         places = {t.label: Placement.create(wl, t, a, Path(tmp), inputs, stack)
                   for t, a in targets}
+        # The very programs that were built, each of its own ABI, none shared by two targets.
+        shared = _shared_programs(places)
         for target in active:
             pl = places[target.label]
-            failure = (_setup(wl, pl.host_values(), pl.work, base_env)
+            failure = (shared.get(target.label) or pl.verify()
+                       or _setup(wl, pl.host_values(), pl.work, base_env)
                        or pl.prepare_server(wl.timeout * 10))
             if failure:
                 outcome.failed[target.label] = failure
@@ -117,12 +137,9 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
                         failure = pl.warm_server(srv, wl.timeout)
                         if failure:
                             raise ServerError(failure)
-                        values, host_values = pl.values(srv), pl.host_values(srv)
-                        argv = pl.argv([substitute(a, values) for a in wl.command])
-                        stdin = Path(substitute(wl.stdin, host_values)) if wl.stdin else None
-                        files = [Path(substitute(f, host_values)) for f in wl.validate_files]
-                        close = [(t, Path(substitute(t, host_values)))
-                                 for t in (wl.close.files if wl.close else ())]
+                        argv = pl.argv([substitute(a, pl.values(srv)) for a in wl.command])
+                        stdin = pl.stdin_path(srv)
+                        files, close = pl.output_files(srv)
                         for f in [*files, *(p for _, p in close)]:
                             f.unlink(missing_ok=True)  # a stale file must not pass for this run
                         started = now_iso()
@@ -131,7 +148,7 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
                     if srv.peak_rss_kb is not None:
                         # What a server workload compares is the server's memory, not the client's.
                         raw = replace(raw, max_rss_kb=srv.peak_rss_kb)
-                except ServerError as exc:
+                except (ServerError, UsageError) as exc:
                     outcome.failed[target.label] = str(exc)
                     continue
                 except KeyboardInterrupt:
@@ -197,6 +214,12 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
                                  "valgrind wrote no instruction count")
                 store.add_sample(sample)
                 samples.append(sample)
+        for target in active:
+            # Again after the last sample: a program replaced mid-run is no result.
+            changed = places[target.label].verify()
+            if changed:
+                outcome.failed[target.label] = changed
+                outcome.changed.append(target.label)
         if outcome.failed:
             # A precision reached by the survivors says nothing about the comparison that failed.
             failed = ", ".join(sorted(outcome.failed))
