@@ -86,8 +86,10 @@ class Placement:
         """Placeholders for [run] command: paths as the program sees them."""
         if self.wl.server is not None:  # the command is the host's client
             return self.host_values(server)
+        program = f"{self.art.bin_dir}/{self.art.files[0]}" if self.art.files else ""
         return {**self._base(), "bin": self.art.bin_dir, "work": self.inner_work,
-                **self.inner_inputs, "port": str(server.port if server else 0)}
+                **self.inner_inputs, "port": str(server.port if server else 0),
+                "program": program}
 
     def host_values(self, server: ServerRun | None = None) -> dict[str, str]:
         """Placeholders for what runs or is read on the host: setup, stdin, validated files."""
@@ -96,7 +98,8 @@ class Placement:
             bin_dir = str(self.runner.sysroot.host_path(self.art.bin_dir))
         return {**self._base(), "bin": bin_dir, "work": str(self.work),
                 **{k: str(v) for k, v in self.inputs.items()},
-                "port": str(server.port if server else 0)}
+                "port": str(server.port if server else 0),
+                "program": f"{bin_dir}/{self.art.files[0]}" if self.art.files else ""}
 
     def argv(self, argv: list[str]) -> list[str]:
         if self.runner is None or self.wl.server is not None:
