@@ -27,7 +27,7 @@ def host_libraries(art: Artifact) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     for file, ins in art.inspection.items():
         libs = ins.get("libraries") if isinstance(ins, dict) else None
-        for lib in libs if isinstance(libs, list) else []:
+        for lib in libs if isinstance(libs, list | tuple) else []:
             if not isinstance(lib, dict):
                 continue
             name, path = lib.get("name"), lib.get("path")

@@ -128,7 +128,7 @@ def _workload(b: WorkloadBlock, con: Console) -> None:
         con.print(f"  output check: [yellow]{e(res.validation_detail)}[/]")
     if res.stop_reason:
         con.print(f"  stopped: {e(res.stop_reason)}")
-    for w in res.warnings:
+    for w in [*res.warnings, *b.notes]:
         con.print(f"  [yellow]warning:[/] {e(w)}")
 
 

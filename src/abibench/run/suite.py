@@ -311,7 +311,8 @@ def _obtain_workload(wl: Workload, req: Request, obtainer: _Obtainer, store: Run
             status(target.label, *got)
             if got[0] == "failed":
                 failed.append(target.label)
-                result.failures.append(f"{wl.id} {target.label}: {got[1]}")
+                result.failures.append(got[1] if got[1].startswith(wl.id)
+                                       else f"{wl.id} {target.label}: {got[1]}")
                 result.exit_code = max(result.exit_code, EXIT_WORKLOAD)
             continue
         before = resume.artifact_of(wl.id, target.label) if resume is not None else None
