@@ -211,9 +211,9 @@ def build(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], cache_root: 
     for name in wl.source.artifacts:
         path = out / name
         if not path.is_file() or path.is_symlink() or not inside(path, out):
-            shutil.rmtree(staging, ignore_errors=True)
             why = ("is a link, not the built file" if path.is_symlink() else
                    "is outside the output directory" if path.exists() else "was not produced")
+            shutil.rmtree(staging, ignore_errors=True)
             raise BuildError(f"{wl.id}: artifact '{name}' of the {abi.name} build {why}: fix "
                              f"[source] artifacts or the build command in {wl.path}")
         try:

@@ -29,8 +29,9 @@ def obtain(workload: str, abi: Abi, path: Path) -> Artifact:
                          "it or name the right file")
     try:
         info = read_elf(path)
-    except ValueError as exc:
-        raise UsageError(f"prebuilt program for {abi.name} {path}: {exc}") from None
+    except ValueError:
+        raise UsageError(f"prebuilt program for {abi.name} {path} is not an ELF program: name "
+                         "the compiled program itself, not a script or wrapper") from None
     if not abi.matches(info):
         raise UsageError(f"prebuilt program for {abi.name} {path} is {describe(info)}, not "
                          f"{abi.name}: name the program built for {abi.name}")
