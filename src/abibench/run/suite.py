@@ -6,6 +6,7 @@ progress goes to a callback so the CLI decides how to show it.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import shutil
 import time
@@ -163,6 +164,7 @@ def measure_suite(req: Request, store: RunSink, cache_root: Path, progress: Prog
     for w in [*host.context_warnings(ctx), *([skew] if skew else [])]:
         store.add_warning(run_id, RunWarning(w))
     result = Result(run_id)
+    failed = False
 
     def status(wid: str, label: str, state: str, reason: str | None) -> None:
         store.set_target_status(run_id, TargetStatus(wid, label, state, reason))
@@ -218,9 +220,15 @@ def measure_suite(req: Request, store: RunSink, cache_root: Path, progress: Prog
             try:
                 outcome = run_workload(wl, runnable, req.plan, store, run_id, launch, on_sample,
                                        inputs)
-            finally:
+            except BaseException:
                 result.outcomes.append(outcome)
-                _record_outcome(store, run_id, wl, outcome, runnable)
+                # The error in flight is the one to report (a store that failed mid-sample
+                # most likely fails here too).
+                with contextlib.suppress(AbibenchError):
+                    _record_outcome(store, run_id, wl, outcome, runnable)
+                raise
+            result.outcomes.append(outcome)
+            _record_outcome(store, run_id, wl, outcome, runnable)
             if outcome.timed_out:
                 result.exit_code = max(result.exit_code, EXIT_TIMEOUT)
             elif outcome.failed:
@@ -228,9 +236,19 @@ def measure_suite(req: Request, store: RunSink, cache_root: Path, progress: Prog
     except KeyboardInterrupt:
         result.interrupted = True
         result.exit_code = EXIT_INTERRUPTED
+    except Exception:
+        # E.g. a StoreError while storing a sample: what was stored stays, the run says it failed.
+        failed = True
+        raise
     finally:
-        final = "interrupted" if result.interrupted else "complete"
-        store.finish_run(run_id, datetime.now(UTC).isoformat(timespec="seconds"), final)
+        final = "interrupted" if result.interrupted else "failed" if failed else "complete"
+        try:
+            store.finish_run(run_id, datetime.now(UTC).isoformat(timespec="seconds"), final)
+        except AbibenchError:
+            # A store that cannot take even this must not hide the error that stopped the run;
+            # the run reads as abandoned once this process has gone.
+            if not failed:
+                raise
         result.elapsed_s = time.monotonic() - t0
     return result
 
