@@ -126,6 +126,16 @@ def _guarded(method: Callable[Concatenate[Store, P], R]) -> Callable[Concatenate
     return functools.wraps(method)(run)
 
 
+def _writer(method: Callable[Concatenate[Store, P], R]) -> Callable[Concatenate[Store, P], R]:
+    """A method that writes: refused on a store opened read-only, guarded like every other."""
+    def run(self: Store, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        if self.readonly:
+            raise faults.readonly(self.path, "opened read-only, for reading")
+        return method(self, *args, **kwargs)
+
+    return _guarded(functools.wraps(method)(run))
+
+
 class Store:
     """The results database at path; `readonly` for the commands that only read it.
 
@@ -250,6 +260,8 @@ class Store:
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
         """Everything inside is committed together, or not at all."""
+        if self.readonly:
+            raise faults.readonly(self.path, "opened read-only, for reading")
         try:
             self.db.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
@@ -265,7 +277,7 @@ class Store:
             raise
 
     # Writing: each call is its own transaction, committed before it returns.
-    @_guarded
+    @_writer
     def create_run(self, run: Run, host: HostContext, owned: bool = True) -> None:
         """owned: this process writes the run (False for an imported run: nobody writes it)."""
         who = owner.current() if owned else None
@@ -276,12 +288,12 @@ class Store:
              json.dumps(host.to_dict()), json.dumps(run.config.to_dict()),
              *(_owner_values(who))))
 
-    @_guarded
+    @_writer
     def finish_run(self, run_id: str, finished: str | None, status: str) -> None:
         self.db.execute("UPDATE runs SET finished=?, status=? WHERE id=?",
                         (finished, status, run_id))
 
-    @_guarded
+    @_writer
     def claim_run(self, run_id: str) -> None:
         """Make this process the writer of a stored run again (`run --resume`): status running.
 
@@ -305,30 +317,30 @@ class Store:
                             "owner_boot=?, owner_host=? WHERE id=?",
                             (owner.RUNNING, *_owner_values(owner.current()), run_id))
 
-    @_guarded
+    @_writer
     def add_artifact(self, run_id: str, artifact: Artifact) -> None:
         info = {**artifact.info_dict(), **artifact.extra}
         self.db.execute("INSERT INTO artifacts(run_id, workload, target, cached, info_json) "
                         "VALUES (?,?,?,?,?)", (run_id, artifact.workload, artifact.target,
                                                int(artifact.cached), json.dumps(info)))
 
-    @_guarded
+    @_writer
     def set_target_status(self, run_id: str, status: TargetStatus) -> None:
         self.db.execute("INSERT INTO target_status(run_id, workload, target, state, reason) "
                         "VALUES (?,?,?,?,?)", (run_id, status.workload, status.target,
                                                status.state, status.reason))
 
-    @_guarded
+    @_writer
     def add_warning(self, run_id: str, warning: RunWarning) -> None:
         self.db.execute("INSERT INTO warnings(run_id, workload, target, message) VALUES (?,?,?,?)",
                         (run_id, warning.workload, warning.target, warning.message))
 
-    @_guarded
+    @_writer
     def set_outcome(self, run_id: str, workload: str, outcome: Outcome) -> None:
         self.db.execute("INSERT OR REPLACE INTO outcomes VALUES (?,?,?,?)",
                         (run_id, workload, outcome.rounds, outcome.stop_reason))
 
-    @_guarded
+    @_writer
     def add_sample(self, s: Sample) -> None:
         self.db.execute(
             "INSERT INTO samples(run_id, workload, target, round, position, warmup, status, "
@@ -340,7 +352,7 @@ class Store:
              json.dumps(s.metrics), s.error, s.started_at, s.env_pad, s.instructions, s.kind,
              s.discarded))
 
-    @_guarded
+    @_writer
     def discard_samples(self, run_id: str, workload: str, rounds: Iterable[int],
                         reason: str) -> int:
         """Mark the samples of these rounds of a workload as no longer counted (kept as they
