@@ -149,10 +149,12 @@ class Store:
         self.timeout = faults.busy_timeout() if timeout is None else timeout
         try:
             self.db = self._open_readonly() if readonly else self._open_writable()
+            self.db.row_factory = sqlite3.Row
+            # An older schema opened read-only has no owners: its runs keep their status.
+            self._owner_columns = self._has_column("runs", "owner_pid")
         except sqlite3.Error as exc:
+            self.close()
             raise faults.translate(exc, path, self.timeout) from exc
-        self.db.row_factory = sqlite3.Row
-        self._owner_columns = self._has_column("runs", "owner_pid")
 
     def _connect(self, target: str, uri: bool = False) -> sqlite3.Connection:
         return sqlite3.connect(target, uri=uri, isolation_level=None, timeout=self.timeout)
@@ -254,8 +256,10 @@ class Store:
     def close(self) -> None:
         # Everything was committed call by call; a final checkpoint that fails (a full disk)
         # leaves the log beside the file, and the next open reads it.
-        with contextlib.suppress(sqlite3.Error):
-            self.db.close()
+        db: sqlite3.Connection | None = getattr(self, "db", None)  # None: opening failed
+        if db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                db.close()
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
@@ -373,9 +377,10 @@ class Store:
         return Owner(int(pid), _field(row, "owner_start"), _field(row, "owner_boot"),
                      str(_field(row, "owner_host") or ""))
 
-    def _status(self, row: sqlite3.Row) -> str:
+    def _status(self, row: sqlite3.Row, here: Owner | None = None) -> str:
         """The stored status, or `abandoned` for a running run whose writer has died."""
-        return owner.effective_status(row["status"], self._owner_of(row), owner.current())
+        return owner.effective_status(row["status"], self._owner_of(row),
+                                      here or owner.current())
 
     @_guarded
     def run_ids(self) -> list[str]:
@@ -402,8 +407,9 @@ class Store:
             f"SELECT r.id, r.started, r.finished, r.status{owners}, "
             "(SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id) AS samples FROM runs r "
             "ORDER BY r.started, r.id")
-        return [RunListing(r["id"], r["started"], r["finished"], self._status(r), r["samples"])
-                for r in rows]
+        here = owner.current()
+        return [RunListing(r["id"], r["started"], r["finished"], self._status(r, here),
+                           r["samples"]) for r in rows]
 
     @_guarded
     def samples(self, run_id: str) -> list[Sample]:
