@@ -40,6 +40,7 @@ from .run.resume import request_of
 from .run.schedule import Plan
 from .run.signals import signals_as_interrupt
 from .run.suite import Request, measure_suite
+from .store.sources import is_file_ref, load_sources
 from .store.sqlite import Store
 from .workloads.oneliner import parse_binary, parse_metric, profile_text
 from .workloads.profile import (
@@ -468,10 +469,17 @@ def cmd_runs(args: argparse.Namespace, store: Store) -> int:
     return EXIT_OK
 
 
-def cmd_report(args: argparse.Namespace, store: Store) -> int:
-    from .store.sources import load_sources
+_READ_COMMANDS = ("runs", "report", "compare", "export")
 
-    sources = args.run if args.command == "report" else args.sources
+
+def _report_sources(args: argparse.Namespace) -> list[str]:
+    sources: list[str] = args.run if args.command == "report" else args.sources
+    return sources
+
+
+def cmd_report(args: argparse.Namespace, store: Store | None) -> int:
+    """store: None when every source is an exported file and there is no database."""
+    sources = _report_sources(args)
     if args.command == "compare" and len(sources) < 2:
         raise UsageError("compare needs two or more result sets: pass run ids (`abibench runs`)"
                          " or exported .json files")
@@ -578,7 +586,13 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_inspect(args)
         if args.command == "list":
             return cmd_list(args)
-        store = Store(args.db or default_db())
+        db = args.db or default_db()
+        if args.command in ("report", "compare") and not db.exists() and \
+                all(is_file_ref(ref) for ref in _report_sources(args)):
+            return cmd_report(args, None)  # exported files only: no database needed
+        # The commands that only read open it read-only: they work on a read-only file,
+        # directory or mount, and never migrate or write it.
+        store = Store(db, readonly=args.command in _READ_COMMANDS)
         try:
             handler = {"run": cmd_run, "runs": cmd_runs, "report": cmd_report,
                        "compare": cmd_report, "import": cmd_import,

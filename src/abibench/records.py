@@ -507,7 +507,7 @@ class Run:
     id: str
     started: str
     finished: str | None
-    status: str  # running | complete | interrupted | failed | merged ...
+    status: str  # running | complete | interrupted | failed | merged | abandoned (as read) ...
     tool_version: str
     config: RunConfig
 

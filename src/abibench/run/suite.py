@@ -6,10 +6,11 @@ progress goes to a callback so the CLI decides how to show it.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -73,8 +74,8 @@ class RunSink(Protocol):
 
     def claim_run(self, run_id: str) -> None: ...
 
-    def discard_samples(self, run_id: str, workload: str, rounds: set[int] | frozenset[int],
-                        reason: str) -> None: ...
+    def discard_samples(self, run_id: str, workload: str, rounds: Iterable[int],
+                        reason: str) -> int: ...
 
 Progress = Callable[[str], None]
 
@@ -248,6 +249,7 @@ def measure_suite(req: Request, store: RunSink, cache_root: Path, progress: Prog
                                              "UTC: warm-ups again, then the missing rounds"))
     result = Result(run_id)
     obtainer = _Obtainer(req, probes, ccs, debian_arts, prebuilt, cache_root, progress)
+    failed = False
     try:
         for wl in req.workloads:
             cont: Continuation | None = None
@@ -268,9 +270,15 @@ def measure_suite(req: Request, store: RunSink, cache_root: Path, progress: Prog
             try:
                 outcome = run_workload(wl, runnable, req.plan, store, run_id, launch, on_sample,
                                        inputs_of[wl.id], cont)
-            finally:
+            except BaseException:
                 result.outcomes.append(outcome)
-                _record_outcome(store, run_id, wl, outcome, runnable)
+                # The error in flight is the one to report (a store that failed mid-sample
+                # most likely fails here too).
+                with contextlib.suppress(AbibenchError):
+                    _record_outcome(store, run_id, wl, outcome, runnable)
+                raise
+            result.outcomes.append(outcome)
+            _record_outcome(store, run_id, wl, outcome, runnable)
             result.measured += sum(1 for t, _ in runnable if t.label not in outcome.failed)
             result.failures += [f"{wl.id} {t}: {why}" for t, why in outcome.failed.items()]
             if outcome.timed_out:
@@ -280,10 +288,20 @@ def measure_suite(req: Request, store: RunSink, cache_root: Path, progress: Prog
     except KeyboardInterrupt:
         result.interrupted = True
         result.exit_code = EXIT_INTERRUPTED
+    except Exception:
+        # E.g. a StoreError while storing a sample: what was stored stays, the run says it failed.
+        failed = True
+        raise
     finally:
         final = ("interrupted" if result.interrupted else
-                 "complete" if result.measured else "failed")
-        store.finish_run(run_id, datetime.now(UTC).isoformat(timespec="seconds"), final)
+                 "failed" if failed or not result.measured else "complete")
+        try:
+            store.finish_run(run_id, datetime.now(UTC).isoformat(timespec="seconds"), final)
+        except AbibenchError:
+            # A store that cannot take even this must not hide the error that stopped the run;
+            # the run reads as abandoned once this process has gone.
+            if not failed:
+                raise
         result.elapsed_s = time.monotonic() - t0
     return result
 
