@@ -327,6 +327,7 @@ PLAN_OPTIONS = ("workloads", "workload", "suite", "abi", "rounds", "min_rounds",
 
 def _resume_request(args: argparse.Namespace, store: Store) -> tuple[Request, RunDoc]:
     defaults = build_parser().parse_args(["run"])
+    defaults.program_args = []
     given = [o for o in PLAN_OPTIONS if getattr(args, o, None) != getattr(defaults, o, None)]
     if given:
         raise UsageError(f"--resume continues a run with its own plan: leave out "

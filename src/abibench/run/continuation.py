@@ -20,7 +20,8 @@ class Resumed:
 def continuation(doc: RunDoc, wid: str, labels: Sequence[str]) -> Resumed:
     """Where workload `wid`, measured on `labels`, continues."""
     outcome = doc.outcomes.get(wid)
-    if outcome is not None and not outcome.stop_reason.startswith("interrupted"):
+    if outcome is not None and outcome.stop_reason and \
+            not outcome.stop_reason.startswith("interrupted"):
         return Resumed(None, frozenset())
     timed = [s for s in doc.samples if s.workload == wid and s.kind == "timed"
              and s.discarded is None]

@@ -270,7 +270,12 @@ def measure_suite(req: Request, store: RunSink, cache_root: Path, progress: Prog
             try:
                 outcome = run_workload(wl, runnable, req.plan, store, run_id, launch, on_sample,
                                        inputs_of[wl.id], cont)
-            except BaseException:
+            except BaseException as exc:
+                if isinstance(exc, KeyboardInterrupt):
+                    # The schedule's own record went with the exception: what is stored says
+                    # the workload was cut short, so a resume continues it.
+                    outcome.interrupted = True
+                    outcome.stop_reason = "interrupted"
                 result.outcomes.append(outcome)
                 # The error in flight is the one to report (a store that failed mid-sample
                 # most likely fails here too).
