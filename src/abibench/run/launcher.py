@@ -12,7 +12,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 from dataclasses import dataclass
 from functools import cache
@@ -20,6 +19,7 @@ from pathlib import Path
 
 from ..errors import HostError, UsageError
 from ..paths import NATIVE_DIR
+from ..workspace import owned_dir
 
 STDOUT_PARSE_LIMIT = 16 * 1024 * 1024  # metrics are parsed from at most this much output
 
@@ -115,9 +115,10 @@ def resolve_program(program: str) -> str:
 def run_sample(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: float,
                launch: Path, stdin: Path | None = None) -> RawResult:
     """Run argv once. KeyboardInterrupt propagates after the child's process group is dead."""
-    with tempfile.TemporaryDirectory(prefix="abibench-sample-") as tmp:
-        result = Path(tmp) / "result"
-        out_path, err_path = Path(tmp) / "stdout", Path(tmp) / "stderr"
+    # Owned by this process (workspace.py): a later run removes it if this one is killed.
+    with owned_dir("sample") as tmp:
+        result = tmp / "result"
+        out_path, err_path = tmp / "stdout", tmp / "stderr"
         cmd = [str(launch), str(result), str(int(timeout_s * 1000)),
                resolve_program(argv[0]), *argv[1:]]
         try:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import random
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -20,6 +19,7 @@ from typing import Protocol
 
 from ..records import Artifact, Sample, Target
 from ..workloads.profile import Workload, substitute
+from ..workspace import owned_dir
 from .counters import count_instructions
 from .launcher import run_sample
 from .placement import Placement
@@ -88,13 +88,12 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
     base_env = dict(os.environ)
     t_start = time.monotonic()
     inputs = inputs or {}
-    with tempfile.TemporaryDirectory(prefix=f"abibench-{wl.base_id or wl.id}-") as tmp, \
-            contextlib.ExitStack() as stack:
+    with owned_dir(wl.base_id or wl.id) as tmp, contextlib.ExitStack() as stack:
         if wl.server is not None:
             # A polite kill must stop the servers too: SIGTERM unwinds like Ctrl-C.
             stack.enter_context(sigterm_as_interrupt())
         # Where each target runs: the host, or its Debian sysroot (with its server, if any).
-        places = {t.label: Placement.create(wl, t, a, Path(tmp), inputs, stack)
+        places = {t.label: Placement.create(wl, t, a, tmp, inputs, stack)
                   for t, a in targets}
         for target in active:
             pl = places[target.label]
