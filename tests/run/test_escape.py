@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from abibench.errors import EXIT_INTERRUPTED
 from abibench.run.launcher import PARENT_ENV, parse_result_line, run_sample
 from abibench.workspace import clean_stale, temp_root
 
@@ -196,3 +198,32 @@ def test_sigterm_of_abibench_interrupts_the_sample_and_removes_its_temp_dirs(
     # run_sample returned only after the launcher had killed and reaped everything.
     assert not any(alive(p) for p in procs), [p for p in procs if alive(p)]
     assert list(temp_root(tmp).iterdir()) == []
+
+
+def test_sigterm_of_abibench_run_ends_it_like_ctrl_c(fixtures: Path, cli_env: dict[str, str],
+                                                     db_file: Path, tmp_path: Path,
+                                                     reaper: list[int]) -> None:
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    pidfile = tmp_path / "pids"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "abibench", "run", str(fixtures / "escape.toml"), "--abi",
+         "x86_64", "--rounds", "1", "--no-html", "--set", f"pidfile={pidfile}", "--set",
+         "mode=hang"], env={**cli_env, "TMPDIR": str(tmp)}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    reaper.append(proc.pid)
+    try:
+        assert wait_until(lambda: pidfile.exists() or proc.poll() is not None, 120)
+        assert proc.poll() is None, proc.communicate()
+        reaper.extend(pids_in(pidfile))
+        proc.send_signal(signal.SIGTERM)  # to abibench alone, not to its group
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == EXIT_INTERRUPTED, err
+    assert not any(alive(p) for p in pids_in(pidfile))
+    assert [p.name for p in tmp.rglob("*")] == [f"abibench-{os.getuid()}"]
+    (status,) = sqlite3.connect(db_file).execute("SELECT status FROM runs").fetchone()
+    assert status == "interrupted"

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,9 @@ from abibench.workspace import (
     start_time,
     temp_root,
 )
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+Cli = Callable[..., subprocess.CompletedProcess[str]]
 
 
 def dead_pid() -> int:
@@ -133,3 +138,27 @@ def test_a_name_made_by_a_process_that_ended_is_stale(tmp_path: Path) -> None:
     owner = owner_of(proc.stdout.strip() + "abcd")
     assert isinstance(owner, Owner) and owner.pid != os.getpid() and owner.gone()
 
+
+def test_abibench_run_cleans_what_a_killed_run_left_and_records_strays(
+        cli: Cli, cli_env: dict[str, str], db_file: Path, shared_cache: Path,
+        tmp_path: Path) -> None:
+    me = current()
+    dead = dataclasses.replace(me, pid=dead_pid(), start=1)
+    base = tmp_path / "tmp"
+    base.mkdir()
+    left_temp = make(temp_root(base), f"sample-{dead.tag()}-aaaa")
+    left_build = make(shared_cache / "builds" / "escape", f".x86_64-{dead.tag()}-q1w2e3r4")
+    live = make(temp_root(base), f"sample-{me.tag()}-bbbb")
+    env = {**cli_env, "TMPDIR": str(base)}
+    r = cli("run", str(FIXTURES / "escape.toml"), "--abi", "x86_64", "--rounds", "1",
+            "--no-html", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert not left_temp.exists() and not left_build.exists() and live.is_dir()
+    # Its own temporary directories are gone too.
+    assert sorted(p.name for p in temp_root(base).iterdir()) == [live.name]
+    # Every sample (warm-up and one round) left its grandchild: not a failure, but recorded.
+    db = sqlite3.connect(db_file)
+    statuses = [s for (s,) in db.execute("SELECT status FROM samples")]
+    assert statuses == ["ok", "ok"]
+    (message,) = [m for (m,) in db.execute("SELECT message FROM warnings WHERE target='x86_64'")]
+    assert message.startswith("x86_64: its samples left 2 processes running")

@@ -21,7 +21,7 @@ from ..records import Artifact, Sample, Target
 from ..workloads.profile import Workload, substitute
 from ..workspace import owned_dir
 from .counters import count_instructions
-from .launcher import run_sample
+from .launcher import RawResult, run_sample
 from .placement import Placement
 from .samples import sample_from
 from .servers import ServerError, sigterm_as_interrupt
@@ -58,6 +58,13 @@ class ScheduleResult:
     failed: dict[str, str] = field(default_factory=dict)  # target -> why it stopped being run
     timed_out: bool = False
     interrupted: bool = False
+    # target -> processes its samples left alive, killed by the launcher: not a failure, but
+    # something ran beside the next sample until it was killed, so the run records it.
+    escaped: dict[str, int] = field(default_factory=dict)
+
+    def count_escaped(self, target: str, raw: RawResult) -> None:
+        if raw.escaped:
+            self.escaped[target] = self.escaped.get(target, 0) + raw.escaped
 
 
 def now_iso() -> str:
@@ -127,6 +134,7 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
                         started = now_iso()
                         raw = run_sample(argv, cwd=pl.work, env=pl.env(base_env, "x" * pad),
                                          timeout_s=wl.timeout, launch=launch, stdin=stdin)
+                    outcome.count_escaped(target.label, raw)
                     if srv.peak_rss_kb is not None:
                         # What a server workload compares is the server's memory, not the client's.
                         raw = replace(raw, max_rss_kb=srv.peak_rss_kb)
@@ -188,6 +196,7 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
                 raw, count = count_instructions(argv, pl.work, base_env, wl.timeout, launch,
                                                 Path(substitute(wl.stdin, values))
                                                 if wl.stdin else None)
+                outcome.count_escaped(target.label, raw)
                 sample = sample_from(raw, wl, run_id, target.label, rnd, pos, False, started, 0,
                                       files)
                 sample = replace(sample, kind="counters", instructions=count,

@@ -44,8 +44,10 @@ from ..records import (
     WorkloadMeta,
 )
 from ..workloads.profile import Workload
+from ..workspace import clean_stale
 from .launcher import launcher
 from .schedule import Plan, ScheduleResult, run_workload
+from .servers import sigterm_as_interrupt
 
 
 class RunSink(Protocol):
@@ -115,6 +117,16 @@ def _resolve_cc(req: Request, status: AbiStatus) -> str | None:
 def measure_suite(req: Request, store: RunSink, cache_root: Path, progress: Progress,
                   on_sample: Callable[[Sample], None] | None = None) -> Result:
     """Probe, obtain and run every workload of the request; return how the run went."""
+    # What a run killed by SIGKILL (or a crash, or a power cut) left behind goes first.
+    clean_stale(cache_root)
+    # A polite kill ends the run like Ctrl-C: the sample in flight is stopped, temporary
+    # directories are removed and the run is marked interrupted.
+    with sigterm_as_interrupt():
+        return _measure(req, store, cache_root, progress, on_sample)
+
+
+def _measure(req: Request, store: RunSink, cache_root: Path, progress: Progress,
+             on_sample: Callable[[Sample], None] | None) -> Result:
     t0 = time.monotonic()
     probes = {s.abi: s for s in probe_all(req.abis)}
     runtime_libc: dict[str, JSON] = {a.name: host.runtime_library(a.loader) for a in req.abis
@@ -266,4 +278,8 @@ def _record_outcome(store: RunSink, run_id: str, wl: Workload, outcome: Schedule
         elif outcome.interrupted:
             store.set_target_status(run_id, TargetStatus(wl.id, target.label, "interrupted",
                                                          "interrupted (Ctrl-C)"))
+    for label, n in sorted(outcome.escaped.items()):
+        store.add_warning(run_id, RunWarning(
+            f"{label}: its samples left {n} {'process' if n == 1 else 'processes'} running "
+            "when they ended (killed by the launcher)", workload=wl.id, target=label))
     store.set_outcome(run_id, wl.id, Outcome(outcome.rounds, outcome.stop_reason))
