@@ -2,8 +2,9 @@
 
 A directory is owned by one process, named for it: ``{kind}-p{pid}-t{start}-b{boot}-n{pidns}-{random}``
 where ``start`` is the process's start time (field 22 of /proc/PID/stat, clock ticks after boot),
-``boot`` the first 16 hex digits of the kernel's boot id and ``pidns`` the inode of its PID
-namespace. A PID alone is not an identity: PIDs are reused, and a reboot starts them over.
+``boot`` the first 8 hex digits of the kernel's boot id and ``pidns`` the inode of its PID
+namespace. (Short: a MariaDB socket lives in such a directory, and socket paths are limited to
+107 bytes.) A PID alone is not an identity: PIDs are reused, and a reboot starts them over.
 
 - ``owned_dir(kind)`` makes one under ``temp_root()`` (``$TMPDIR/abibench-<uid>/``) and removes it
   in ``finally``: every exit that runs Python code (return, exception, Ctrl-C, a SIGTERM turned
@@ -34,7 +35,7 @@ from .errors import HostError
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 SYSROOT_WORK_DIR = "/abibench"  # scratch directories inside a sysroot live under this path
 
-_TAG = re.compile(r"(?:^|-)p(\d+)-t(\d+)-b([0-9a-f]{16})-n(\d+)(?:-|$)")
+_TAG = re.compile(r"(?:^|-)p(\d+)-t(\d+)-b([0-9a-f]{8})-n(\d+)(?:-|$)")
 # Sysroot scratch directories of versions before the full tag: `{prefix}-p{pid}-{12 hex}`.
 _LEGACY_SCRATCH = re.compile(r"-p(\d+)-[0-9a-f]{12}$")
 
@@ -45,7 +46,7 @@ class Owner:
 
     pid: int
     start: int  # clock ticks after boot (field 22 of /proc/PID/stat)
-    boot: str  # first 16 hex digits of /proc/sys/kernel/random/boot_id
+    boot: str  # first 8 hex digits of /proc/sys/kernel/random/boot_id
     pidns: int  # inode of /proc/PID/ns/pid: a PID means something only in its namespace
 
     def tag(self) -> str:
@@ -63,7 +64,7 @@ class Owner:
 
 
 def boot_id() -> str:
-    return BOOT_ID.read_text().strip().replace("-", "")[:16]
+    return BOOT_ID.read_text().strip().replace("-", "")[:8]
 
 
 def pid_namespace() -> int:

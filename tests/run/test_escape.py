@@ -157,7 +157,9 @@ def _start_parent(fixtures: Path, sample_launcher: Path, program: Path, pidfile:
     parent = subprocess.Popen([sys.executable, str(fixtures / "sample_parent.py"),
                                str(sample_launcher), str(program), str(pidfile), "hang"],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert wait_until(pidfile.exists, 60), "the sample never started"
+    assert wait_until(lambda: pidfile.exists() or parent.poll() is not None, 60), \
+        "the sample never started"
+    assert parent.poll() is None, parent.communicate()
     (launch_pid,) = children(parent.pid)
     procs = [launch_pid, *pids_in(pidfile)]
     assert all(alive(p) for p in procs)

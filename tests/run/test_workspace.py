@@ -66,7 +66,7 @@ def test_owned_dir_is_removed_when_its_context_ends_however_it_ends(tmp_path: Pa
 def test_clean_stale_removes_exactly_the_dirs_of_dead_owners(tmp_path: Path) -> None:
     me = current()
     dead = dataclasses.replace(me, pid=dead_pid(), start=1)
-    other_boot = dataclasses.replace(me, boot="0" * 16 if me.boot != "0" * 16 else "1" * 16)
+    other_boot = dataclasses.replace(me, boot="0" * 8 if me.boot != "0" * 8 else "1" * 8)
     reused = dataclasses.replace(me, start=me.start + 1)  # our PID, another process's start
     other_ns = dataclasses.replace(dead, pidns=me.pidns + 1)  # a PID of another container
     base = tmp_path / "tmp"
