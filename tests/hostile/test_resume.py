@@ -50,10 +50,16 @@ def _descendants_gone(pid: int) -> bool:
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP])
 def test_killed_run_resumes_to_exactly_the_asked_rounds(cli: Cli, cli_env: dict[str, str],
-                                                        db_file: Path, sig: int) -> None:
+                                                        db_file: Path, sig: int,
+                                                        tmp_path: Path) -> None:
+    # A temp dir of this test's own: whatever the killed run left there must be gone after the
+    # resume (which cleans what dead runs left).
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    cli_env["TMPDIR"] = str(tmp)
     proc = subprocess.Popen([sys.executable, "-m", "abibench", "run", "ptrtree", "nbody",
                              "--abi", "i386,x86_64", "--rounds", str(ROUNDS), "--no-html",
-                             *SIZES], env=cli_env, stdout=subprocess.DEVNULL,
+                             *SIZES], env={**cli_env, "PYTHONFAULTHANDLER": "1"}, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 240
     # Kill it when ptrtree is half done (by condition, never by a fixed sleep).
@@ -61,7 +67,12 @@ def test_killed_run_resumes_to_exactly_the_asked_rounds(cli: Cli, cli_env: dict[
         time.sleep(0.05)
     assert _samples(db_file) >= 2 + ROUNDS, "the run never got going"
     os.kill(proc.pid, sig)
-    proc.wait(timeout=120)
+    try:
+        _, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.kill(proc.pid, signal.SIGABRT)  # PYTHONFAULTHANDLER: where it hangs, on stderr
+        _, err = proc.communicate(timeout=30)
+        raise AssertionError(f"abibench did not end after signal {sig}: {err[-3000:]}") from None
     deadline = time.monotonic() + 30
     while not _descendants_gone(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -70,8 +81,7 @@ def test_killed_run_resumes_to_exactly_the_asked_rounds(cli: Cli, cli_env: dict[
     state = "abandoned" if sig == signal.SIGKILL else "interrupted"
     assert state in runs.stdout, runs.stdout
     if sig != signal.SIGKILL:
-        assert proc.returncode == 130 and "--resume" in (proc.stderr.read() if proc.stderr
-                                                          else "")
+        assert proc.returncode == 130 and "--resume" in err, err[-2000:]
     before = _samples(db_file)
     r = cli("run", "--resume", "latest", "--no-html")
     assert r.returncode == 0, r.stdout[-1500:] + r.stderr[-1500:]
@@ -81,6 +91,8 @@ def test_killed_run_resumes_to_exactly_the_asked_rounds(cli: Cli, cli_env: dict[
     db = sqlite3.connect(db_file)
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     assert db.execute("SELECT status FROM runs").fetchone()[0] == "complete"
+    left = [p for p in tmp.rglob("*")]
+    assert all(p.is_dir() and not any(p.iterdir()) for p in left), left  # an empty root at most
     # Resuming a complete run is refused with one line.
     again = cli("run", "--resume", "latest", "--no-html")
     assert again.returncode == 2 and "it is complete" in again.stderr
