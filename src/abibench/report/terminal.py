@@ -11,23 +11,35 @@ import io
 import math
 
 from rich.console import Console
-from rich.markup import escape as e
+from rich.markup import escape
 from rich.table import Table
 
 from ..analyse.report import Cell, Report, SetInfo, WorkloadBlock
 from ..analyse.results import PairVerdict
 from ..analyse.xbench import GROUPS, Index
 from ..records import is_reference
+from ..text import one_line
 from . import formatting as fmt
 
 WIDTH = 140  # fixed width when not a terminal (CI, a pipe): logs stay readable
 TONE = {"invalid": "red", "better": "green", "worse": "red", "unclear": "dim"}
 
 
+def e(text: object) -> str:
+    """Any text that is not abibench's own, ready for rich markup: one line, no control or escape
+    sequence (text.one_line), and its square brackets escaped so that a unit like "ops[/bold]"
+    or a name with "[link=...]" is shown as it is, never styled and never a markup error.
+
+    The order matters: escaping first would let a removed control sequence join a backslash
+    and a bracket into markup again."""
+    return escape(one_line(str(text)))
+
+
 def render(report: Report, *, color: bool = False, width: int | None = None) -> str:
     buf = io.StringIO()
+    # emoji=False: a ":name:" in a workload's name or unit is text, not a picture.
     con = Console(file=buf, width=width or WIDTH, no_color=not color, force_terminal=color,
-                  highlight=False, soft_wrap=False)
+                  highlight=False, soft_wrap=False, emoji=False)
     if report.kind == "comparison":
         _comparison(report, con)
     else:
