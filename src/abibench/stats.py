@@ -521,7 +521,8 @@ def outliers(values: Sequence[float], threshold: float = 3.5) -> list[bool]:
         scale = float(np.mean(np.abs(dev))) * _MEANAD_TO_SIGMA
         if scale == 0.0:
             return [False] * int(arr.size)
-    return [bool(x) for x in np.abs(dev) / scale > threshold]
+    with np.errstate(over="ignore"):  # a denormal scale: the deviant's score is inf, flagged
+        return [bool(x) for x in np.abs(dev) / scale > threshold]
 
 
 # --------------------------------------------------------------------------- suite summary

@@ -78,7 +78,7 @@ def series(doc: RunDoc, *, prefix: str = PREFIX, size_param: str = SIZE_PARAM,
             n = int(str(size))
         except ValueError:
             continue
-        if n <= 0:
+        if not 0 < n < 1 << 63:  # a size beyond any machine's (and beyond a float) is no sweep
             continue
         samples = doc.counted(wid)
         for label in meta.targets or sorted({s.target for s in samples}):
