@@ -18,6 +18,8 @@ import json
 import re
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,7 +27,8 @@ import pytest
 from abibench.analyse import report as analysis
 from abibench.records import RunDoc
 from abibench.report import render
-from abibench.store.exchange import SchemaError, validate
+from abibench.store.exchange import SchemaError, import_doc, validate
+from abibench.store.sqlite import Store
 
 MakeDoc = Callable[..., dict[str, Any]]
 Doc = dict[str, Any]
@@ -140,10 +143,18 @@ def _shapes(make_doc: MakeDoc) -> Iterator[tuple[str, Doc]]:
     yield "mixed extremes", doc
 
 
-def _check_rendered(label: str, doc: Doc, formats: tuple[str, ...], words: bool = True) -> None:
-    """Render in every format; ``words=False`` where "nan" or a string of digits is the data
+def _check_rendered(label: str, doc: Doc, formats: tuple[str, ...], store: Store,
+                    words: bool = True) -> None:
+    """Import into the store, load it back and render it in every format, as every later
+    `abibench report` does; ``words=False`` where "nan" or a string of digits is the data
     itself (a parameter), so only the rendering is checked."""
-    report = analysis.from_run(RunDoc.from_dict(doc))
+    # A run id of its own: importing checks every stored run of the same id for a duplicate.
+    doc["run"]["id"] = f"{doc['run']['id']}-{len(store.run_ids())}"
+    imported = import_doc(store, RunDoc.from_dict(doc), f"{label}.json")
+    loaded = store.load_run(imported.run_id)
+    assert loaded.samples == tuple(replace(s, run_id=imported.run_id)
+                                   for s in RunDoc.from_dict(doc).samples), label
+    report = analysis.from_run(loaded)
     for fmt in formats:
         try:
             out = render(report, fmt)
@@ -166,7 +177,9 @@ def _validated(label: str, doc: Doc) -> Doc | str:
         return str(exc)
 
 
-def test_every_numeric_extreme_is_refused_by_name_or_renders(make_doc: MakeDoc) -> None:
+def test_every_numeric_extreme_is_refused_by_name_or_renders(make_doc: MakeDoc,
+                                                           tmp_path: Path) -> None:
+    store = Store(tmp_path / "results.sqlite")
     refused = rendered = 0
     for label, field, value, doc in _numeric_variants(make_doc):
         checked = _validated(label, doc)
@@ -178,24 +191,25 @@ def test_every_numeric_extreme_is_refused_by_name_or_renders(make_doc: MakeDoc) 
             refused += 1
             continue
         assert not (field in NON_NEGATIVE and value < 0), f"{label} was not refused"
-        _check_rendered(label, checked, FAST, words=field not in ("params", "plan"))
+        _check_rendered(label, checked, FAST, store, words=field not in ("params", "plan"))
         rendered += 1
     assert refused > 40 and rendered > 150
 
 
 @pytest.mark.parametrize("shape", ["one round", "one target", "all values equal", "no samples",
                                    "every float 1e308", "mixed extremes"])
-def test_extreme_shapes_render_in_every_format(make_doc: MakeDoc, shape: str) -> None:
+def test_extreme_shapes_render_in_every_format(make_doc: MakeDoc, tmp_path: Path,
+                                               shape: str) -> None:
     doc = dict(_shapes(make_doc))[shape]
     checked = _validated(shape, doc)
     assert not isinstance(checked, str), checked
-    _check_rendered(shape, checked, (*FAST, "html"))
+    _check_rendered(shape, checked, (*FAST, "html"), Store(tmp_path / "results.sqlite"))
 
 
 @pytest.mark.parametrize("kind", ["empty", "10 kB", "markup and escapes", "unicode"])
 def test_every_string_extreme_renders_in_every_format(
         make_strings_doc: Callable[[Callable[[str], str]], Doc], hostile_shown: str,
-        kind: str) -> None:
+        tmp_path: Path, kind: str) -> None:
     wrap: Callable[[str], str] = {
         "empty": lambda s: "",
         "10 kB": lambda s: s + "x" * 10_000,
@@ -205,7 +219,7 @@ def test_every_string_extreme_renders_in_every_format(
     }[kind]
     checked = _validated(kind, make_strings_doc(wrap))
     assert not isinstance(checked, str), checked
-    _check_rendered(kind, checked, (*FAST, "html"))
+    _check_rendered(kind, checked, (*FAST, "html"), Store(tmp_path / "results.sqlite"))
 
 
 def test_validation_refuses_what_the_store_or_a_float_cannot_hold(make_doc: MakeDoc) -> None:
