@@ -10,7 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -269,3 +269,111 @@ def partial_doc(workloads: dict[str, dict[str, Any]], samples: list[dict[str, An
 def run_doc() -> Callable[[dict[str, dict[str, Any]], list[dict[str, Any]]], RunDoc]:
     """A factory of typed run documents from partial workloads and samples."""
     return partial_doc
+
+
+# --------------------------------------------------------------------------- the store's faults
+
+
+class Mounts:
+    """Real file systems under a test's temporary directory: tiny tmpfs, read-only views."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.mounted: list[Path] = []
+
+    def _mount(self, *args: str) -> None:
+        done = subprocess.run(["mount", *args], capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount here: {done.stderr.strip()}")
+
+    def tmpfs(self, size: str) -> Path:
+        """A new tmpfs of this size (like '256k'), mounted on an empty directory."""
+        where = self.root / f"tmpfs{len(self.mounted)}"
+        where.mkdir()
+        self._mount("-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(where))
+        self.mounted.append(where)
+        return where
+
+    def read_only(self, path: Path) -> None:
+        """Make a mounted tmpfs read-only, or put a read-only view over a file or directory."""
+        if path in self.mounted:
+            self._mount("-o", "remount,ro", str(path))
+            return
+        self._mount("--bind", str(path), str(path))
+        self.mounted.append(path)
+        self._mount("-o", "remount,bind,ro", str(path))
+
+    def undo(self) -> None:
+        for where in reversed(self.mounted):
+            done = subprocess.run(["umount", str(where)], capture_output=True, check=False)
+            if done.returncode != 0:  # still busy: detach it now, the kernel frees it later
+                subprocess.run(["umount", "-l", str(where)], capture_output=True, check=False)
+        self.mounted.clear()
+
+
+@pytest.fixture
+def mounts(tmp_path: Path) -> Iterator[Mounts]:
+    """Mount tiny or read-only file systems (root only); all are unmounted when the test ends."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting file systems needs root and mount(8)")
+    m = Mounts(tmp_path)
+    try:
+        yield m
+    finally:
+        m.undo()
+
+
+Main = Callable[..., tuple[int, str, str]]
+
+
+@pytest.fixture
+def main_in_process(capsys: pytest.CaptureFixture[str]) -> Main:
+    """`abibench ARGS...` in this process (a subprocess costs seconds of imports per call):
+    returns (exit code, stdout, stderr)."""
+    from abibench.cli import main
+
+    def run(*args: str) -> tuple[int, str, str]:
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+def check_error_line(code: int, err: str, expected: int) -> str:
+    assert code == expected, f"exit {code}, expected {expected}: {err}"
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("abibench: error: "), err
+    return lines[0]
+
+
+@pytest.fixture(scope="session")
+def error_line() -> Callable[[int, str, int], str]:
+    """Check that a command failed with this exit code and exactly one `abibench: error:`
+    line on stderr; returns that line."""
+    return check_error_line
+
+
+def stored_sample(run_id: str, **kw: Any) -> Sample:
+    base: dict[str, Any] = dict(
+        run_id=run_id, workload="w", target="i386", round=1, position=0, warmup=False,
+        status="ok", exit_code=0, wall_s=1.5, user_s=1.0, sys_s=0.1, max_rss_kb=2048,
+        stdout_digest="d" * 64, check="c", metrics={"rate": 3.0},
+        started_at="2026-01-01T00:00:00+00:00")
+    base.update(kw)
+    return Sample(**base)
+
+
+@pytest.fixture(scope="session")
+def make_sample() -> Callable[..., Sample]:
+    """A factory of samples for the store: make_sample(run_id, round=2, ...)."""
+    return stored_sample
+
+
+@pytest.fixture(scope="session")
+def make_run() -> Callable[..., Run]:
+    """A factory of `running` runs with an empty config: make_run(run_id, started=...)."""
+    def run(run_id: str, started: str = "2026-01-01T00:00:00", status: str = "running") -> Run:
+        return Run(run_id, started, None, status, "0", RunConfig({}))
+
+    return run

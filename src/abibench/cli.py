@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,9 +15,16 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from . import __version__
-from .abi import ABIS, HOST_FAMILY, parse_abi_list
+from .abi import ABIS, HOST_FAMILY, get_abi, parse_abi_list
 from .analyse import report as analysis
-from .errors import EXIT_INTERRUPTED, EXIT_OK, AbibenchError, UsageError
+from .errors import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    EXIT_WORKLOAD,
+    AbibenchError,
+    UsageError,
+)
 from .obtain.build import DEFAULT_CFLAGS
 from .paths import cache_dir, default_db
 from .probe import host
@@ -25,12 +34,23 @@ from .records import RunDoc, Sample
 from .report import Output, render, write, write_file
 from .report import formatting as fmt
 from .report.terminal import e
+from .run.preflight import check_plan_numbers
 from .run.progress import RunTracker
+from .run.resume import request_of
 from .run.schedule import Plan
+from .run.signals import signals_as_interrupt
 from .run.suite import Request, measure_suite
+from .store.sources import is_file_ref, load_sources
 from .store.sqlite import Store
 from .text import one_line
-from .workloads.profile import builtin_profiles, load_profile, load_workloads, parse_duration
+from .workloads.oneliner import parse_binary, parse_metric, profile_text
+from .workloads.profile import (
+    ID_RE,
+    builtin_profiles,
+    load_profile,
+    load_workloads,
+    parse_duration,
+)
 
 
 def _percent(text: str) -> float:
@@ -46,9 +66,22 @@ def _percent(text: str) -> float:
 
 def _duration(text: str) -> float:
     try:
-        return parse_duration(text)
+        seconds = parse_duration(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+    if seconds > 30 * 86400:
+        raise argparse.ArgumentTypeError(f"{text} is more than 30 days: give a shorter time")
+    return seconds
+
+
+def _count(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{n} must be 0 or more")
+    return n
 
 
 def _positive(text: str) -> int:
@@ -96,7 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stop when every ratio's 95%% CI is within ±this (default 2%%)")
     r.add_argument("--max-time", type=_duration, default=120.0,
                    help="time budget per workload (default 120s)")
-    r.add_argument("--warmup", type=int, default=1, help="warm-up runs per target (default 1)")
+    r.add_argument("--warmup", type=_count, default=1,
+                   help="warm-up runs per target (default 1; 0 for none)")
     r.add_argument("--cflags", default=" ".join(DEFAULT_CFLAGS),
                    help="flags for every ABI (default -O2); the ABI flag is added per target")
     r.add_argument("--cc", default=None, help="C compiler (default: gcc)")
@@ -116,6 +150,23 @@ def build_parser() -> argparse.ArgumentParser:
                    "reports/RUN.html beside the results database)")
     r.add_argument("--no-html", action="store_true", help="do not write the HTML report")
     r.add_argument("--json", action="store_true", help="print the run document as JSON")
+    r.add_argument("--resume", default=None, metavar="RUN",
+                   help="continue an interrupted or abandoned run with its own plan, measuring "
+                   "only what it lacks")
+    r.add_argument("--keep-going", action="store_true",
+                   help="when one ABI's build fails, still measure the others")
+    r.add_argument("--binary", action="append", default=[], metavar="ABI=PATH",
+                   help="compare prebuilt programs, one per ABI, instead of building: e.g. "
+                   "--binary i386=./prog32 --binary x86_64=./prog64 -- ARGS")
+    r.add_argument("--metric", action="append", default=[],
+                   metavar="NAME[:UNIT[:higher|lower]]=REGEX",
+                   help="with --binary: a metric the program prints (group 1 of REGEX); the "
+                   "first is the verdict's; default: wall time")
+    r.add_argument("--name", default=None, help="with --binary: the workload's id")
+    r.add_argument("--check-stdout", action="store_true",
+                   help="with --binary: the programs' standard output must be identical")
+    r.add_argument("--timeout", type=_duration, default=600.0,
+                   help="with --binary: a sample's time limit (default 600s)")
 
     rs = sub.add_parser("runs", help="list stored runs")
     rs.add_argument("--json", action="store_true")
@@ -242,16 +293,88 @@ def _parse_sets(items: list[str]) -> dict[str, str]:
     return out
 
 
+def _binary_profile(args: argparse.Namespace, store: Store) -> Path:
+    """The profile a --binary command line stands for, written beside the results."""
+    binaries = [parse_binary(b) for b in args.binary]
+    for abi, _ in binaries:
+        get_abi(abi)
+    metrics = [parse_metric(m) for m in args.metric]
+    # The programs' common name (prog32, prog64: prog), unless --name gives one.
+    common = os.path.commonprefix([Path(p).name.lower() for _, p in binaries])  # noqa: RUF071
+    name = args.name or re.sub(r"[^a-z0-9._-]+", "-", common).strip("-._0123456789") or \
+        "prebuilt"
+    if not ID_RE.match(name):
+        raise UsageError(f"--name {name}: use lowercase letters, digits, '.', '_' or '-'")
+    text = profile_text(name, [(a, str(Path(p).absolute())) for a, p in binaries],
+                        args.program_args, metrics, args.check_stdout, f"{args.timeout:g}s")
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    path = store.path.parent / "profiles" / f"{name}-{digest}.toml"
+    write_file(path, text)
+    return path
+
+
+def _check_outputs(*paths: Path | None) -> None:
+    """Report files can be written: checked before the run, so no run ends in a traceback."""
+    for path in paths:
+        if path is None:
+            continue
+        if path.is_dir():
+            raise UsageError(f"{path} is a directory: name a file to write the report to")
+        parent = path.parent
+        while not parent.exists():
+            parent = parent.parent
+        if not parent.is_dir() or not os.access(parent, os.W_OK):
+            raise UsageError(f"cannot write {path}: {parent} is not a writable directory; "
+                             "choose another path")
+
+
+PLAN_OPTIONS = ("workloads", "workload", "suite", "abi", "rounds", "min_rounds", "max_rounds",
+                "precision", "max_time", "warmup", "cflags", "cc", "provenance",
+                "allow_version_skew", "set", "seed", "counters", "keep_going", "binary", "metric",
+                "name", "check_stdout", "timeout", "program_args")
+
+
+def _resume_request(args: argparse.Namespace, store: Store) -> tuple[Request, RunDoc]:
+    defaults = build_parser().parse_args(["run"])
+    defaults.program_args = []
+    given = [o for o in PLAN_OPTIONS if getattr(args, o, None) != getattr(defaults, o, None)]
+    if given:
+        raise UsageError(f"--resume continues a run with its own plan: leave out "
+                         f"{', '.join('--' + g.replace('_', '-') for g in given)}")
+    doc = store.load_run(store.resolve_run(args.resume))
+    return request_of(doc), doc
+
+
 def cmd_run(args: argparse.Namespace, store: Store) -> int:
-    abis = parse_abi_list(args.abi or _default_abis())
+    check_plan_numbers(args.warmup, args.min_rounds, args.max_rounds)
+    _check_outputs(args.report, args.html)
+    if args.resume is not None:
+        req, resumed = _resume_request(args, store)
+        return _measure(args, store, req, resumed)
     selection = [*args.workloads, *args.workload]
+    if args.binary:
+        if selection or args.suite:
+            raise UsageError("--binary compares the given programs: leave out workload ids and "
+                             "--suite (or write a profile with a [binaries] table)")
+        selection = [str(_binary_profile(args, store))]
+        abis = [get_abi(parse_binary(b)[0]) for b in args.binary]
+    else:
+        if args.metric or args.name or args.check_stdout or args.program_args:
+            raise UsageError("--metric, --name, --check-stdout and program arguments after -- "
+                             "go with --binary")
+        abis = parse_abi_list(args.abi or _default_abis())
     workloads = load_workloads(selection or None, args.suite, _parse_sets(args.set))
-    plan = Plan(min_rounds=args.min_rounds, max_rounds=max(args.max_rounds, args.min_rounds),
+    plan = Plan(min_rounds=args.min_rounds, max_rounds=args.max_rounds,
                 fixed_rounds=args.rounds, precision=args.precision, max_time_s=args.max_time,
-                warmup=max(args.warmup, 0), seed=args.seed, counters=args.counters)
+                warmup=args.warmup, seed=args.seed, counters=args.counters)
     req = Request(workloads=workloads, abis=abis, plan=plan, cflags=tuple(args.cflags.split()),
                   cc=args.cc, provenance=args.provenance,
-                  allow_version_skew=args.allow_version_skew)
+                  allow_version_skew=args.allow_version_skew, keep_going=args.keep_going)
+    return _measure(args, store, req, None)
+
+
+def _measure(args: argparse.Namespace, store: Store, req: Request, resume: RunDoc | None) -> int:
+    workloads, abis, plan = req.workloads, req.abis, req.plan
     err = sys.stderr
     show = err.isatty() and os.environ.get("CI") != "true"
     con = _console(err)
@@ -281,7 +404,10 @@ def cmd_run(args: argparse.Namespace, store: Store) -> int:
     if bar is not None:
         bar.start()
     try:
-        result = measure_suite(req, store, cache_dir(), progress, on_sample)
+        # A polite kill (SIGTERM, a closed terminal's SIGHUP) ends the run like Ctrl-C: the
+        # sample in flight is stopped, everything measured stays, the run is marked.
+        with signals_as_interrupt():
+            result = measure_suite(req, store, cache_dir(), progress, on_sample, resume)
     finally:
         if bar is not None:
             bar.stop()
@@ -301,10 +427,17 @@ def cmd_run(args: argparse.Namespace, store: Store) -> int:
         _write_run_html(args, store, doc, rep, sys.stderr if args.json else sys.stdout)
     if result.interrupted:
         _say(f"abibench: interrupted; {len(doc.samples)} samples of run {result.run_id} are "
-             f"stored in {store.path}", err)
+             f"stored in {store.path}; `abibench run --resume {result.run_id}` measures the "
+             "rest", err)
         return EXIT_INTERRUPTED
-    if any(b.result.validation == "miscompare" for b in rep.workloads):
-        return max(result.exit_code, 1)
+    problems = list(result.failures)
+    problems += [f"{b.result.id}: outputs differ between ABIs" for b in rep.workloads
+                 if b.result.validation == "miscompare"]
+    if problems:
+        more = f" (and {len(problems) - 1} more, in the report above)" if len(problems) > 1 else ""
+        _say(f"abibench: error: run {result.run_id}: {' '.join(problems[0].split())[:300]}"
+             f"{more}", err)
+        return max(result.exit_code, EXIT_WORKLOAD)
     return result.exit_code
 
 
@@ -347,10 +480,17 @@ def cmd_runs(args: argparse.Namespace, store: Store) -> int:
     return EXIT_OK
 
 
-def cmd_report(args: argparse.Namespace, store: Store) -> int:
-    from .store.sources import load_sources
+_READ_COMMANDS = ("runs", "report", "compare", "export")
 
-    sources = args.run if args.command == "report" else args.sources
+
+def _report_sources(args: argparse.Namespace) -> list[str]:
+    sources: list[str] = args.run if args.command == "report" else args.sources
+    return sources
+
+
+def cmd_report(args: argparse.Namespace, store: Store | None) -> int:
+    """store: None when every source is an exported file and there is no database."""
+    sources = _report_sources(args)
     if args.command == "compare" and len(sources) < 2:
         raise UsageError("compare needs two or more result sets: pass run ids (`abibench runs`)"
                          " or exported .json files")
@@ -415,8 +555,42 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return EXIT_OK if all(f.ok for f in found) else 1
 
 
+# Options of `run` that take a value that may start with '-' (a mistake the parser must
+# explain, not mistake for an option: `--max-time -5s`).
+VALUE_OPTIONS = {"--rounds", "--min-rounds", "--max-rounds", "--precision", "--max-time",
+                 "--warmup", "--seed", "--timeout", "--cflags"}
+
+
+def _split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
+    """The arguments abibench parses, and the program's own after `--` (with --binary)."""
+    if "--" in argv:
+        i = argv.index("--")
+        return argv[:i], argv[i + 1:]
+    return argv, []
+
+
+def _join_negative_values(argv: list[str]) -> list[str]:
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] in VALUE_OPTIONS and i + 1 < len(argv) and \
+                re.match(r"^-(\d|\.\d)", argv[i + 1]):
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    own, program_args = _split_argv(list(sys.argv[1:] if argv is None else argv))
+    args = build_parser().parse_args(_join_negative_values(own))
+    args.program_args = program_args
+    if program_args and args.command != "run":
+        print("abibench: error: arguments after -- are a program's, for `run --binary`",
+              file=sys.stderr)
+        return EXIT_USAGE
     try:
         if args.command == "probe":
             return cmd_probe(args)
@@ -424,7 +598,13 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_inspect(args)
         if args.command == "list":
             return cmd_list(args)
-        store = Store(args.db or default_db())
+        db = args.db or default_db()
+        if args.command in ("report", "compare") and not db.exists() and \
+                all(is_file_ref(ref) for ref in _report_sources(args)):
+            return cmd_report(args, None)  # exported files only: no database needed
+        # The commands that only read open it read-only: they work on a read-only file,
+        # directory or mount, and never migrate or write it.
+        store = Store(db, readonly=args.command in _READ_COMMANDS)
         try:
             handler = {"run": cmd_run, "runs": cmd_runs, "report": cmd_report,
                        "compare": cmd_report, "import": cmd_import,

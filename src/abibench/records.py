@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Literal, cast
 
 from .abi import Abi
@@ -416,6 +416,7 @@ class WorkloadMeta:
     params: JSONDict = field(default_factory=dict)
     seeds: tuple[str, ...] = ()
     path: str | None = None
+    validates: bool | None = None  # whether the profile compares outputs (None: not recorded)
     extra: JSONDict = field(default_factory=dict)  # inputs, and what newer versions add
 
     def metric(self, name: str) -> Metric:
@@ -441,17 +442,18 @@ class WorkloadMeta:
         out.update({"params": dict(self.params), "seeds": list(self.seeds),
                     "targets": list(self.targets),
                     "metrics": {n: m.to_dict() for n, m in self.metrics.items()}})
+        if self.validates is not None:
+            out["validates"] = self.validates
         return {**out, **self.extra}
 
     def with_targets(self, targets: Sequence[str]) -> WorkloadMeta:
-        return WorkloadMeta(self.id, self.primary, tuple(targets), self.metrics, self.title,
-                            self.params, self.seeds, self.path, self.extra)
+        return replace(self, targets=tuple(targets))
 
     @staticmethod
     def from_dict(wid: str, d: Mapping[str, object]) -> WorkloadMeta:
         metrics = {str(n): Metric(str(n), str(m.get("unit", "")), better_of(m.get("better")))
                    for n, m in cast(Mapping[str, Mapping[str, object]], d["metrics"]).items()}
-        known = {"title", "primary", "path", "params", "seeds", "targets", "metrics"}
+        known = {"title", "primary", "path", "params", "seeds", "targets", "metrics", "validates"}
         return WorkloadMeta(
             id=wid, primary=str(d["primary"]),
             targets=tuple(str(t) for t in cast(list[str], d.get("targets") or [])),
@@ -459,6 +461,7 @@ class WorkloadMeta:
             params=dict(cast(JSONDict, d.get("params") or {})),
             seeds=tuple(cast(list[str], d.get("seeds") or [])),
             path=None if d.get("path") is None else str(d["path"]),
+            validates=None if d.get("validates") is None else bool(d["validates"]),
             extra={k: cast(JSON, v) for k, v in d.items() if k not in known})
 
 
@@ -504,7 +507,7 @@ class Run:
     id: str
     started: str
     finished: str | None
-    status: str  # running | complete | interrupted | failed | merged ...
+    status: str  # running | complete | interrupted | failed | merged | abandoned (as read) ...
     tool_version: str
     config: RunConfig
 

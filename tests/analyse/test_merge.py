@@ -255,5 +255,7 @@ def test_report_of_an_exported_file(make_doc: MakeDoc, abibench: Any, tmp_path: 
     assert code == 0, err
     assert md.read_text().startswith("# abibench run run-f")
     assert "Markdown report: " in err and (tmp_path / "s.csv").read_text().count("\n") > 10
-    assert abibench("runs", "--json")[1].strip() == "[]"  # reading a file stores nothing
+    # Reading a file stores nothing: not even a database was created.
+    code, _, err = abibench("runs", "--json")
+    assert code == 2 and err.startswith("abibench: error: no results database at "), err
     assert json.loads(abibench("report", str(f), "--json")[1])["kind"] == "run"

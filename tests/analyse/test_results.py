@@ -101,8 +101,10 @@ def test_miscompare_is_invalid_and_left_out_of_the_suite(run_doc: DocFactory) ->
         by["bad"].validation_detail
     (suite,) = suite_summary(results)
     assert suite.workloads == ("good",) and suite.excluded == ("bad",)
-    assert validate_outputs([], ["i386"]) == ("unchecked", "no validation value (the profile "
-                                                           "has no [validate])")
+    assert validate_outputs([], ["i386"], validates=False) == (
+        "unchecked", "no validation value (the profile has no [validate])")
+    assert validate_outputs([], ["i386"], validates=True) == (
+        "unchecked", "not checked: no sample succeeded")
 
 
 def test_holm_adjusts_every_primary_p_value(run_doc: DocFactory) -> None:

@@ -20,6 +20,15 @@ def _raw(stdout: str = "", *, code: int = 0, stderr: str = "", wall: float = 1.0
     return RawResult("exited", code, 0, wall, user, sys, 1000, 0, 0, 0, "d" * 64, stdout, stderr)
 
 
+def _variant(tmp_path: Path, extra: str) -> Path:
+    """The hostile profile with one more line in its metric, beside a copy of its source."""
+    text = (FIXTURES / "hostile.toml").read_text().replace(
+        'better = "higher"', f'better = "higher"\n{extra}')
+    (tmp_path / "hostile.c").write_bytes((FIXTURES / "hostile.c").read_bytes())
+    (tmp_path / "variant.toml").write_text(text)
+    return tmp_path / "variant.toml"
+
+
 def _sample(wl: Workload, raw: RawResult) -> tuple[str, str | None, dict[str, float]]:
     s = sample_from(raw, wl, "r", "x86_64", 1, 0, False, "", 0, [])
     return s.status, s.error, s.metrics
@@ -43,10 +52,7 @@ def test_a_metric_that_is_not_finite_fails_the_sample(hostile: Workload, printed
 
 
 def test_a_scale_that_overflows_fails_the_sample(tmp_path: Path) -> None:
-    text = (FIXTURES / "hostile.toml").read_text().replace(
-        'better = "higher"', 'better = "higher"\nscale = 1e300')
-    (tmp_path / "scaled.toml").write_text(text)
-    wl = load_profile(tmp_path / "scaled.toml")
+    wl = load_profile(_variant(tmp_path, "scale = 1e300"))
     status, error, _ = _sample(wl, _raw("value: 1e10\nchecksum: same\n"))
     assert status == "failed"
     assert error == "metric 'value': '1e10' times its scale 1e+300 is not a finite number"
@@ -54,11 +60,8 @@ def test_a_scale_that_overflows_fails_the_sample(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("scale", ["nan", "inf", "-inf", "0", "true"])
 def test_a_scale_must_be_a_positive_finite_number(tmp_path: Path, scale: str) -> None:
-    text = (FIXTURES / "hostile.toml").read_text().replace(
-        'better = "higher"', f'better = "higher"\nscale = {scale}')
-    (tmp_path / "bad.toml").write_text(text)
     with pytest.raises(ProfileError, match="scale must be a positive number"):
-        load_profile(tmp_path / "bad.toml")
+        load_profile(_variant(tmp_path, f"scale = {scale}"))
 
 
 @pytest.mark.parametrize("field", ["wall", "user", "sys"])

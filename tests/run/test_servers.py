@@ -112,9 +112,10 @@ SCRIPT = textwrap.dedent("""
     from abibench.obtain.resolve import Pinned
     from abibench.obtain.sysroot import Sysroot
     from abibench.run.sandbox import SysrootRunner
-    from abibench.run.servers import MariaDBDatadir, MariaDBServer, sigterm_as_interrupt
+    from abibench.run.servers import MariaDBDatadir, MariaDBServer
+    from abibench.run.signals import signals_as_interrupt
     root = Sysroot(Path(sys.argv[1]), sys.argv[2], (), "test")
-    with sigterm_as_interrupt():
+    with signals_as_interrupt():
         with MariaDBDatadir(SysrootRunner(root), options=tuple(sys.argv[3:])) as data:
             with MariaDBServer(data) as server:
                 print(server.pid, server.port, data.host_dir, flush=True)

@@ -1,12 +1,19 @@
 from __future__ import annotations
 
+import json
+import os
+import socket
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from abibench.errors import UsageError
-from abibench.records import HostContext, Run, RunConfig, Sample
+from abibench.errors import EXIT_STORE_READONLY, StoreError, UsageError
+from abibench.records import HostContext, Run, RunConfig, RunDoc, Sample
+from abibench.store import owner
+from abibench.store.exchange import import_doc, validate
 from abibench.store.sqlite import _SCHEMA, SCHEMA_VERSION, Store
 
 
@@ -70,3 +77,178 @@ def test_run_references(tmp_path: Path) -> None:
     assert store.resolve_run("20260101") == "20260101-a"
     with pytest.raises(UsageError, match="is ambiguous"):
         store.resolve_run("2026")
+
+
+# --------------------------------------------------------------------------- owners
+
+
+def _set(store: Store, run_id: str, **values: object) -> None:
+    for column, value in values.items():
+        store.db.execute(f"UPDATE runs SET {column}=? WHERE id=?", (value, run_id))
+
+
+def test_a_run_records_its_owner_and_reads_running_while_it_lives(tmp_path: Path) -> None:
+    store = Store(tmp_path / "r.sqlite")
+    store.create_run(_run("r1"), HostContext())
+    row = store.db.execute("SELECT * FROM runs").fetchone()
+    assert row["owner_pid"] == os.getpid() and row["owner_host"] == socket.gethostname()
+    assert row["owner_start"] == owner.start_time(os.getpid())
+    assert row["owner_boot"] == owner.boot_id()
+    assert store.runs()[0].status == "running"
+    assert store.load_run("r1").run.status == "running"
+
+
+@pytest.mark.parametrize(("change", "status"), [
+    ({"owner_start": -1}, "abandoned"),  # the pid now belongs to another process
+    ({"owner_boot": "another boot"}, "abandoned"),
+    ({"owner_pid": 2**22 + 7}, "abandoned"),  # above pid_max: no such process
+    ({"owner_host": "elsewhere", "owner_boot": "another boot"}, "running"),  # cannot be judged
+    ({"owner_pid": None}, "running"),  # no owner recorded (an older abibench)
+])
+def test_owner_judged_when_read(tmp_path: Path, change: dict[str, object], status: str) -> None:
+    store = Store(tmp_path / "r.sqlite")
+    store.create_run(_run("r1"), HostContext())
+    _set(store, "r1", **change)
+    assert store.runs()[0].status == status
+    assert store.load_run("r1").run.status == status
+    assert store.db.execute("SELECT status FROM runs").fetchone()[0] == "running"  # never written
+
+
+def test_only_running_runs_can_be_abandoned(tmp_path: Path) -> None:
+    store = Store(tmp_path / "r.sqlite")
+    store.create_run(_run("r1"), HostContext())
+    store.finish_run("r1", "2026-01-01T00:01:00", "interrupted")
+    _set(store, "r1", owner_start=-1)
+    assert store.runs()[0].status == "interrupted"
+
+
+def test_claim_run(tmp_path: Path) -> None:
+    store = Store(tmp_path / "r.sqlite")
+    store.create_run(_run("dead"), HostContext())
+    _set(store, "dead", owner_pid=2**22 + 7)
+    store.finish_run("dead", "2026-01-01T00:01:00", "running")  # as a killed writer left it
+    store.claim_run("dead")
+    row = store.db.execute("SELECT * FROM runs WHERE id='dead'").fetchone()
+    assert (row["status"], row["owner_pid"], row["finished"]) == ("running", os.getpid(), None)
+    with pytest.raises(UsageError, match=r"run dead is still running \(pid \d+ on "):
+        store.claim_run("dead")  # now this live process owns it
+    store.create_run(_run("there"), HostContext())
+    _set(store, "there", owner_host="elsewhere")
+    with pytest.raises(UsageError, match=r"still running .* on elsewhere"):
+        store.claim_run("there")
+    store.create_run(_run("old"), HostContext())
+    _set(store, "old", owner_pid=None)  # stored before owners were: nobody can write it now
+    store.claim_run("old")
+    store.finish_run("old", "2026-01-01T00:02:00", "failed")
+    store.claim_run("old")
+    store.finish_run("old", "2026-01-01T00:03:00", "complete")
+    with pytest.raises(UsageError, match="run old is complete: nothing to resume"):
+        store.claim_run("old")
+    with pytest.raises(UsageError, match="run 'nope' not found"):
+        store.claim_run("nope")
+
+
+def test_imported_run_has_no_owner(tmp_path: Path, make_doc: Callable[..., dict[str, Any]]) -> None:
+    doc = make_doc()
+    doc["run"]["status"] = "running"  # exported while it ran elsewhere
+    store = Store(tmp_path / "r.sqlite")
+    res = import_doc(store, RunDoc.from_dict(doc), "x.json")
+    assert store.db.execute("SELECT owner_pid FROM runs").fetchone()[0] is None
+    assert store.load_run(res.run_id).run.status == "running"
+
+
+# --------------------------------------------------------------------------- discarded samples
+
+
+def test_discarded_samples_are_kept_and_exported(tmp_path: Path,
+                                                 make_doc: Callable[..., dict[str, Any]]) -> None:
+    store = Store(tmp_path / "r.sqlite")
+    run_id = import_doc(store, RunDoc.from_dict(make_doc(rounds=3)), "x.json").run_id
+    assert store.discard_samples(run_id, "alpha", [2, 3, 9], "round cut short") == 4
+    assert store.discard_samples(run_id, "alpha", [3], "again") == 0  # the first reason stays
+    doc = store.load_run(run_id)
+    marks = {(s.workload, s.target, s.round): s.discarded for s in doc.samples if s.round > 1}
+    assert marks == {("alpha", t, r): "round cut short" for t in ("i386", "x86_64")
+                     for r in (2, 3)} | {("beta", t, r): None for t in ("i386", "x86_64")
+                                         for r in (2, 3)}
+    assert len(doc.counted("alpha")) == 2 and len(doc.counted("beta")) == 6
+    exported = json.loads(json.dumps(doc.to_dict()))
+    assert [s["discarded"] for s in exported["samples"]].count("round cut short") == 4
+    again = RunDoc.from_dict(validate(exported, "x.json"))
+    assert [s.discarded for s in again.samples] == [s.discarded for s in doc.samples]
+    store.add_sample(_sample(run_id, discarded="measured twice"))
+    assert store.samples(run_id)[-1].discarded == "measured twice"
+
+
+# --------------------------------------------------------------------------- read-only opening
+
+
+def _version_1(path: Path) -> None:
+    db = sqlite3.connect(path)
+    db.executescript(_SCHEMA)
+    db.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    db.execute("INSERT INTO runs VALUES ('old', 's', NULL, 'running', '0', '{}', '{}')")
+    db.execute("INSERT INTO samples(run_id, workload, target, round, position, warmup, status, "
+               "exit_code, wall_s, user_s, sys_s, max_rss_kb, stdout_digest, metrics_json, "
+               "started_at, env_pad) VALUES ('old','w','i386',1,0,0,'ok',0,1,1,0,10,'d','{}','',0)")
+    db.commit()
+    db.close()
+
+
+def test_older_schema_is_read_as_it_is_when_read_only(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite"
+    _version_1(path)
+    before = path.read_bytes()
+    store = Store(path, readonly=True)
+    (listing,) = store.runs()
+    assert (listing.status, listing.samples) == ("running", 1)  # no owner: stays as stored
+    doc = store.load_run("old")
+    assert (doc.samples[0].kind, doc.samples[0].discarded) == ("timed", None)
+    with pytest.raises(StoreError) as caught:
+        store.add_sample(_sample("old"))
+    assert caught.value.exit_code == EXIT_STORE_READONLY
+    store.close()
+    assert path.read_bytes() == before  # never migrated
+
+
+def test_read_only_refusals(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"no results database at .*: run `abibench run` first"):
+        Store(tmp_path / "missing.sqlite", readonly=True)
+    empty = tmp_path / "empty.sqlite"
+    empty.touch()
+    with pytest.raises(UsageError, match="holds no abibench results"):
+        Store(empty, readonly=True)
+    newer = tmp_path / "newer.sqlite"
+    Store(newer).db.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
+    with pytest.raises(UsageError, match="newer abibench"):
+        Store(newer, readonly=True)
+
+
+def test_no_sqlite_error_leaves_the_store(tmp_path: Path) -> None:
+    (tmp_path / "dir.sqlite").mkdir()
+    with pytest.raises(StoreError, match=r"dir\.sqlite"):
+        Store(tmp_path / "dir.sqlite")
+    store = Store(tmp_path / "r.sqlite")
+    store.create_run(_run("r1"), HostContext())
+    with pytest.raises(StoreError, match="UNIQUE constraint failed"):
+        store.create_run(_run("r1"), HostContext())
+    with pytest.raises(StoreError), store.transaction():
+        store.create_run(_run("r2"), HostContext())
+        store.create_run(_run("r2"), HostContext())
+    assert store.run_ids() == ["r1"]  # the transaction was undone as a whole
+    store.close()
+    with pytest.raises(StoreError, match="closed database"):
+        store.runs()
+
+
+@pytest.mark.parametrize(("value", "ok"), [("0.25", True), ("", True), ("soon", False),
+                                            ("-1", False)])
+def test_busy_timeout_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           value: str, ok: bool) -> None:
+    monkeypatch.setenv("ABIBENCH_DB_TIMEOUT", value)
+    if ok:
+        assert Store(tmp_path / "r.sqlite").timeout == (0.25 if value else 30.0)
+    else:
+        with pytest.raises(StoreError, match="ABIBENCH_DB_TIMEOUT") as caught:
+            Store(tmp_path / "r.sqlite")
+        assert caught.value.exit_code == 2

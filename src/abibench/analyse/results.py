@@ -89,14 +89,21 @@ class WorkloadResult:
     provenance: list[str] = field(default_factory=list)  # e.g. the Debian versions compared
 
 
-def validate_outputs(samples: Sequence[Sample], labels: Sequence[str]) -> tuple[str, str]:
-    """ok, miscompare or unchecked, and the detail: every ok sample's check value compared."""
+def validate_outputs(samples: Sequence[Sample], labels: Sequence[str],
+                     validates: bool | None = None) -> tuple[str, str]:
+    """ok, miscompare or unchecked, and the detail: every ok sample's check value compared.
+
+    `validates` says whether the profile asks for a comparison at all (None: not recorded,
+    as in runs of older versions), so "unchecked" names the true reason.
+    """
     checks: dict[str, set[str]] = {}
     for s in samples:
-        if s.status == "ok" and s.check is not None:
+        if s.status == "ok" and s.check is not None and s.discarded is None:
             checks.setdefault(s.target, set()).add(s.check)
     if not checks:
-        return "unchecked", "no validation value (the profile has no [validate])"
+        if validates is False or (validates is None and any(s.status == "ok" for s in samples)):
+            return "unchecked", "no validation value (the profile has no [validate])"
+        return "unchecked", "not checked: no sample succeeded"
     for t, values in checks.items():
         if len(values) > 1:
             return "miscompare", f"{t} gave {len(values)} different outputs across its own runs"
@@ -170,7 +177,8 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
         notes, skew = debian_versions([a for a in doc.artifacts if a.workload == wid])
         res.provenance.extend(notes)
         res.warnings.extend(skew)
-        res.validation, res.validation_detail = validate_outputs(doc.of_workload(wid), labels)
+        res.validation, res.validation_detail = validate_outputs(doc.of_workload(wid), labels,
+                                                                 meta.validates)
         measured = [r.label for r in rows if r.n >= 2]
         if len(measured) >= 2:
             wanted = (references or {}).get(wid)

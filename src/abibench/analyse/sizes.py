@@ -37,6 +37,17 @@ def _pct(ref: int | None, this: int | None) -> float | None:
     return round(100.0 * (ref / this - 1.0), 2)
 
 
+def _by_file(arts: Sequence[Artifact]) -> list[tuple[str, dict[str, dict[str, int | None]]]]:
+    """(file name, {target: sizes}) per file of a build. Files are matched by name; programs
+    named per ABI (prebuilt prog32 and prog64) are matched by their place instead."""
+    lists = [[n for n in (a.files or tuple(a.sizes)) if n in a.sizes] for a in arts]
+    if len({tuple(x) for x in lists}) > 1 and len({len(x) for x in lists}) == 1:
+        return [(lists[0][k], {a.target: a.sizes[x[k]] for a, x in zip(arts, lists, strict=True)})
+                for k in range(len(lists[0]))]
+    names = list(dict.fromkeys(n for a in arts for n in a.sizes))
+    return [(n, {a.target: a.sizes.get(n) or {} for a in arts}) for n in names]
+
+
 def size_rows(artifacts: Sequence[Artifact],
               statuses: Sequence[TargetStatus] = ()) -> list[SizeRow]:
     """One row per (build, artifact file, target), builds shared by workloads listed once."""
@@ -54,9 +65,7 @@ def size_rows(artifacts: Sequence[Artifact],
     rows: list[SizeRow] = []
     for key, wids in groups.items():
         arts = arts_of[key]
-        names = list(dict.fromkeys(n for a in arts for n in a.sizes))
-        for name in names:
-            per_target = {a.target: a.sizes.get(name) or {} for a in arts}
+        for name, per_target in _by_file(arts):
             for a in arts:
                 label = a.target
                 sz = per_target[label]

@@ -22,9 +22,11 @@ from typing import Any
 
 from ..abi import Abi, check_artifact
 from ..elf import section_sizes
-from ..errors import BuildError, HostError
+from ..errors import AbibenchError, BuildError, HostError
+from ..hashing import sha256_file
 from ..paths import MICRO_DIR
 from ..records import Artifact, JSONDict
+from ..workloads.confine import inside
 from ..workloads.profile import Workload, resolve_source_files, substitute
 from . import debsource
 from .libraries import inspect_artifacts
@@ -144,11 +146,12 @@ def build(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], cache_root: 
     meta_path = final / "artifact.json"
     if meta_path.is_file():
         art = Artifact.from_dict(json.loads(meta_path.read_text()))
-        # Re-check the header even on a hit: a cache entry is only a file on disk.
-        for f in art.files:
-            check_artifact(Path(art.bin_dir) / f, abi)
-        return replace(art, cached=True, workload=wl.id,
-                       inspection=inspect_artifacts(Path(art.bin_dir), art.files))
+        # A cache entry is only files on disk: the header and the bytes must still be what was
+        # built, or the entry is thrown away and built again.
+        if _intact(art, abi):
+            return replace(art, cached=True, workload=wl.id,
+                           inspection=inspect_artifacts(Path(art.bin_dir), art.files))
+        shutil.rmtree(final, ignore_errors=True)
 
     final.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{abi.name}-", dir=final.parent))
@@ -192,9 +195,10 @@ def build(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], cache_root: 
 
     for name in wl.source.data:
         src_file = cwd / substitute(name, values)
-        if not src_file.exists():
+        if not src_file.exists() or not inside(src_file, cwd):
             shutil.rmtree(staging, ignore_errors=True)
-            raise BuildError(f"{wl.id}: data file '{name}' not found after the build for "
+            why = "not found" if not src_file.exists() else "outside the build tree"
+            raise BuildError(f"{wl.id}: data file '{name}' {why} after the build for "
                              f"{abi.name}: fix [source] data in {wl.path}")
         dest = out / Path(name).name
         if src_file.is_dir():
@@ -203,15 +207,23 @@ def build(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], cache_root: 
             shutil.copy2(src_file, dest)
     sizes: dict[str, dict[str, int | None]] = {}
     elf: dict[str, JSONDict] = {}
+    digests: dict[str, str] = {}
     for name in wl.source.artifacts:
         path = out / name
-        if not path.is_file():
+        if not path.is_file() or path.is_symlink() or not inside(path, out):
+            why = ("is a link, not the built file" if path.is_symlink() else
+                   "is outside the output directory" if path.exists() else "was not produced")
             shutil.rmtree(staging, ignore_errors=True)
-            raise BuildError(f"{wl.id}: the build for {abi.name} did not produce '{name}': fix "
+            raise BuildError(f"{wl.id}: artifact '{name}' of the {abi.name} build {why}: fix "
                              f"[source] artifacts or the build command in {wl.path}")
-        info = check_artifact(path, abi)
+        try:
+            info = check_artifact(path, abi)
+        except AbibenchError:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
         elf[name] = asdict(info) | {"path": str(final / "bin" / name)}
         sizes[name] = asdict(section_sizes(path))
+        digests[name] = sha256_file(path)
 
     art = Artifact(
         workload=wl.id, abi=abi.name, provenance="source", bin_dir=str(final / "bin"),
@@ -225,6 +237,7 @@ def build(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], cache_root: 
         data=tuple(Path(n).name for n in wl.source.data),
         extra_sources={t.package: t.version for t in extras.values()} or None,
         build_options=_buildinfo(out / "buildinfo.txt"),
+        digests=digests,
     )
     (staging / "artifact.json").write_text(json.dumps(art.info_dict(), indent=1))
     try:
@@ -233,6 +246,19 @@ def build(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], cache_root: 
         # Another abibench process finished the same build first; theirs is as good as ours.
         shutil.rmtree(staging, ignore_errors=True)
     return replace(art, inspection=inspect_artifacts(final / "bin", art.files))
+
+
+def _intact(art: Artifact, abi: Abi) -> bool:
+    """Whether a cached build's files are still those that were built, of the right ABI."""
+    for f in art.files:
+        path = Path(art.bin_dir) / f
+        try:
+            if art.digests and sha256_file(path) != art.digests.get(f):
+                return False
+            check_artifact(path, abi)
+        except (OSError, AbibenchError):
+            return False
+    return True
 
 
 def _buildinfo(path: Path) -> str | None:

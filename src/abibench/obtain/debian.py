@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..abi import Abi, check_artifact
 from ..elf import section_sizes
+from ..hashing import sha256_file
 from ..records import Artifact
 from ..workloads.profile import Workload
 from .apt import PackageError
@@ -59,7 +60,7 @@ def obtain(wl: Workload, abis: Sequence[Abi], cache_root: Path, *,
             bin_dir=wl.debian_bin, files=(name,), cache_key=root.key, cached=root.cached,
             compiler="", compiler_version=f"Debian {root.arch} build", cflags=(), abi_flags=(),
             commands=(), effective={}, build_seconds=round(seconds, 3),
-            sizes={name: asdict(section_sizes(exe))},
+            sizes={name: asdict(section_sizes(exe))}, digests={name: sha256_file(exe)},
             elf={name: asdict(info) | {"path": program}}, log="",
             sysroot=str(root.path), debian_packages=requested,
             debian_closure={p.name: p.version for p in root.pins},

@@ -27,6 +27,7 @@ the sysroot that would silently be the host's loader).
 from __future__ import annotations
 
 import glob
+import json
 import os
 from collections import deque
 from collections.abc import Iterable
@@ -113,7 +114,8 @@ class Inspection:
         return not self.diagnostics
 
     def to_dict(self) -> JSONDict:
-        d: JSONDict = asdict(self)
+        # Through JSON: tuples become lists, as they are after the store gives them back.
+        d: JSONDict = json.loads(json.dumps(asdict(self)))
         d["ok"] = self.ok
         return d
 

@@ -16,9 +16,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..obtain.sysroot import Sysroot, debian_arch
+from ..abi import check_artifact
+from ..errors import AbiMismatchError
+from ..hashing import sha256_file
+from ..obtain.sysroot import Sysroot, debian_arch, resolve_inside
 from ..paths import MICRO_DIR
 from ..records import Artifact, Target
+from ..workloads.confine import confined
 from ..workloads.profile import Workload, substitute
 from .sandbox import SysrootRunner
 from .servers import LOOPBACK, MariaDBDatadir, MariaDBServer, ServerError
@@ -82,8 +86,10 @@ class Placement:
         """Placeholders for [run] command: paths as the program sees them."""
         if self.wl.server is not None:  # the command is the host's client
             return self.host_values(server)
+        program = f"{self.art.bin_dir}/{self.art.files[0]}" if self.art.files else ""
         return {**self._base(), "bin": self.art.bin_dir, "work": self.inner_work,
-                **self.inner_inputs, "port": str(server.port if server else 0)}
+                **self.inner_inputs, "port": str(server.port if server else 0),
+                "program": program}
 
     def host_values(self, server: ServerRun | None = None) -> dict[str, str]:
         """Placeholders for what runs or is read on the host: setup, stdin, validated files."""
@@ -92,12 +98,73 @@ class Placement:
             bin_dir = str(self.runner.sysroot.host_path(self.art.bin_dir))
         return {**self._base(), "bin": bin_dir, "work": str(self.work),
                 **{k: str(v) for k, v in self.inputs.items()},
-                "port": str(server.port if server else 0)}
+                "port": str(server.port if server else 0),
+                "program": f"{bin_dir}/{self.art.files[0]}" if self.art.files else ""}
 
     def argv(self, argv: list[str]) -> list[str]:
         if self.runner is None or self.wl.server is not None:
             return argv
         return self.runner.wrap(argv)
+
+    # -- paths a sample touches, confined to their roots ---------------------------------------
+
+    def _host_path(self, template: str, values: dict[str, str], default_root: Path) -> Path:
+        p = Path(substitute(template, values))
+        return p if p.is_absolute() else default_root / p
+
+    def output_files(self, server: ServerRun | None = None) -> tuple[list[Path], list[tuple[
+            str, Path]]]:
+        """The [validate] files and close files of a sample, inside {work} (they are deleted
+        before the sample, so a stale one cannot pass for its output)."""
+        values = self.host_values(server)
+        files = [confined(self._host_path(f, values, self.work), (self.work,), "[validate] file")
+                 for f in self.wl.validate_files]
+        close = [(t, confined(self._host_path(t, values, self.work), (self.work,),
+                              "[validate] close file"))
+                 for t in (self.wl.close.files if self.wl.close else ())]
+        return files, close
+
+    def stdin_path(self, server: ServerRun | None = None) -> Path | None:
+        """[run] stdin, inside {work}, the profile's directory, {bin} or a generated input."""
+        if self.wl.stdin is None:
+            return None
+        values = self.host_values(server)
+        roots = (self.work, self.wl.path.parent, Path(values["bin"]),
+                 *(p.parent for p in self.inputs.values()))
+        return confined(self._host_path(self.wl.stdin, values, self.wl.path.parent), roots,
+                        "[run] stdin")
+
+    def program_files(self) -> list[Path]:
+        """The artifact's files as they are on the host (in a sysroot: links followed there)."""
+        if self.runner is None:
+            return [Path(self.art.bin_dir) / f for f in self.art.files]
+        out = []
+        for f in self.art.files:
+            inner = self.art.elf.get(f, {}).get("path")
+            inner = inner if isinstance(inner, str) else f"{self.art.bin_dir}/{f}"
+            out.append(resolve_inside(self.runner.sysroot.path, inner))
+        return out
+
+    def verify(self) -> str | None:
+        """Is what would run the very program that was built? None, or why not.
+
+        Checked before the first sample and after the last: the digest recorded when it was
+        built or unpacked, and the ELF header against the target's ABI.
+        """
+        for name, path in zip(self.art.files, self.program_files(), strict=True):
+            want = self.art.digests.get(name)
+            try:
+                got = sha256_file(path)
+            except OSError as exc:
+                return f"{path} cannot be read ({exc.strerror}): it was removed or replaced"
+            if want is not None and got != want:
+                return (f"{path} changed since it was built (sha256 {got[:12]} instead of "
+                        f"{want[:12]}): its samples would not measure the built program")
+            try:
+                check_artifact(path, self.target.abi)
+            except AbiMismatchError as exc:
+                return str(exc)
+        return None
 
     def env(self, base: dict[str, str], pad: str) -> dict[str, str]:
         if self.runner is None or self.wl.server is not None:

@@ -18,13 +18,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
+from ..errors import UsageError
 from ..records import Artifact, Sample, Target
 from ..workloads.profile import Workload, substitute
 from .counters import count_instructions
 from .launcher import run_sample
 from .placement import Placement
 from .samples import sample_from
-from .servers import ServerError, sigterm_as_interrupt
+from .servers import ServerError
+from .signals import signals_as_interrupt
 from .steps import untimed_step
 from .stopping import widest_interval
 
@@ -58,6 +60,7 @@ class ScheduleResult:
     failed: dict[str, str] = field(default_factory=dict)  # target -> why it stopped being run
     timed_out: bool = False
     interrupted: bool = False
+    changed: list[str] = field(default_factory=list)  # targets whose program changed mid-run
 
 
 def now_iso() -> str:
@@ -77,38 +80,94 @@ def _setup(wl: Workload, values: dict[str, str], work: Path, env: dict[str, str]
                         "setup step")
 
 
+def _shared_programs(places: dict[str, Placement]) -> dict[str, str]:
+    """Targets whose program is the same file as another target's: one build overwrote the
+    other's, and the samples of both would measure one binary."""
+    owner: dict[Path, str] = {}
+    out: dict[str, str] = {}
+    for label, pl in places.items():
+        for path in pl.program_files():
+            real = path.resolve()
+            if real in owner and owner[real] != label:
+                out[label] = (f"{path} is the same file as {owner[real]}'s program: two targets "
+                              "would measure one binary; fix the profile's [source] artifacts")
+            owner.setdefault(real, label)
+    return out
+
+
+@dataclass(frozen=True)
+class Continuation:
+    """Where a resumed workload picks up (`run --resume`): what its stored samples already hold.
+
+    Rounds resume numbering after the last stored one, with fresh warm-ups (caches are cold
+    again after a restart; warm-ups never count), so pairing by round is unchanged.
+    """
+
+    next_round: int  # the first round number not stored yet
+    counted_rounds: int  # complete counted rounds already stored
+    prior: tuple[Sample, ...]  # those rounds' counted samples, for the stopping rule
+    pads_drawn: int  # environment paddings already drawn from the workload's seeded stream
+    spent_s: float  # measuring time the workload already used, against its budget
+    failed: dict[str, str] = field(default_factory=dict)  # targets that failed before
+    counted_targets: frozenset[str] = frozenset()  # targets whose instructions were counted
+
+
+def _stop_reason(plan: Plan, counted: int, hw: float, elapsed: float) -> str | None:
+    """Why adaptive stopping ends the workload now, or None to go on."""
+    asked = f"(asked ±{plan.precision * 100:g}%)"
+    if hw <= plan.precision:
+        return f"precision reached: CI within ±{hw * 100:.1f}% {asked}"
+    if elapsed >= plan.max_time_s:
+        return f"time budget {plan.max_time_s:g}s ended at ±{hw * 100:.1f}% {asked}"
+    if counted >= plan.max_rounds:
+        return f"max {plan.max_rounds} rounds reached at ±{hw * 100:.1f}% {asked}"
+    return None
+
+
 def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Plan,
                  store: SampleSink, run_id: str, launch: Path,
                  on_sample: Callable[[Sample], None] | None = None,
-                 inputs: dict[str, Path] | None = None) -> ScheduleResult:
+                 inputs: dict[str, Path] | None = None,
+                 resume: Continuation | None = None) -> ScheduleResult:
     outcome = ScheduleResult(wl.id)
+    resume = resume or Continuation(0, 0, (), 0, 0.0)
     rng = random.Random(f"{plan.seed}:{wl.id}")
-    active = [t for t, _ in targets]
-    samples: list[Sample] = []
+    for _ in range(resume.pads_drawn):  # the same stream an uninterrupted run would draw from
+        rng.randrange(0, 4096)
+    outcome.failed.update(resume.failed)
+    active = [t for t, _ in targets if t.label not in outcome.failed]
+    samples: list[Sample] = list(resume.prior)
     base_env = dict(os.environ)
-    t_start = time.monotonic()
+    t_start = time.monotonic() - resume.spent_s
     inputs = inputs or {}
     with tempfile.TemporaryDirectory(prefix=f"abibench-{wl.base_id or wl.id}-") as tmp, \
             contextlib.ExitStack() as stack:
         if wl.server is not None:
             # A polite kill must stop the servers too: SIGTERM unwinds like Ctrl-C.
-            stack.enter_context(sigterm_as_interrupt())
+            stack.enter_context(signals_as_interrupt())
         # Where each target runs: the host, or its Debian sysroot (with its server, if any).
         places = {t.label: Placement.create(wl, t, a, Path(tmp), inputs, stack)
                   for t, a in targets}
+        # The very programs that were built, each of its own ABI, none shared by two targets.
+        shared = _shared_programs(places)
         for target in active:
             pl = places[target.label]
-            failure = (_setup(wl, pl.host_values(), pl.work, base_env)
+            failure = (shared.get(target.label) or pl.verify()
+                       or _setup(wl, pl.host_values(), pl.work, base_env)
                        or pl.prepare_server(wl.timeout * 10))
             if failure:
                 outcome.failed[target.label] = failure
         active = [t for t in active if t.label not in outcome.failed]
         rnd = 0
         close_refs: dict[str, bytes] = {}  # the run's first output of each [validate] close file
-        total_rounds = plan.warmup + (plan.fixed_rounds or plan.max_rounds)
+        done = resume.counted_rounds
+        outcome.rounds = done
+        left = (plan.fixed_rounds if plan.fixed_rounds is not None else plan.max_rounds) - done
+        total_rounds = plan.warmup + max(left, 0) if left > 0 else 0
         while rnd < total_rounds and active:
             warm = rnd < plan.warmup
-            for pos, target in enumerate(round_order(active, rnd)):
+            number = resume.next_round + rnd  # the round as stored: resumed runs continue
+            for pos, target in enumerate(round_order(active, number)):
                 pl = places[target.label]
                 pad = rng.randrange(0, 4096) if plan.randomize_env else 0
                 try:
@@ -117,12 +176,9 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
                         failure = pl.warm_server(srv, wl.timeout)
                         if failure:
                             raise ServerError(failure)
-                        values, host_values = pl.values(srv), pl.host_values(srv)
-                        argv = pl.argv([substitute(a, values) for a in wl.command])
-                        stdin = Path(substitute(wl.stdin, host_values)) if wl.stdin else None
-                        files = [Path(substitute(f, host_values)) for f in wl.validate_files]
-                        close = [(t, Path(substitute(t, host_values)))
-                                 for t in (wl.close.files if wl.close else ())]
+                        argv = pl.argv([substitute(a, pl.values(srv)) for a in wl.command])
+                        stdin = pl.stdin_path(srv)
+                        files, close = pl.output_files(srv)
                         for f in [*files, *(p for _, p in close)]:
                             f.unlink(missing_ok=True)  # a stale file must not pass for this run
                         started = now_iso()
@@ -131,29 +187,30 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
                     if srv.peak_rss_kb is not None:
                         # What a server workload compares is the server's memory, not the client's.
                         raw = replace(raw, max_rss_kb=srv.peak_rss_kb)
-                except ServerError as exc:
+                except (ServerError, UsageError) as exc:
                     outcome.failed[target.label] = str(exc)
                     continue
                 except KeyboardInterrupt:
                     outcome.interrupted = True
-                    outcome.stop_reason = "interrupted (Ctrl-C)"
+                    outcome.stop_reason = "interrupted"
                     raise
-                sample = sample_from(raw, wl, run_id, target.label, rnd, pos, warm, started, pad,
-                                      files, close, close_refs)
+                sample = sample_from(raw, wl, run_id, target.label, number, pos, warm, started,
+                                     pad, files, close, close_refs)
                 store.add_sample(sample)
                 samples.append(sample)
                 if on_sample:
                     on_sample(sample)
                 if sample.status == "interrupted":
                     outcome.interrupted = True
+                    outcome.stop_reason = "interrupted"
                     raise KeyboardInterrupt
                 if sample.status != "ok":
                     outcome.failed[target.label] = sample.error or sample.status
                     outcome.timed_out |= sample.status == "timeout"
             active = [t for t in active if t.label not in outcome.failed]
             rnd += 1
-            counted = rnd - plan.warmup
-            outcome.rounds = max(counted, 0)
+            counted = done + max(rnd - plan.warmup, 0)
+            outcome.rounds = counted
             if warm or not active:
                 continue
             if plan.fixed_rounds is not None:
@@ -161,45 +218,51 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
                     outcome.stop_reason = f"fixed {plan.fixed_rounds} rounds"
                     break
                 continue
-            elapsed = time.monotonic() - t_start
             if counted >= plan.min_rounds:
                 hw = widest_interval(samples, wl.primary, [t.label for t in active])
-                if hw <= plan.precision:
-                    outcome.stop_reason = (f"precision reached: CI within ±{hw * 100:.1f}% "
-                                           f"(asked ±{plan.precision * 100:g}%)")
+                why = _stop_reason(plan, counted, hw, time.monotonic() - t_start)
+                if why:
+                    outcome.stop_reason = why
                     break
-                if elapsed >= plan.max_time_s:
-                    outcome.stop_reason = (f"time budget {plan.max_time_s:g}s ended at "
-                                           f"±{hw * 100:.1f}% (asked ±{plan.precision * 100:g}%)")
-                    break
-                if counted >= plan.max_rounds:
-                    outcome.stop_reason = (f"max {plan.max_rounds} rounds reached at "
-                                           f"±{hw * 100:.1f}% (asked ±{plan.precision * 100:g}%)")
-                    break
+        if not outcome.stop_reason and plan.fixed_rounds is not None and active:
+            outcome.stop_reason = f"fixed {plan.fixed_rounds} rounds"
         if plan.counters:
+            number = resume.next_round + rnd
             for pos, target in enumerate(active):
-                pl = places[target.label]
-                if pl.in_sysroot:
-                    continue  # valgrind would count chroot/bwrap, not the program
-                values = pl.host_values()
-                argv = [substitute(a, values) for a in wl.command]
-                files = [Path(substitute(f, values)) for f in wl.validate_files]
-                started = now_iso()
-                # No environment padding: the count must repeat exactly for the same build.
-                raw, count = count_instructions(argv, pl.work, base_env, wl.timeout, launch,
-                                                Path(substitute(wl.stdin, values))
-                                                if wl.stdin else None)
-                sample = sample_from(raw, wl, run_id, target.label, rnd, pos, False, started, 0,
-                                      files)
-                sample = replace(sample, kind="counters", instructions=count,
-                                 status=sample.status if count is not None else "failed",
-                                 error=sample.error if count is not None else
-                                 "valgrind wrote no instruction count")
-                store.add_sample(sample)
-                samples.append(sample)
+                if target.label in resume.counted_targets:
+                    continue
+                counted_run = _count(wl, places[target.label], run_id, target.label, number,
+                                     pos, base_env, launch)
+                if counted_run is not None:
+                    store.add_sample(counted_run)
+                    samples.append(counted_run)
+        for target in active:
+            # Again after the last sample: a program replaced mid-run is no result.
+            changed = places[target.label].verify()
+            if changed:
+                outcome.failed[target.label] = changed
+                outcome.changed.append(target.label)
         if outcome.failed:
             # A precision reached by the survivors says nothing about the comparison that failed.
             failed = ", ".join(sorted(outcome.failed))
             outcome.stop_reason = (f"{failed} failed" if not active
                                    else f"{failed} failed; others: {outcome.stop_reason or 'ran'}")
     return outcome
+
+
+def _count(wl: Workload, pl: Placement, run_id: str, label: str, number: int, pos: int,
+           base_env: dict[str, str], launch: Path) -> Sample | None:
+    """One run under valgrind counting the instructions executed (None inside a sysroot:
+    valgrind would count chroot/bwrap, not the program)."""
+    if pl.in_sysroot:
+        return None
+    argv = [substitute(a, pl.host_values()) for a in wl.command]
+    files, _ = pl.output_files()
+    started = now_iso()
+    # No environment padding: the count must repeat exactly for the same build.
+    raw, count = count_instructions(argv, pl.work, base_env, wl.timeout, launch, pl.stdin_path())
+    sample = sample_from(raw, wl, run_id, label, number, pos, False, started, 0, files)
+    return replace(sample, kind="counters", instructions=count,
+                   status=sample.status if count is not None else "failed",
+                   error=sample.error if count is not None else
+                   "valgrind wrote no instruction count")

@@ -22,11 +22,10 @@ import os
 import signal
 import socket
 import subprocess
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import TracebackType
 
 from ..errors import EXIT_WORKLOAD, AbibenchError
 from .sandbox import SysrootRunner
@@ -111,23 +110,6 @@ def _wait_for(cond: Callable[[], bool], deadline_s: float, interval: float = 0.0
             return True
         time.sleep(interval)
     return cond()
-
-
-@contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """While inside, SIGTERM raises KeyboardInterrupt, so `finally` blocks stop servers."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 class MariaDBDatadir:

@@ -6,17 +6,18 @@ progress goes to a callback so the CLI decides how to show it.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
 from .. import __version__
-from ..abi import Abi
+from ..abi import Abi, get_abi
 from ..errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -24,10 +25,13 @@ from ..errors import (
     EXIT_WORKLOAD,
     AbibenchError,
     HostError,
+    UsageError,
 )
-from ..obtain import debsource
+from ..hashing import sha256_file
+from ..obtain import debsource, hostlibs
 from ..obtain.build import DEFAULT_CFLAGS, build
 from ..obtain.inputs import describe_input, generate_input
+from ..obtain.prebuilt import obtain as obtain_prebuilt
 from ..probe import host
 from ..probe.abis import AbiStatus, probe_all
 from ..records import (
@@ -37,6 +41,7 @@ from ..records import (
     Outcome,
     Run,
     RunConfig,
+    RunDoc,
     RunWarning,
     Sample,
     Target,
@@ -44,8 +49,10 @@ from ..records import (
     WorkloadMeta,
 )
 from ..workloads.profile import Workload
+from .continuation import continuation
 from .launcher import launcher
-from .schedule import Plan, ScheduleResult, run_workload
+from .preflight import check_commands, check_compiler
+from .schedule import Continuation, Plan, ScheduleResult, run_workload
 
 
 class RunSink(Protocol):
@@ -65,6 +72,11 @@ class RunSink(Protocol):
 
     def add_sample(self, s: Sample) -> None: ...
 
+    def claim_run(self, run_id: str) -> None: ...
+
+    def discard_samples(self, run_id: str, workload: str, rounds: Iterable[int],
+                        reason: str) -> int: ...
+
 Progress = Callable[[str], None]
 
 
@@ -77,6 +89,7 @@ class Request:
     cc: str | None = None  # None: the compiler the probe found for each ABI
     provenance: str = "source"  # or "debian": Debian's own per-arch builds in sysroots
     allow_version_skew: bool = False  # debian: compare different versions (a warning each)
+    keep_going: bool = False  # measure the other ABIs when one ABI's build fails
 
 
 @dataclass
@@ -88,6 +101,8 @@ class Result:
     built: int = 0
     reused: int = 0
     interrupted: bool = False
+    measured: int = 0  # targets measured to the end of their workload's rounds
+    failures: list[str] = field(default_factory=list)  # "workload target: why", one per failure
 
 
 def new_run_id() -> str:
@@ -99,7 +114,9 @@ def _workload_meta(wl: Workload, targets: list[str]) -> WorkloadMeta:
     metrics += [wl.metric(n) for n in dict.fromkeys(("wall", "max_rss", wl.primary))]
     return WorkloadMeta(id=wl.id, primary=wl.primary, targets=tuple(targets),
                         metrics={m.name: m for m in metrics}, title=wl.title,
-                        params=dict(wl.params), seeds=tuple(wl.seeds), path=str(wl.path))
+                        params=dict(wl.params), seeds=tuple(wl.seeds), path=str(wl.path),
+                        validates=wl.validates,
+                        extra={"profile_sha256": sha256_file(wl.path)})
 
 
 def _resolve_cc(req: Request, status: AbiStatus) -> str | None:
@@ -112,20 +129,81 @@ def _resolve_cc(req: Request, status: AbiStatus) -> str | None:
     return found
 
 
+def targets_of(req: Request, wl: Workload) -> list[Target]:
+    """The targets a workload is measured on: its prebuilt programs' ABIs, or every ABI asked."""
+    if wl.binaries:
+        return [Target(get_abi(name), "prebuilt") for name in wl.binaries]
+    return [Target(a, req.provenance) for a in req.abis]
+
+
+@dataclass
+class _Obtainer:
+    """Each workload's program per target, before its rounds: built, unpacked or prebuilt."""
+
+    req: Request
+    probes: dict[str, AbiStatus]
+    ccs: dict[str, str | None]
+    debian_arts: dict[str, dict[str, Artifact]]
+    prebuilt: dict[str, dict[str, Artifact]]
+    cache_root: Path
+    progress: Progress
+    # Builds that failed in this run, by what they build: a sweep's next instance, or the
+    # other workloads of one Debian source package, do not try the same build again.
+    failed_builds: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def artifact(self, wl: Workload, target: Target) -> Artifact | tuple[str, str]:
+        """The artifact, or (state, reason) of a target that has none."""
+        abi, st = target.abi, self.probes.get(target.abi.name)
+        if target.provenance == "prebuilt":
+            return self.prebuilt[wl.id][abi.name]
+        if self.req.provenance == "debian":
+            if abi.name not in self.debian_arts.get(wl.id, {}):
+                why = (f"cannot run here: {st.reason}" if st and not st.can_run else
+                       f"Debian has no {abi.debian_arch} binary packages")
+                return "not run", why
+            return self.debian_arts[wl.id][abi.name]
+        cc = self.ccs.get(abi.name)
+        if not wl.source.artifacts:
+            return "not built", "this workload has no [source]: run it with --provenance debian"
+        if st is None or not st.can_build or cc is None:
+            return "not built", f"{st.reason if st else 'not probed'}; fix: {st.fix if st else ''}"
+        key = (wl.source.debian or wl.base_id or wl.id, abi.name)
+        if key in self.failed_builds:
+            return "failed", self.failed_builds[key]
+        self.progress(f"{wl.id}: building for {abi.name}")
+        try:
+            return build(wl, abi, cc, self.req.cflags, self.cache_root)
+        except AbibenchError as exc:
+            self.failed_builds[key] = str(exc)
+            self.progress(f"{wl.id}: {exc}")
+            return "failed", str(exc)
+
+
 def measure_suite(req: Request, store: RunSink, cache_root: Path, progress: Progress,
-                  on_sample: Callable[[Sample], None] | None = None) -> Result:
-    """Probe, obtain and run every workload of the request; return how the run went."""
+                  on_sample: Callable[[Sample], None] | None = None,
+                  resume: RunDoc | None = None) -> Result:
+    """Probe, obtain and run every workload of the request; return how the run went.
+
+    With `resume`, the request is that stored run's (run/resume.py) and only what it lacks is
+    measured, into the same run.
+    """
     t0 = time.monotonic()
+    check_commands(req.workloads, req.provenance)
     probes = {s.abi: s for s in probe_all(req.abis)}
+    if req.cc is not None and any(w.source.artifacts and not w.binaries for w in req.workloads):
+        check_compiler(req.cc, [a for a in req.abis if probes[a.name].can_build], req.cflags)
     runtime_libc: dict[str, JSON] = {a.name: host.runtime_library(a.loader) for a in req.abis
                                      if probes[a.name].can_run}
     ctx = host.capture().with_extra(probe=[s.to_dict() for s in probes.values()],
                                     runtime_libc=runtime_libc)
-    run_id = new_run_id()
-    labels = [Target(a, req.provenance).label for a in req.abis]
-    metas = {wl.id: _workload_meta(wl, labels) for wl in req.workloads}
+    run_id = resume.run.id if resume is not None else new_run_id()
+    metas = {wl.id: _workload_meta(wl, [t.label for t in targets_of(req, wl)])
+             for wl in req.workloads}
     # Checked before the run exists, so a bad --cc leaves no empty run behind.
     ccs = {a.name: _resolve_cc(req, probes[a.name]) for a in req.abis}
+    prebuilt = {wl.id: {name: obtain_prebuilt(wl.id, get_abi(name), path)
+                        for name, path in wl.binaries.items()}
+                for wl in req.workloads if wl.binaries}
     launch = launcher(cache_root)
     if req.provenance == "source":
         # A Debian source version apt does not have is bad input: one error naming package and
@@ -152,75 +230,62 @@ def measure_suite(req: Request, store: RunSink, cache_root: Path, progress: Prog
             metas[wl.id] = replace(meta, extra={**meta.extra, "inputs": recorded})
     config = RunConfig(workloads=metas, abis=tuple(a.name for a in req.abis),
                        cflags=tuple(req.cflags), cc=req.cc, provenance=req.provenance,
-                       plan=dict(asdict(req.plan)))
+                       plan=dict(asdict(req.plan)),
+                       extra={"allow_version_skew": req.allow_version_skew,
+                              "keep_going": req.keep_going})
     # Debian's binaries are resolved, downloaded and unpacked before the run, never beside
     # timed samples; a package that cannot be had refuses the run (exit 5) before it exists.
     debian_arts = _obtain_debian(req, probes, cache_root, progress)
-    store.create_run(Run(run_id, datetime.now(UTC).isoformat(timespec="seconds"), None,
-                         "running", __version__, config), ctx)
-    skew = host.library_skew({k: v if isinstance(v, str) else None
-                              for k, v in runtime_libc.items()})
-    for w in [*host.context_warnings(ctx), *([skew] if skew else [])]:
-        store.add_warning(run_id, RunWarning(w))
+    if resume is None:
+        store.create_run(Run(run_id, datetime.now(UTC).isoformat(timespec="seconds"), None,
+                             "running", __version__, config), ctx)
+        skew = host.library_skew({k: v if isinstance(v, str) else None
+                                  for k, v in runtime_libc.items()})
+        for w in [*host.context_warnings(ctx), *([skew] if skew else [])]:
+            store.add_warning(run_id, RunWarning(w))
+    else:
+        store.claim_run(run_id)
+        store.add_warning(run_id, RunWarning(f"resumed at {datetime.now(UTC):%Y-%m-%d %H:%M} "
+                                             "UTC: warm-ups again, then the missing rounds"))
     result = Result(run_id)
-
-    def status(wid: str, label: str, state: str, reason: str | None) -> None:
-        store.set_target_status(run_id, TargetStatus(wid, label, state, reason))
-
+    obtainer = _Obtainer(req, probes, ccs, debian_arts, prebuilt, cache_root, progress)
+    failed = False
     try:
         for wl in req.workloads:
-            runnable: list[tuple[Target, Artifact]] = []
-            for skewed in sorted({s for a in debian_arts.get(wl.id, {}).values()
-                                  for s in a.version_skew}):
-                store.add_warning(run_id, RunWarning(
-                    f"version skew allowed (--allow-version-skew): {skewed}", workload=wl.id))
-            for abi in req.abis:
-                target = Target(abi, req.provenance)
-                st = probes[abi.name]
-                cc = ccs[abi.name]
-                if req.provenance == "debian":
-                    if abi.name not in debian_arts.get(wl.id, {}):
-                        why = (f"cannot run here: {st.reason}" if not st.can_run else
-                               f"Debian has no {abi.debian_arch} binary packages")
-                        status(wl.id, target.label, "not run", why)
-                        continue
-                    art = debian_arts[wl.id][abi.name]
-                elif not wl.source.artifacts:
-                    status(wl.id, target.label, "not built",
-                           "this workload has no [source]: run it with --provenance debian")
+            cont: Continuation | None = None
+            if resume is not None:
+                resumed = continuation(resume, wl.id, [t.label for t in targets_of(req, wl)])
+                if resumed.continuation is None:
+                    result.measured += len(targets_of(req, wl))
                     continue
-                elif not st.can_build or cc is None:
-                    status(wl.id, target.label, "not built", f"{st.reason}; fix: {st.fix}")
-                    continue
-                else:
-                    progress(f"{wl.id}: building for {abi.name}")
-                    try:
-                        art = build(wl, abi, cc, req.cflags, cache_root)
-                    except AbibenchError as exc:
-                        status(wl.id, target.label, "failed", str(exc))
-                        result.exit_code = max(result.exit_code, EXIT_WORKLOAD)
-                        progress(f"{wl.id}: {exc}")
-                        continue
-                store.add_artifact(run_id, replace(art, target=target.label))
-                if art.cached:
-                    result.reused += 1
-                else:
-                    result.built += 1
-                if not st.can_run:
-                    status(wl.id, target.label, "not run", f"cannot run here: {st.reason}")
-                    continue
-                runnable.append((target, art))
+                cont = resumed.continuation
+                if resumed.cut_short:
+                    store.discard_samples(run_id, wl.id, resumed.cut_short,
+                                          "its round was cut short; measured again on resume")
+            runnable = _obtain_workload(wl, req, obtainer, store, run_id, result, resume)
             if not runnable:
                 continue
-            inputs = inputs_of[wl.id]
             progress(f"{wl.id}: running {', '.join(t.label for t, _ in runnable)}")
             outcome = ScheduleResult(wl.id)
             try:
                 outcome = run_workload(wl, runnable, req.plan, store, run_id, launch, on_sample,
-                                       inputs)
-            finally:
+                                       inputs_of[wl.id], cont)
+            except BaseException as exc:
+                if isinstance(exc, KeyboardInterrupt):
+                    # The schedule's own record went with the exception: what is stored says
+                    # the workload was cut short, so a resume continues it.
+                    outcome.interrupted = True
+                    outcome.stop_reason = "interrupted"
                 result.outcomes.append(outcome)
-                _record_outcome(store, run_id, wl, outcome, runnable)
+                # The error in flight is the one to report (a store that failed mid-sample
+                # most likely fails here too).
+                with contextlib.suppress(AbibenchError):
+                    _record_outcome(store, run_id, wl, outcome, runnable)
+                raise
+            result.outcomes.append(outcome)
+            _record_outcome(store, run_id, wl, outcome, runnable)
+            result.measured += sum(1 for t, _ in runnable if t.label not in outcome.failed)
+            result.failures += [f"{wl.id} {t}: {why}" for t, why in outcome.failed.items()]
             if outcome.timed_out:
                 result.exit_code = max(result.exit_code, EXIT_TIMEOUT)
             elif outcome.failed:
@@ -228,11 +293,78 @@ def measure_suite(req: Request, store: RunSink, cache_root: Path, progress: Prog
     except KeyboardInterrupt:
         result.interrupted = True
         result.exit_code = EXIT_INTERRUPTED
+    except Exception:
+        # E.g. a StoreError while storing a sample: what was stored stays, the run says it failed.
+        failed = True
+        raise
     finally:
-        final = "interrupted" if result.interrupted else "complete"
-        store.finish_run(run_id, datetime.now(UTC).isoformat(timespec="seconds"), final)
+        final = ("interrupted" if result.interrupted else
+                 "failed" if failed or not result.measured else "complete")
+        try:
+            store.finish_run(run_id, datetime.now(UTC).isoformat(timespec="seconds"), final)
+        except AbibenchError:
+            # A store that cannot take even this must not hide the error that stopped the run;
+            # the run reads as abandoned once this process has gone.
+            if not failed:
+                raise
         result.elapsed_s = time.monotonic() - t0
     return result
+
+
+def _obtain_workload(wl: Workload, req: Request, obtainer: _Obtainer, store: RunSink,
+                     run_id: str, result: Result, resume: RunDoc | None = None,
+                     ) -> list[tuple[Target, Artifact]]:
+    """Every target's artifact stored, statuses for those without one; the runnable targets.
+
+    When one ABI's build fails, nothing of the workload is measured unless --keep-going: a
+    comparison that lacks one side is not the one asked for.
+    """
+    def status(label: str, state: str, reason: str | None) -> None:
+        store.set_target_status(run_id, TargetStatus(wl.id, label, state, reason))
+
+    for skewed in sorted({s for a in obtainer.debian_arts.get(wl.id, {}).values()
+                          for s in a.version_skew}):
+        store.add_warning(run_id, RunWarning(
+            f"version skew allowed (--allow-version-skew): {skewed}", workload=wl.id))
+    runnable: list[tuple[Target, Artifact]] = []
+    failed: list[str] = []
+    for target in targets_of(req, wl):
+        got = obtainer.artifact(wl, target)
+        if not isinstance(got, Artifact):
+            status(target.label, *got)
+            if got[0] == "failed":
+                failed.append(target.label)
+                result.failures.append(got[1] if got[1].startswith(wl.id)
+                                       else f"{wl.id} {target.label}: {got[1]}")
+                result.exit_code = max(result.exit_code, EXIT_WORKLOAD)
+            continue
+        before = resume.artifact_of(wl.id, target.label) if resume is not None else None
+        if before is None:
+            store.add_artifact(run_id, replace(got, target=target.label))
+        elif before.digests != got.digests:
+            raise UsageError(f"run {run_id}: the {target.label} program of {wl.id} is not the "
+                             "one the run measured (its build changed or was rebuilt "
+                             "differently): start a new run")
+        for w in hostlibs.warnings(got, target.label):
+            store.add_warning(run_id, RunWarning(w, workload=wl.id, target=target.label))
+        if got.provenance == "prebuilt":
+            pass  # nothing was built
+        elif got.cached:
+            result.reused += 1
+        else:
+            result.built += 1
+        st = obtainer.probes.get(target.abi.name)
+        if st is not None and not st.can_run:
+            status(target.label, "not run", f"cannot run here: {st.reason}")
+            continue
+        runnable.append((target, got))
+    if failed and not req.keep_going:
+        for target, _ in runnable:
+            status(target.label, "not run", f"not measured: the {', '.join(failed)} build "
+                   "failed, and a comparison without it is not the one asked for "
+                   "(--keep-going measures the others)")
+        return []
+    return runnable
 
 
 def _obtain_debian(req: Request, probes: dict[str, AbiStatus], cache_root: Path,

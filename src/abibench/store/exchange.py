@@ -340,7 +340,7 @@ def import_doc(store: Store, doc: RunDoc, source: str) -> Imported:
     config = replace(doc.run.config, extra={**doc.run.config.extra, "imported": note})
     run = replace(doc.run, id=run_id, config=config)
     with store.transaction():
-        store.create_run(run, doc.host)
+        store.create_run(run, doc.host, owned=False)  # nobody here writes an imported run
         for a in doc.artifacts:
             store.add_artifact(run_id, a)
         for st in doc.statuses:

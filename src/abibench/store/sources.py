@@ -5,17 +5,30 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..analyse.merge import ResultSet
+from ..errors import UsageError
 from .exchange import load_file
 from .sqlite import Store
 
 
-def load_sources(refs: list[str], store: Store) -> list[ResultSet]:
-    """Each ref is a path to an exported JSON file or a run id (prefix, `latest`) in the DB."""
+def is_file_ref(ref: str) -> bool:
+    """Whether a source names an exported JSON file rather than a stored run."""
+    path = Path(ref)
+    return path.suffix.lower() == ".json" or path.is_file()
+
+
+def load_sources(refs: list[str], store: Store | None) -> list[ResultSet]:
+    """Each ref is a path to an exported JSON file or a run id (prefix, `latest`) in the DB.
+
+    store: None when there is no database; then every ref must be a file.
+    """
     sets = []
     for ref in refs:
-        path = Path(ref)
-        if path.suffix.lower() == ".json" or path.is_file():
+        if is_file_ref(ref):
+            path = Path(ref)
             sets.append(ResultSet(load_file(path), str(path)))
+        elif store is None:
+            raise UsageError(f"'{ref}' is not an exported .json file and there is no results "
+                             "database: run `abibench run` first or pass --db")
         else:
             run_id = store.resolve_run(ref)
             sets.append(ResultSet(store.load_run(run_id), f"run {run_id}"))

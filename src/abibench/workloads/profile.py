@@ -15,13 +15,14 @@ from pathlib import Path
 from ..errors import ProfileError
 from ..paths import MICRO_DIR, PROFILES_DIR
 from ..records import BUILTIN_METRICS, Better, Metric
+from .confine import ROOT_WORDS, confined, inside, template_problem
 from .parsers import BUILTIN_PARSERS
 
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 PLACEHOLDER_RE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 # Placeholders the tool fills in per target; params may not shadow them.
 RESERVED = {"bin", "out", "cc", "cflags", "abi", "micro", "profile_dir", "work", "src",
-            "host_triplet", "jobs", "host", "port"}
+            "host_triplet", "jobs", "host", "port", "program"}
 SERVER_KINDS = ("mariadb",)
 
 
@@ -69,6 +70,22 @@ class CloseSpec:
 
 
 @dataclass(frozen=True)
+class ValidateSpec:
+    """What must be identical across ABIs: the parts of [validate]."""
+
+    stdout_match: re.Pattern[str] | None = None
+    stdout_digest: bool = False
+    files: tuple[str, ...] = ()
+    # close = { files = [...], max_diff = 1, max_fraction = 0.01 }: files that must match the
+    # run's first output byte for byte within a tolerance (floating-point renders)
+    close: CloseSpec | None = None
+
+    @property
+    def any(self) -> bool:
+        return bool(self.stdout_match or self.stdout_digest or self.files or self.close)
+
+
+@dataclass(frozen=True)
 class ServerSpec:
     """[server]: a server started per sample from the target; [run] command is its client."""
 
@@ -106,6 +123,17 @@ class Workload:
     debian_bin: str = "/usr/bin"
     base_id: str = ""  # the profile's id when this is one instance of a [sweep]
     server: ServerSpec | None = None
+    # the type of each parameter's default (int, float or str): --set is checked against it
+    param_types: dict[str, type] = field(default_factory=dict)
+    # [[validate.when]]: (parameter values, the [validate] to use when they all match)
+    validate_when: tuple[tuple[dict[str, str], ValidateSpec], ...] = ()
+    # [binaries] ABI = "path": prebuilt programs to compare instead of building
+    binaries: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def validates(self) -> bool:
+        """Whether this instance asks for anything to be compared across ABIs."""
+        return bool(self.stdout_match or self.stdout_digest or self.validate_files or self.close)
 
     def metric(self, name: str) -> Metric:
         for m in self.metrics:
@@ -123,7 +151,38 @@ class Workload:
                 f"{self.id}: unknown parameter {', '.join(sorted(unknown))} in --set "
                 f"(this workload takes: {known})"
             )
+        for name, value in overrides.items():
+            check_param(self, name, value)
         return replace(self, params={**self.params, **overrides})
+
+    def with_validation(self) -> Workload:
+        """This instance with the [[validate.when]] case its parameters match, if any."""
+        for when, spec in self.validate_when:
+            if all(self.params.get(k) == v for k, v in when.items()):
+                return replace(self, stdout_match=spec.stdout_match,
+                               stdout_digest=spec.stdout_digest, validate_files=spec.files,
+                               close=spec.close)
+        return self
+
+
+def check_param(wl: Workload, name: str, value: str) -> None:
+    """A --set value must have the type of the parameter's default: 'abc' is no node count."""
+    kind = wl.param_types.get(name, str)
+    if kind is int:
+        ok = re.fullmatch(r"[+-]?\d+", value.strip()) is not None
+        what = "a whole number"
+    elif kind is float:
+        try:
+            ok = math.isfinite(float(value))
+        except ValueError:
+            ok = False
+        what = "a number"
+    else:
+        ok, what = True, "text"
+    if not ok:
+        raise ProfileError(f"--set {name}={value}: {wl.base_id or wl.id} takes {what} for "
+                           f"'{name}' (default {wl.params.get(name)}); write e.g. --set "
+                           f"{name}={wl.params.get(name)}")
 
 
 def _line_of(text: str, key: str, array: str | None = None, index: int = 0) -> int:
@@ -242,6 +301,8 @@ class _Loader:
 
 
 def load_profile(path: Path) -> Workload:
+    # Absolute from here on: {profile_dir} and relative sources mean the same from any directory.
+    path = path.absolute()
     try:
         text = path.read_text()
     except OSError as exc:
@@ -256,22 +317,27 @@ def load_profile(path: Path) -> Workload:
     if not ID_RE.match(wid):
         raise ld.fail("id", f"id '{wid}' must be lowercase letters, digits, '.', '_' or '-'")
     known_top = {"id", "title", "description", "seeds", "suites", "primary", "params", "source",
-                 "run", "validate", "metric", "inputs", "sweep", "debian", "server"}
+                 "run", "validate", "metric", "inputs", "sweep", "debian", "server", "binaries"}
     for key in data:
         if key not in known_top:
             raise ld.fail(key, f"unknown key '{key}' (known: {', '.join(sorted(known_top))})")
 
     raw_params = ld.table(data, "params", required=False)
     params: dict[str, str] = {}
+    param_types: dict[str, type] = {}
     for k, v in raw_params.items():
         if k in RESERVED:
             raise ld.fail(k, f"parameter '{k}' is a reserved placeholder: rename it")
         if not isinstance(v, str | int | float) or isinstance(v, bool):
             raise ld.fail(k, f"parameter '{k}' must be a string or a number")
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ld.fail(k, f"parameter '{k}' must be a finite number")
         params[k] = str(v)
+        param_types[k] = type(v)
 
     deb = ld.table(data, "debian", required=False)
-    src = ld.table(data, "source", required=not deb)
+    binaries = _binaries(ld, data, path.parent)
+    src = ld.table(data, "source", required=not deb and not binaries)
     source = SourceSpec((), (), (), ()) if not src else SourceSpec(
         files=ld.strlist(src, "files"),
         ldflags=ld.strlist(src, "ldflags"),
@@ -302,22 +368,12 @@ def load_profile(path: Path) -> Workload:
         raise ld.fail("timeout", str(exc)) from None
 
     validate = ld.table(data, "validate", required=False)
-    stdout_match = ld.regex(validate, "stdout_match") if "stdout_match" in validate else None
-    stdout_digest = validate.get("stdout_digest", False)
-    if not isinstance(stdout_digest, bool):
-        raise ld.fail("stdout_digest", "stdout_digest = true or false")
-    close = None
-    if "close" in validate:
-        raw_close = validate["close"]
-        max_diff = raw_close.get("max_diff") if isinstance(raw_close, dict) else None
-        max_fraction = raw_close.get("max_fraction") if isinstance(raw_close, dict) else None
-        if not isinstance(max_diff, int) or isinstance(max_diff, bool) or max_diff < 0 or \
-                not isinstance(max_fraction, int | float) or not 0 <= max_fraction <= 1:
-            raise ld.fail("close", "close = { files = [\"...\"], max_diff = 1, max_fraction = "
-                          "0.01 }: max_diff a whole number >= 0, max_fraction from 0 to 1")
-        assert isinstance(raw_close, dict)  # checked above: max_diff came from it
-        close = CloseSpec(ld.strlist(raw_close, "files", required=True), max_diff,
-                          float(max_fraction))
+    for key in validate:
+        if key not in (*VALIDATE_KEYS, "when"):
+            raise ld.fail(key, f"[validate] has no key '{key}' (it takes "
+                          f"{', '.join(VALIDATE_KEYS)} and [[validate.when]])")
+    base_validation = _validate_spec(ld, validate)
+    validate_when = _validate_when(ld, validate, params)
 
     inputs: dict[str, dict[str, str | int | float]] = {}
     for name, spec in ld.table(data, "inputs", required=False).items():
@@ -391,22 +447,26 @@ def load_profile(path: Path) -> Workload:
         source=source,
         command=command,
         timeout=timeout,
-        stdout_match=stdout_match,
+        stdout_match=base_validation.stdout_match,
         metrics=metrics,
         primary=primary,
         inputs=inputs,
         setup=ld.strlist(run, "setup"),
         stdin=stdin,
-        stdout_digest=stdout_digest,
-        validate_files=ld.strlist(validate, "files"),
-        close=close,
+        stdout_digest=base_validation.stdout_digest,
+        validate_files=base_validation.files,
+        close=base_validation.close,
         sweep=sweep,
         debian_packages=ld.strlist(deb, "packages"),
         debian_bin=ld.str_(deb, "bin", required=False, default="/usr/bin"),
         base_id=wid,
         server=server,
+        param_types=param_types,
+        validate_when=validate_when,
+        binaries=binaries,
     )
     _check_placeholders(ld, wl)
+    _check_paths(ld, wl)
     return wl
 
 
@@ -420,6 +480,112 @@ def expand_sweep(wl: Workload) -> list[Workload]:
             for w in instances for v in values
         ]
     return instances
+
+
+VALIDATE_KEYS = ("stdout_match", "stdout_digest", "files", "close")
+
+
+def _validate_spec(ld: _Loader, table: Mapping[str, object],
+                   base: ValidateSpec | None = None) -> ValidateSpec:
+    """A [validate] table (or a [[validate.when]] case: keys it leaves out come from `base`)."""
+    spec = base or ValidateSpec()
+    stdout_match = ld.regex(table, "stdout_match") if "stdout_match" in table \
+        else spec.stdout_match
+    stdout_digest = table.get("stdout_digest", spec.stdout_digest)
+    if not isinstance(stdout_digest, bool):
+        raise ld.fail("stdout_digest", "stdout_digest = true or false")
+    close = spec.close
+    if "close" in table:
+        raw_close = table["close"]
+        max_diff = raw_close.get("max_diff") if isinstance(raw_close, dict) else None
+        max_fraction = raw_close.get("max_fraction") if isinstance(raw_close, dict) else None
+        if not isinstance(raw_close, dict) or not isinstance(max_diff, int) or \
+                isinstance(max_diff, bool) or max_diff < 0 or \
+                not isinstance(max_fraction, int | float) or not 0 <= max_fraction <= 1:
+            raise ld.fail("close", "close = { files = [\"...\"], max_diff = 1, max_fraction = "
+                          "0.01 }: max_diff a whole number >= 0, max_fraction from 0 to 1")
+        close = CloseSpec(ld.strlist(raw_close, "files", required=True), max_diff,
+                          float(max_fraction))
+    files = ld.strlist(table, "files") if "files" in table else spec.files
+    return ValidateSpec(stdout_match, stdout_digest, files, close)
+
+
+def _validate_when(ld: _Loader, validate: Mapping[str, object],
+                   params: dict[str, str]) -> tuple[tuple[dict[str, str], ValidateSpec], ...]:
+    """[[validate.when]] cases: for these parameter values, validate this way instead."""
+    raw = validate.get("when", [])
+    if not isinstance(raw, list):
+        raise ld.fail("when", "write each case as a [[validate.when]] table with params = { ... }")
+    base = _validate_spec(ld, validate)
+    cases = []
+    for case in raw:
+        if not isinstance(case, dict) or not isinstance(case.get("params"), dict) or \
+                not case["params"]:
+            raise ld.fail("when", "[[validate.when]] needs params = { name = \"value\" } naming "
+                          "the parameter values it applies to")
+        when: dict[str, str] = {}
+        for name, value in case["params"].items():
+            if name not in params:
+                raise ld.fail("when", f"[[validate.when]] params: '{name}' is not a parameter "
+                              f"of this workload (have: {', '.join(sorted(params)) or 'none'})")
+            if not isinstance(value, str | int | float) or isinstance(value, bool):
+                raise ld.fail("when", f"[[validate.when]] params: {name} must be a value")
+            when[name] = str(value)
+        unknown = sorted(set(case) - {"params", *VALIDATE_KEYS})
+        if unknown:
+            raise ld.fail("when", f"[[validate.when]] has no key {', '.join(unknown)} (it takes "
+                          f"params and {', '.join(VALIDATE_KEYS)})")
+        cases.append((when, _validate_spec(ld, case, base)))
+    return tuple(cases)
+
+
+def _binaries(ld: _Loader, data: Mapping[str, object], profile_dir: Path) -> dict[str, Path]:
+    """[binaries] ABI = "path": prebuilt programs, one per ABI, compared without a build.
+
+    They are only read and executed, never written, so an absolute path (a vendor's package
+    under /opt) is allowed; a relative one is relative to the profile.
+    """
+    out: dict[str, Path] = {}
+    for abi, value in ld.table(data, "binaries", required=False).items():
+        if not isinstance(value, str) or not value.strip():
+            raise ld.fail(abi, f"[binaries] {abi} must be the path of a program, like "
+                          f"{abi} = \"./prog-{abi}\"")
+        p = Path(value)
+        out[abi] = (p if p.is_absolute() else profile_dir / p).absolute()
+    if len(out) == 1:
+        raise ld.fail("binaries", "[binaries] names one program: name one per ABI to compare, "
+                      "e.g. i386 = \"./prog32\" and x86_64 = \"./prog64\"")
+    return out
+
+
+def _check_paths(ld: _Loader, wl: Workload) -> None:
+    """Every path the profile names stays inside its root (workloads/confine.py)."""
+    inputs = frozenset(wl.inputs)
+    checks: list[tuple[str, str, str]] = [
+        *(("artifacts", a, "artifact") for a in wl.source.artifacts),
+        *(("data", d, "data") for d in wl.source.data),
+        *(("files", f, "source") for f in wl.source.files),
+        *(("files", f, "work") for f in wl.validate_files),
+        *(("close", f, "work") for f in (wl.close.files if wl.close else ())),
+        *(("files", f, "work") for _, spec in wl.validate_when for f in spec.files),
+        *(("close", f, "work") for _, spec in wl.validate_when
+          for f in (spec.close.files if spec.close else ())),
+        *((("stdin", wl.stdin, "stdin"),) if wl.stdin is not None else ()),
+    ]
+    for key, template, kind in checks:
+        problem = template_problem(template, kind, inputs)
+        if problem:
+            raise ld.fail(key, f"{key} entry '{template}' {problem} (abibench only touches "
+                          f"paths inside {ROOT_WORDS[kind]})")
+    if not wl.source.build:
+        roots = (wl.path.parent, MICRO_DIR)
+        for f, p in zip(wl.source.files, _source_paths(wl), strict=True):
+            if not p.is_file():
+                raise ld.fail("files", f"source file '{f}' does not exist ({p}): fix [source] "
+                              "files")
+            if not any(inside(p, r) for r in roots):
+                raise ld.fail("files", f"source file '{f}' leads to {p.resolve()}, outside the "
+                              "profile's directory: copy it next to the profile")
 
 
 def _extra_sources(ld: _Loader, src: Mapping[str, object]) -> tuple[tuple[str, str, str | None], ...]:
@@ -472,16 +638,22 @@ def substitute(template: str, values: dict[str, str]) -> str:
     return PLACEHOLDER_RE.sub(repl, template)
 
 
-def resolve_source_files(wl: Workload) -> list[Path]:
+def _source_paths(wl: Workload) -> list[Path]:
     values = {"micro": str(MICRO_DIR), "profile_dir": str(wl.path.parent), **wl.params}
     out = []
     for f in wl.source.files:
         p = Path(substitute(f, values))
-        if not p.is_absolute():
-            p = wl.path.parent / p
+        out.append(p if p.is_absolute() else wl.path.parent / p)
+    return out
+
+
+def resolve_source_files(wl: Workload) -> list[Path]:
+    """The source files of a build, each inside the profile's directory or abibench's micro/."""
+    out = []
+    for p in _source_paths(wl):
         if not p.is_file():
             raise ProfileError(f"{wl.path}: source file {p} does not exist: fix [source] files")
-        out.append(p)
+        out.append(confined(p, (wl.path.parent, MICRO_DIR), "source file"))
     return out
 
 
@@ -502,11 +674,25 @@ def load_workloads(selection: list[str] | None, suite: str | None,
         if unknown:
             raise ProfileError(f"--set {', '.join(sorted(unknown))}: no selected workload takes "
                                "this parameter (see `abibench list --json`)")
-        chosen = [replace(w, params={**w.params, **{k: v for k, v in overrides.items()
-                                                      if k in w.params}},
+        chosen = [replace(w.with_params({k: v for k, v in overrides.items() if k in w.params}),
                           sweep={k: v for k, v in w.sweep.items() if k not in overrides})
                   for w in chosen]
-    return [inst for wl in chosen for inst in expand_sweep(wl)]
+    instances = [inst.with_validation() for wl in chosen for inst in expand_sweep(wl)]
+    _refuse_duplicates(instances)
+    return instances
+
+
+def _refuse_duplicates(workloads: list[Workload]) -> None:
+    """One id, one workload in a run: a run holding two under one id can never be reported.
+    (A copy of a built-in profile under its id, run on its own, is fine.)"""
+    seen: dict[str, Path] = {}
+    for w in workloads:
+        other = seen.get(w.id)
+        if other is not None:
+            where = f"in {other} and in {w.path}" if other != w.path else f"twice in {w.path}"
+            raise ProfileError(f"workload id '{w.id}' is selected {where}: give one of them "
+                               "another id, or select it once")
+        seen[w.id] = w.path
 
 
 def _select(selection: list[str] | None, suite: str | None) -> list[Workload]:

@@ -1,0 +1,130 @@
+"""A profile may only touch its own directories: every path it names is refused when it could
+lead outside its root, when it is loaded or, symlinks resolved, right before it is touched."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+Cli = Callable[..., subprocess.CompletedProcess[str]]
+ProfileWriter = Callable[..., Path]
+RUN = ("--abi", "i386,x86_64", "--rounds", "1", "--warmup", "0", "--no-html")
+
+
+def _one_error(r: subprocess.CompletedProcess[str], code: int, *words: str) -> str:
+    assert r.returncode == code, r.stdout[-1500:] + r.stderr[-1500:]
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("abibench: error:")]
+    assert len(lines) == 1, r.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("entry", ["../../outside/canary.txt", "{work}/../../outside/canary.txt",
+                                   "/tmp/x/canary.txt", "{bin}/metric", "{profile_dir}/x"])
+def test_validate_files_outside_work_are_refused_at_load(cli: Cli, write_profile: ProfileWriter,
+                                                         entry: str) -> None:
+    prof = write_profile("vfiles", f'[validate]\nfiles = ["{entry}"]\n')
+    r = cli("run", str(prof), *RUN)
+    line = _one_error(r, 2, "vfiles.toml:", "files entry")
+    assert "work directory" in line
+
+
+def test_canary_path_through_a_set_parameter_fails_the_target(
+        cli: Cli, write_profile: ProfileWriter, canary: Path, db_file: Path) -> None:
+    # The template is fine ({work}/{out}); the value set on the command line climbs out.
+    prof = write_profile("viaset", '[params]\nresult = "result.txt"\n[validate]\n'
+                         'files = ["{work}/{result}"]\n')
+    rel = os.path.relpath(canary, "/")
+    r = cli("run", str(prof), *RUN, "--set", f"result=../../../../../../../../{rel}")
+    assert r.returncode == 1
+    assert "outside" in r.stdout + r.stderr
+    rows = sqlite3.connect(db_file).execute("SELECT state FROM target_status").fetchall()
+    assert {s for (s,) in rows} == {"failed"}
+
+
+def test_a_symlink_the_program_leaves_in_work_is_not_followed(
+        cli: Cli, write_profile: ProfileWriter, canary: Path) -> None:
+    # The program makes {work}/out.txt a link to the canary; abibench deletes validate files
+    # before each sample and reads them after: it must do neither through the link.
+    command = '["sh", "-c", "ln -sf CANARY {work}/out.txt; {bin}/metric 0"]'
+    prof = write_profile("link", '[validate]\nfiles = ["{work}/out.txt"]\n',
+                         command=command.replace("CANARY", str(canary)))
+    r = cli("run", str(prof), "--abi", "i386,x86_64", "--rounds", "2", "--warmup", "0",
+            "--no-html")
+    assert r.returncode == 1, r.stdout[-800:]
+    assert "outside" in r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("stdin", ["/etc/passwd", "../outside/canary.txt", "{out}/x"])
+def test_stdin_outside_its_roots_is_refused(cli: Cli, write_profile: ProfileWriter,
+                                            stdin: str) -> None:
+    prof = write_profile("stdin", "", command='["{bin}/metric", "0"]')
+    prof.write_text(prof.read_text().replace('timeout = "30s"',
+                                             f'timeout = "30s"\nstdin = "{stdin}"'))
+    r = cli("run", str(prof), *RUN)
+    _one_error(r, 2, "stdin.toml:", "stdin entry")
+
+
+@pytest.mark.parametrize("artifact", ["../../outside/canary.txt", "/tmp/x", "sub/../../x",
+                                      "{work}/x"])
+def test_artifacts_outside_out_are_refused_at_load(cli: Cli, write_profile: ProfileWriter,
+                                                   artifact: str) -> None:
+    prof = write_profile("arts", source=f'[source]\nbuild = ["true"]\n'
+                         f'artifacts = ["{artifact}"]\n')
+    _one_error(cli("run", str(prof), *RUN), 2, "arts.toml:", "artifacts entry")
+
+
+def test_source_file_outside_the_profile_is_refused(cli: Cli, write_profile: ProfileWriter,
+                                                    profile_dir: Path, canary: Path) -> None:
+    prof = write_profile("src1", source='[source]\nfiles = ["../outside/canary.txt"]\n'
+                         'artifacts = ["x"]\n')
+    _one_error(cli("run", str(prof), *RUN), 2, "src1.toml:", "files entry")
+    # A link inside the profile's directory that leads outside is refused too.
+    (profile_dir / "sneaky.c").symlink_to(canary)
+    prof = write_profile("src2", source='[source]\nfiles = ["sneaky.c"]\nartifacts = ["x"]\n')
+    _one_error(cli("run", str(prof), *RUN), 2, "src2.toml:", "outside the profile")
+
+
+def test_an_artifact_that_is_a_link_is_no_build(cli: Cli, write_profile: ProfileWriter,
+                                                canary: Path) -> None:
+    # The recipe "builds" a link to a file elsewhere: never copied, never measured.
+    prof = write_profile("artlink", source=f'[source]\nbuild = ["ln", "-s", "{canary}", '
+                         '"{out}/metric"]\nartifacts = ["metric"]\n')
+    r = cli("run", str(prof), *RUN, "--keep-going")
+    assert r.returncode == 1
+    assert "is a link, not the built file" in r.stdout + r.stderr
+
+
+def test_the_x86_64_build_cannot_replace_the_i386_one(cli: Cli, write_profile: ProfileWriter,
+                                                      cli_env: dict[str, str],
+                                                      profile_dir: Path) -> None:
+    # The issue's case: an artifact path that climbs out of {out} so both builds write one
+    # file. Refused when loaded, so no samples of the wrong binary can exist.
+    prof = write_profile("overwrite", source='[source]\nbuild = ["sh", "-c", "{cc} {cflags} '
+                         '-o ../../shared metric.c"]\nartifacts = ["../../shared"]\n')
+    _one_error(cli("run", str(prof), *RUN), 2, "artifacts entry", "climbs out")
+    assert not any(profile_dir.parent.rglob("shared"))
+
+
+def test_a_program_replaced_during_the_run_is_no_result(
+        cli: Cli, write_profile: ProfileWriter, cli_env: dict[str, str], tmp_path: Path) -> None:
+    # The program overwrites its own file in the build cache on its first run: the check after
+    # the last sample catches it, the target fails, and the run says so. (A cache of its own:
+    # the shared one must not hold a corrupted entry.)
+    env = {**cli_env, "ABIBENCH_CACHE": str(tmp_path / "cache")}
+    prof = write_profile("selfmod", command='["sh", "-c", "{bin}/metric 0; cp /bin/true '
+                         '{bin}/metric; true"]')
+    r = cli("run", str(prof), *RUN, env=env)
+    assert r.returncode == 1, r.stdout[-1000:]
+    assert "changed since it was built" in r.stdout + r.stderr
+    # And the next run builds it again instead of trusting the modified cache entry.
+    again = cli("run", str(prof), *RUN, "--json", env=env)
+    doc = json.loads(again.stdout)
+    assert doc["artifacts"] and not any(a["cached"] for a in doc["artifacts"])

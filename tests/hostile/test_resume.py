@@ -1,0 +1,108 @@
+"""A run killed in the middle (SIGKILL, SIGTERM, SIGHUP) keeps every stored sample, reads as
+abandoned or interrupted, and `run --resume` completes it with exactly the asked rounds."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+Cli = Callable[..., subprocess.CompletedProcess[str]]
+ROUNDS = 6
+SIZES = ("--set", "nodes=150000", "--set", "steps=1500000")
+
+
+def _counted(db: Path) -> dict[tuple[str, str], int]:
+    rows = sqlite3.connect(db).execute(
+        "SELECT workload, target, COUNT(*) FROM samples WHERE warmup=0 AND status='ok' AND "
+        "kind='timed' AND discarded IS NULL GROUP BY 1, 2").fetchall()
+    return {(w, t): n for w, t, n in rows}
+
+
+def _samples(db: Path) -> int:
+    try:
+        return int(sqlite3.connect(db).execute("SELECT COUNT(*) FROM samples").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+
+
+def _descendants_gone(pid: int) -> bool:
+    """No process whose parent chain leads to pid is alive (checked through /proc)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[-1].split()
+        if int(fields[1]) == pid and fields[0] != "Z":
+            return False
+    return True
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP])
+def test_killed_run_resumes_to_exactly_the_asked_rounds(cli: Cli, cli_env: dict[str, str],
+                                                        db_file: Path, sig: int) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "abibench", "run", "ptrtree", "nbody",
+                             "--abi", "i386,x86_64", "--rounds", str(ROUNDS), "--no-html",
+                             *SIZES], env=cli_env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    # Kill it when ptrtree is half done (by condition, never by a fixed sleep).
+    while _samples(db_file) < 2 + ROUNDS and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _samples(db_file) >= 2 + ROUNDS, "the run never got going"
+    os.kill(proc.pid, sig)
+    proc.wait(timeout=120)
+    deadline = time.monotonic() + 30
+    while not _descendants_gone(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    runs = cli("runs")
+    assert runs.returncode == 0
+    state = "abandoned" if sig == signal.SIGKILL else "interrupted"
+    assert state in runs.stdout, runs.stdout
+    if sig != signal.SIGKILL:
+        assert proc.returncode == 130 and "--resume" in (proc.stderr.read() if proc.stderr
+                                                          else "")
+    before = _samples(db_file)
+    r = cli("run", "--resume", "latest", "--no-html")
+    assert r.returncode == 0, r.stdout[-1500:] + r.stderr[-1500:]
+    assert _samples(db_file) > before
+    assert _counted(db_file) == {(w, t): ROUNDS for w in ("ptrtree", "nbody")
+                                 for t in ("i386", "x86_64")}
+    db = sqlite3.connect(db_file)
+    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert db.execute("SELECT status FROM runs").fetchone()[0] == "complete"
+    # Resuming a complete run is refused with one line.
+    again = cli("run", "--resume", "latest", "--no-html")
+    assert again.returncode == 2 and "it is complete" in again.stderr
+
+
+def test_resume_takes_no_plan_options_and_refuses_a_changed_profile(
+        cli: Cli, cli_env: dict[str, str], db_file: Path, tmp_path: Path,
+        fixtures: Path) -> None:
+    r = cli("run", "--resume", "latest", "--rounds", "3")
+    assert r.returncode == 2 and "--rounds" in r.stderr
+    prof = tmp_path / "spin.toml"
+    prof.write_text((fixtures / "spin.toml").read_text())
+    (tmp_path / "spin.c").write_text((fixtures / "spin.c").read_text())
+    proc = subprocess.Popen([sys.executable, "-m", "abibench", "run", str(prof), "--abi",
+                             "i386,x86_64", "--rounds", "20", "--no-html", "--set",
+                             "millions=20"], env=cli_env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while _samples(db_file) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    prof.write_text(prof.read_text() + "\n# edited\n")
+    r = cli("run", "--resume", "latest")
+    assert r.returncode == 2 and "changed since" in r.stderr, r.stderr
