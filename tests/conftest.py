@@ -19,6 +19,7 @@ import pytest
 
 from abibench.paths import cache_dir
 from abibench.records import HostContext, Run, RunConfig, RunDoc, Sample, WorkloadMeta
+from abibench.run.launcher import launcher
 
 TESTS = Path(__file__).parent
 
@@ -65,6 +66,29 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def fixtures() -> Path:
     """Small programs and profiles written for the tests (tests/fixtures/)."""
     return TESTS / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def c_program(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """tests/fixtures/NAME.c compiled for the host, once per session: c_program("escape")."""
+    out = tmp_path_factory.mktemp("programs")
+    built: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in built:
+            exe = out / name
+            subprocess.run(["gcc", "-O2", "-o", str(exe), str(TESTS / "fixtures" / f"{name}.c")],
+                           check=True)
+            built[name] = exe
+        return built[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def sample_launcher(shared_cache: Path) -> Path:
+    """The C sample launcher (native/launch.c), built once per session."""
+    return launcher(shared_cache)
 
 
 @pytest.fixture(scope="session")

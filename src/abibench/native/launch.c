@@ -1,5 +1,5 @@
 /*
- * abibench's sample launcher: spawn, wait4, report.
+ * abibench's sample launcher: spawn, wait4, clean up, report.
  *
  * Why a C program and not Python's os.wait4: Linux seeds a child's ru_maxrss
  * with the parent's resident high-water mark at exec time, so a 30 MB Python
@@ -12,9 +12,24 @@
  * launcher writes one line of key=value pairs to RESULT_FILE:
  *   status=exited|signaled|timeout|interrupted|execfail code=N signal=N
  *   wall_ns=N user_us=N sys_us=N maxrss_kb=N minflt=N majflt=N nvcsw=N nivcsw=N errno=N
+ *   escaped=N
  * Exit status: 0 when the result was written, 125 on a launcher error.
+ *
+ * Nothing of a sample outlives it:
+ * - the launcher is a child subreaper, so whatever leaves the program's process group
+ *   (setsid, double fork) is re-parented to the launcher instead of init; when the program
+ *   ends, its group and then every remaining descendant are killed and reaped.  escaped=N
+ *   counts the descendants that were still alive then (on a timeout or an interrupt, those
+ *   outside the group that was killed with the program).  The rusage stays the program's own.
+ * - the launcher dies with its parent: PR_SET_PDEATHSIG delivers SIGTERM (an interrupt) when
+ *   abibench dies, even by SIGKILL.  ABIBENCH_LAUNCH_PARENT, when set, is the PID the parent
+ *   expects to be: if the parent died before the prctl, getppid() differs and the launcher
+ *   runs nothing.  The variable is removed before the program starts, so the program's
+ *   environment is exactly the one abibench chose.
+ * SIGINT, SIGTERM and SIGHUP mean "interrupted": the program is killed and reported so.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -23,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/types.h>
@@ -30,11 +46,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t got_timeout = 0;
-static volatile sig_atomic_t got_interrupt = 0;
-
-static void on_alarm(int sig) { (void)sig; got_timeout = 1; }
-static void on_interrupt(int sig) { (void)sig; got_interrupt = 1; }
+#define PARENT_ENV "ABIBENCH_LAUNCH_PARENT"
+#define CLEANUP_DEADLINE_NS (10LL * 1000000000LL) /* a process stuck in D state is not waited out */
 
 static int64_t now_ns(void) {
     struct timespec ts;
@@ -44,7 +57,184 @@ static int64_t now_ns(void) {
 
 static int64_t tv_us(struct timeval tv) { return (int64_t)tv.tv_sec * 1000000LL + tv.tv_usec; }
 
+static struct timespec ns_to_ts(int64_t ns) {
+    struct timespec ts = {(time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL)};
+    return ts;
+}
+
 extern char **environ;
+
+/* ---- descendants, found through /proc/PID/task/TID/children -------------------------- */
+
+typedef struct {
+    pid_t *v;
+    size_t n, cap;
+} pidset;
+
+static int pidset_has(const pidset *s, pid_t p) {
+    for (size_t i = 0; i < s->n; i++)
+        if (s->v[i] == p) return 1;
+    return 0;
+}
+
+static void pidset_add(pidset *s, pid_t p) {
+    if (pidset_has(s, p)) return;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        pid_t *v = realloc(s->v, cap * sizeof *v);
+        if (!v) return; /* out of memory: this one is found again on the next pass */
+        s->v = v;
+        s->cap = cap;
+    }
+    s->v[s->n++] = p;
+}
+
+/* State (third field) and process group (fifth) of a process; 0 when it is gone. */
+static char proc_state(pid_t p, pid_t *pgrp) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)p);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t len = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (len <= 0) return 0;
+    buf[len] = '\0';
+    char *close_paren = strrchr(buf, ')'); /* the command name may hold anything */
+    char state = 0;
+    int ppid = 0, group = 0;
+    if (!close_paren || sscanf(close_paren + 1, " %c %d %d", &state, &ppid, &group) != 3) return 0;
+    if (pgrp) *pgrp = (pid_t)group;
+    return state;
+}
+
+/* Every child of p, over all its threads (a child belongs to the thread that forked it).
+ * -1 when the kernel has no children files (CONFIG_PROC_CHILDREN). */
+static int add_children(pid_t p, pidset *out) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)p);
+    DIR *tasks = opendir(path);
+    if (!tasks) return 0; /* gone meanwhile */
+    int opened = 0, seen = 0;
+    struct dirent *t;
+    while ((t = readdir(tasks)) != NULL) {
+        if (t->d_name[0] == '.') continue;
+        seen++;
+        char cpath[320];
+        snprintf(cpath, sizeof cpath, "/proc/%d/task/%s/children", (int)p, t->d_name);
+        FILE *f = fopen(cpath, "re");
+        if (!f) continue;
+        opened++;
+        int c;
+        while (fscanf(f, "%d", &c) == 1) pidset_add(out, (pid_t)c);
+        fclose(f);
+    }
+    closedir(tasks);
+    return seen > 0 && opened == 0 && errno == ENOENT ? -1 : 0;
+}
+
+/* Parent (fourth field of /proc/PID/stat) of a process; 0 when it is gone. */
+static pid_t proc_parent(pid_t p) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)p);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t len = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (len <= 0) return 0;
+    buf[len] = '\0';
+    char *close_paren = strrchr(buf, ')');
+    char state;
+    int ppid = 0;
+    if (!close_paren || sscanf(close_paren + 1, " %c %d", &state, &ppid) != 2) return 0;
+    return (pid_t)ppid;
+}
+
+/* Without children files: every process of /proc whose parent is in the set, to a fixpoint. */
+static void scan_descendants(pidset *out) {
+    size_t before;
+    do {
+        before = out->n;
+        DIR *proc = opendir("/proc");
+        if (!proc) return;
+        struct dirent *e;
+        while ((e = readdir(proc)) != NULL) {
+            char *rest = NULL;
+            long p = strtol(e->d_name, &rest, 10);
+            if (p <= 0 || *rest != '\0') continue;
+            pid_t pp = proc_parent((pid_t)p);
+            if (pp == getpid() || (pp > 0 && pidset_has(out, pp))) pidset_add(out, (pid_t)p);
+        }
+        closedir(proc);
+    } while (out->n != before);
+}
+
+/* All descendants of the launcher, breadth first: the set grows while it is walked. */
+static void descendants(pidset *out) {
+    out->n = 0;
+    errno = 0;
+    if (add_children(getpid(), out) < 0) {
+        scan_descendants(out);
+        return;
+    }
+    for (size_t i = 0; i < out->n; i++) add_children(out->v[i], out);
+}
+
+/* Reap every child that has ended; 1 while some child is left, 0 when none is. */
+static int reap_ready(void) {
+    for (;;) {
+        pid_t w = waitpid(-1, NULL, WNOHANG);
+        if (w > 0) continue;
+        if (w == 0) return 1;
+        if (errno == EINTR) continue;
+        return 0; /* ECHILD */
+    }
+}
+
+/* After the program has been reaped: kill its group and every descendant left, until nothing
+ * of the sample is alive.  Returns how many were alive to be killed; with `skip_group`, the
+ * members of `group` (already killed together with the program) are not counted.
+ * Strays are counted before anything is killed, so a count does not depend on how fast a
+ * SIGKILL takes effect. */
+static int kill_the_rest(pid_t group, int skip_group, const sigset_t *chld) {
+    pidset found = {0}, alive = {0}, counted = {0};
+    int64_t deadline = now_ns() + CLEANUP_DEADLINE_NS;
+    /* No child left means no descendant left: an orphan is re-parented to us, the subreaper,
+     * so a sample that left nothing behind costs one waitpid here. */
+    while (reap_ready()) {
+        descendants(&found);
+        alive.n = 0;
+        int group_left = 0;
+        for (size_t i = 0; i < found.n; i++) {
+            pid_t p = found.v[i], pg = 0;
+            char st = proc_state(p, &pg);
+            if (st == 0 || st == 'Z' || st == 'X') continue;
+            pidset_add(&alive, p);
+            group_left |= pg == group;
+            if (!(skip_group && pg == group)) pidset_add(&counted, p);
+        }
+        /* Only what this pass found, and the group only while a member holds its ID: a PID
+         * that was reaped may belong to someone else now. */
+        if (group_left) kill(-group, SIGKILL);
+        for (size_t i = 0; i < alive.n; i++) kill(alive.v[i], SIGKILL);
+        if (!reap_ready()) break;
+        int64_t left = deadline - now_ns();
+        if (left <= 0) {
+            fprintf(stderr, "abibench-launch: descendants still alive after SIGKILL\n");
+            break;
+        }
+        /* A killed child ends with a SIGCHLD; a stray's own children are re-parented to us
+         * when it dies, and the next pass finds them. */
+        struct timespec ts = ns_to_ts(left < 100000000LL ? left : 100000000LL);
+        sigtimedwait(chld, NULL, &ts);
+    }
+    int n = (int)counted.n;
+    free(found.v);
+    free(alive.v);
+    free(counted.v);
+    return n;
+}
+
+/* ---- main ------------------------------------------------------------------------------ */
 
 int main(int argc, char **argv) {
     if (argc < 4) {
@@ -58,20 +248,40 @@ int main(int argc, char **argv) {
         fprintf(stderr, "abibench-launch: bad TIMEOUT_MS '%s'\n", argv[2]);
         return 125;
     }
+
+    /* Signals are taken synchronously with sigtimedwait: blocked from here on, one that
+     * arrives before the program is spawned stays pending and is seen by the wait loop. */
+    sigset_t waited, chld;
+    sigemptyset(&waited);
+    sigaddset(&waited, SIGCHLD);
+    sigaddset(&waited, SIGINT);
+    sigaddset(&waited, SIGTERM);
+    sigaddset(&waited, SIGHUP);
+    sigprocmask(SIG_BLOCK, &waited, NULL);
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    /* An inherited SIG_IGN for SIGCHLD would let the kernel reap the program before wait4. */
+    signal(SIGCHLD, SIG_DFL);
+
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) != 0 ||
+        prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
+        perror("abibench-launch: prctl");
+        return 125;
+    }
+    const char *expected = getenv(PARENT_ENV);
+    if (expected) {
+        if (strtol(expected, NULL, 10) != (long)getppid()) {
+            fprintf(stderr, "abibench-launch: parent %s is gone; not starting\n", expected);
+            return 125;
+        }
+        unsetenv(PARENT_ENV);
+    }
+
     FILE *out = fopen(result_path, "w");
     if (!out) {
         fprintf(stderr, "abibench-launch: cannot write %s: %s\n", result_path, strerror(errno));
         return 125;
     }
-
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_alarm;
-    sigaction(SIGALRM, &sa, NULL);
-    sa.sa_handler = on_interrupt;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
 
     /* posix_spawn rather than fork+exec: glibc spawns with a vfork-style clone, which costs
      * less per sample than copying page tables, reports exec errors directly, and (unlike
@@ -88,9 +298,10 @@ int main(int argc, char **argv) {
     sigaddset(&defaults, SIGTERM);
     sigaddset(&defaults, SIGHUP);
     sigaddset(&defaults, SIGALRM);
+    sigaddset(&defaults, SIGCHLD);
     posix_spawnattr_setsigdefault(&attr, &defaults);
     sigemptyset(&empty);
-    posix_spawnattr_setsigmask(&attr, &empty);
+    posix_spawnattr_setsigmask(&attr, &empty); /* the program gets none of our blocked signals */
 
     int64_t t0 = now_ns();
     pid_t pid = 0;
@@ -100,37 +311,49 @@ int main(int argc, char **argv) {
         int64_t t1 = now_ns();
         fprintf(out,
                 "status=execfail code=127 signal=0 wall_ns=%lld user_us=0 sys_us=0 maxrss_kb=0 "
-                "minflt=0 majflt=0 nvcsw=0 nivcsw=0 errno=%d\n",
+                "minflt=0 majflt=0 nvcsw=0 nivcsw=0 errno=%d escaped=0\n",
                 (long long)(t1 - t0), exec_errno);
         return fclose(out) == 0 ? 0 : 125;
     }
 
-    if (timeout_ms > 0) {
-        struct itimerval it;
-        memset(&it, 0, sizeof it);
-        it.it_value.tv_sec = (time_t)(timeout_ms / 1000);
-        it.it_value.tv_usec = (suseconds_t)((timeout_ms % 1000) * 1000);
-        setitimer(ITIMER_REAL, &it, NULL);
-    }
-
+    int64_t deadline = timeout_ms > 0 ? t0 + (int64_t)timeout_ms * 1000000LL : 0;
     int status = 0;
     struct rusage ru;
+    memset(&ru, 0, sizeof ru);
     const char *what = NULL;
     for (;;) {
-        pid_t w = wait4(pid, &status, 0, &ru);
-        if (w == pid) break;
-        if (w < 0 && errno == EINTR) {
-            if (got_timeout && !what) { what = "timeout"; kill(-pid, SIGKILL); }
-            if (got_interrupt && !what) { what = "interrupted"; kill(-pid, SIGKILL); }
-            continue;
+        /* The program, and any stray that ended already (re-parented to us, the subreaper);
+         * only the program's own wait4 gives the rusage that is reported. */
+        int st = 0, done = 0;
+        struct rusage r;
+        pid_t w;
+        while ((w = wait4(-1, &st, WNOHANG, &r)) > 0) {
+            if (w == pid) { status = st; ru = r; done = 1; }
         }
-        perror("abibench-launch: wait4");
-        kill(-pid, SIGKILL);
-        return 125;
+        if (done) break;
+        if (w < 0 && errno != EINTR) {
+            perror("abibench-launch: wait4");
+            kill(-pid, SIGKILL);
+            return 125;
+        }
+        struct timespec ts, *tsp = NULL;
+        if (deadline && !what) {
+            int64_t left = deadline - now_ns();
+            ts = ns_to_ts(left > 0 ? left : 0);
+            tsp = &ts;
+        }
+        int sig = sigtimedwait(&waited, NULL, tsp);
+        if (sig < 0 && errno == EAGAIN && !what) {
+            what = "timeout";
+            kill(-pid, SIGKILL);
+        } else if ((sig == SIGINT || sig == SIGTERM || sig == SIGHUP) && !what) {
+            what = "interrupted";
+            kill(-pid, SIGKILL);
+        }
     }
     int64_t t1 = now_ns();
-    /* Anything the program left behind in its group goes with it. */
-    kill(-pid, SIGKILL);
+    /* Anything the program left behind, in its group or not, goes with it. */
+    int escaped = kill_the_rest(pid, what != NULL, &chld);
 
     int code = -1, sig = 0;
     if (WIFEXITED(status)) code = WEXITSTATUS(status);
@@ -138,10 +361,10 @@ int main(int argc, char **argv) {
     if (!what) what = WIFSIGNALED(status) ? "signaled" : "exited";
     fprintf(out,
             "status=%s code=%d signal=%d wall_ns=%lld user_us=%lld sys_us=%lld maxrss_kb=%ld "
-            "minflt=%ld majflt=%ld nvcsw=%ld nivcsw=%ld errno=%d\n",
+            "minflt=%ld majflt=%ld nvcsw=%ld nivcsw=%ld errno=%d escaped=%d\n",
             what, code, sig, (long long)(t1 - t0), (long long)tv_us(ru.ru_utime),
             (long long)tv_us(ru.ru_stime), ru.ru_maxrss, ru.ru_minflt, ru.ru_majflt, ru.ru_nvcsw,
-            ru.ru_nivcsw, 0);
+            ru.ru_nivcsw, 0, escaped);
     if (fclose(out) != 0) { perror("abibench-launch: result"); return 125; }
     return 0;
 }

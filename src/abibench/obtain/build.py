@@ -28,6 +28,7 @@ from ..paths import MICRO_DIR
 from ..records import Artifact, JSONDict
 from ..workloads.confine import inside
 from ..workloads.profile import Workload, resolve_source_files, substitute
+from ..workspace import prefix
 from . import debsource
 from .libraries import inspect_artifacts
 
@@ -154,7 +155,8 @@ def build(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], cache_root: 
         shutil.rmtree(final, ignore_errors=True)
 
     final.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{abi.name}-", dir=final.parent))
+    # Named for its owner: a later run removes it if this one is killed (workspace.clean_stale).
+    staging = Path(tempfile.mkdtemp(prefix=prefix(f".{abi.name}"), dir=final.parent))
     out = staging / "bin"
     out.mkdir()
     log_path = staging / "build.log"

@@ -20,11 +20,12 @@ from pathlib import Path
 from ..abi import Abi
 from ..errors import HostError
 from ..records import JSONDict
+from ..workspace import SYSROOT_WORK_DIR, prefix
 from .apt import GNU_TRIPLETS, SUPPORTED_ARCHES, AptSource, PackageError, apt_env
 from .libraries import in_root
 from .resolve import RECIPE_VERSION, Closure, Pinned, resolve_cached
 
-WORK_DIR = "/abibench"  # scratch directories inside a sysroot live under this path
+WORK_DIR = SYSROOT_WORK_DIR  # scratch directories inside a sysroot live under this path
 
 
 def pool_dir(cache_root: Path) -> Path:
@@ -41,7 +42,7 @@ def download(pins: Iterable[Pinned], cache_root: Path) -> list[Path]:
         exe = shutil.which("apt-get")
         if exe is None:
             raise HostError("apt-get not found: Debian provenance needs a Debian host with apt")
-        with tempfile.TemporaryDirectory(prefix=".dl-", dir=pool) as tmp:
+        with tempfile.TemporaryDirectory(prefix=prefix(".dl"), dir=pool) as tmp:
             os.chmod(tmp, 0o755)  # apt's unprivileged _apt user writes here when it can
             proc = subprocess.run([exe, "download", "-q", *(p.spec() for p in missing)],
                                   cwd=tmp, capture_output=True, text=True, env=apt_env(),
@@ -144,7 +145,8 @@ def sysroot_for(closure: Closure, arch: str, cache_root: Path) -> Sysroot:
         return Sysroot(final, arch, pins, key, cached=True, skew=closure.skew)
     debs = download(pins, cache_root)
     final.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{arch}-", dir=final.parent))
+    # Named for its owner: a later run removes it if this one is killed (workspace.clean_stale).
+    staging = Path(tempfile.mkdtemp(prefix=prefix(f".{arch}"), dir=final.parent))
     try:
         unpack(debs, staging)
         _fixups(staging)

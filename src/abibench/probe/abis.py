@@ -6,13 +6,13 @@ import os
 import platform
 import shutil
 import subprocess
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..abi import ABIS, HOST_FAMILY, Abi, check_artifact
 from ..errors import AbiMismatchError
 from ..records import JSONDict
+from ..workspace import owned_dir
 from . import host
 
 # Returns pointer size so a run proves the binary really is of its data model.
@@ -109,5 +109,5 @@ def probe_abi(abi: Abi, workdir: Path, machine: str | None = None) -> AbiStatus:
 
 
 def probe_all(abis: list[Abi] | None = None) -> list[AbiStatus]:
-    with tempfile.TemporaryDirectory(prefix="abibench-probe-") as tmp:
-        return [probe_abi(a, Path(tmp)) for a in (abis or list(ABIS.values()))]
+    with owned_dir("probe") as tmp:
+        return [probe_abi(a, tmp) for a in (abis or list(ABIS.values()))]

@@ -3,6 +3,11 @@
 Timing, rusage and peak RSS come from a small C launcher (native/launch.c) rather than from
 Python's os.wait4: Linux carries a parent's resident high-water mark into the child at exec, so a
 Python parent would inflate the peak memory of every small program it measures.
+
+Nothing of a sample outlives it: the launcher kills whatever the program left behind (and counts
+it: RawResult.escaped), and dies with abibench, even when abibench is killed with SIGKILL; the
+sample's temporary directory is owned by this process (workspace.py), so a later run removes it
+if this one could not.
 """
 
 from __future__ import annotations
@@ -12,7 +17,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 from dataclasses import dataclass
 from functools import cache
@@ -20,8 +24,12 @@ from pathlib import Path
 
 from ..errors import HostError, UsageError
 from ..paths import NATIVE_DIR
+from ..workspace import owned_dir
 
 STDOUT_PARSE_LIMIT = 16 * 1024 * 1024  # metrics are parsed from at most this much output
+# The PID the launcher must find as its parent; it removes the variable before the program runs.
+PARENT_ENV = "ABIBENCH_LAUNCH_PARENT"
+GUARD_GRACE_S = 10.0  # a launcher that ignores SIGTERM this long is killed
 
 
 @dataclass(frozen=True)
@@ -39,6 +47,7 @@ class RawResult:
     stdout_digest: str
     stdout: str  # decoded (first STDOUT_PARSE_LIMIT bytes), for metric parsing
     stderr_tail: str
+    escaped: int = 0  # processes the program left alive when it ended, killed by the launcher
 
     @property
     def ok(self) -> bool:
@@ -112,12 +121,22 @@ def resolve_program(program: str) -> str:
     return found
 
 
+def _guard(proc: subprocess.Popen[bytes]) -> None:
+    """A launcher gone wrong: SIGTERM first (it kills its sample and everything it started)."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(GUARD_GRACE_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 def run_sample(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: float,
                launch: Path, stdin: Path | None = None) -> RawResult:
     """Run argv once. KeyboardInterrupt propagates after the child's process group is dead."""
-    with tempfile.TemporaryDirectory(prefix="abibench-sample-") as tmp:
-        result = Path(tmp) / "result"
-        out_path, err_path = Path(tmp) / "stdout", Path(tmp) / "stderr"
+    # Owned by this process (workspace.py): a later run removes it if this one is killed.
+    with owned_dir("sample") as tmp:
+        result = tmp / "result"
+        out_path, err_path = tmp / "stdout", tmp / "stderr"
         cmd = [str(launch), str(result), str(int(timeout_s * 1000)),
                resolve_program(argv[0]), *argv[1:]]
         try:
@@ -127,15 +146,18 @@ def run_sample(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: fl
                              "stdin") from None
         with out_path.open("wb") as out, err_path.open("wb") as err:
             try:
+                # The launcher checks it is still our child: if we died before it could ask the
+                # kernel to tell it so (PR_SET_PDEATHSIG), it runs nothing.
                 proc = subprocess.Popen(cmd, stdin=stdin_fh or subprocess.DEVNULL, stdout=out,
-                                        stderr=err, cwd=cwd, env=env)
+                                        stderr=err, cwd=cwd,
+                                        env={**env, PARENT_ENV: str(os.getpid())})
             finally:
                 if stdin_fh is not None:
                     stdin_fh.close()
             # The launcher enforces the timeout; this guard only catches a launcher gone wrong.
             # A blocking wait, not wait(timeout=...): that polls with sleeps of up to 50 ms,
             # which delays every sample and wakes the parent during the measurement.
-            guard = threading.Timer(timeout_s + 60, proc.kill)
+            guard = threading.Timer(timeout_s + 60, _guard, (proc,))
             guard.start()
             try:
                 proc.wait()
@@ -157,4 +179,5 @@ def run_sample(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: fl
             sys_s=int(r["sys_us"]) / 1e6, max_rss_kb=int(r["maxrss_kb"]),
             minflt=int(r["minflt"]), majflt=int(r["majflt"]), errno=int(r["errno"]),
             stdout_digest=digest, stdout=text, stderr_tail=_tail(err_path),
+            escaped=int(r.get("escaped", "0")),
         )

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Literal
 
 from ..errors import HostError
 from ..obtain.sysroot import WORK_DIR, Sysroot
+from ..workspace import owned_dir
 
 SYSROOT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 Mode = Literal["chroot", "bwrap", "loader"]
@@ -89,16 +89,13 @@ class SysrootRunner:
     @contextlib.contextmanager
     def scratch(self, prefix: str = "work") -> Iterator[tuple[Path, str]]:
         """A fresh directory inside the sysroot: (host path, path inside), removed afterwards."""
-        # The owner's PID in the name: what a process left behind can be told apart.
-        inner = f"{WORK_DIR}/{prefix}-p{os.getpid()}-{uuid.uuid4().hex[:12]}"
-        host = self.sysroot.host_path(inner)
-        if self.mode == "loader":
-            inner = str(host)  # the program sees the host's filesystem
-        host.mkdir(parents=True)
-        try:
+        parent = self.sysroot.host_path(WORK_DIR)
+        parent.mkdir(parents=True, exist_ok=True)
+        # Named for its owner (workspace.py), so a later run removes it if this one is killed;
+        # 0777 less the umask, as before: a server that drops root must still reach its datadir.
+        with owned_dir(prefix, parent, mode=0o777) as host:
+            inner = str(host) if self.mode == "loader" else f"{WORK_DIR}/{host.name}"
             yield host, inner
-        finally:
-            shutil.rmtree(host, ignore_errors=True)
 
 
 def foreign_mappings(pid: int, sysroot: Path) -> list[str]:

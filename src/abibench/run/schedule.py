@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import random
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -21,8 +20,9 @@ from typing import Protocol
 from ..errors import UsageError
 from ..records import Artifact, Sample, Target
 from ..workloads.profile import Workload, substitute
+from ..workspace import owned_dir
 from .counters import count_instructions
-from .launcher import run_sample
+from .launcher import RawResult, run_sample
 from .placement import Placement
 from .samples import sample_from
 from .servers import ServerError
@@ -61,6 +61,13 @@ class ScheduleResult:
     timed_out: bool = False
     interrupted: bool = False
     changed: list[str] = field(default_factory=list)  # targets whose program changed mid-run
+    # target -> processes its samples left alive, killed by the launcher: not a failure, but
+    # something ran beside the next sample until it was killed, so the run records it.
+    escaped: dict[str, int] = field(default_factory=dict)
+
+    def count_escaped(self, target: str, raw: RawResult) -> None:
+        if raw.escaped:
+            self.escaped[target] = self.escaped.get(target, 0) + raw.escaped
 
 
 def now_iso() -> str:
@@ -140,13 +147,12 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
     base_env = dict(os.environ)
     t_start = time.monotonic() - resume.spent_s
     inputs = inputs or {}
-    with tempfile.TemporaryDirectory(prefix=f"abibench-{wl.base_id or wl.id}-") as tmp, \
-            contextlib.ExitStack() as stack:
+    with owned_dir(wl.base_id or wl.id) as tmp, contextlib.ExitStack() as stack:
         if wl.server is not None:
             # A polite kill must stop the servers too: SIGTERM unwinds like Ctrl-C.
             stack.enter_context(signals_as_interrupt())
         # Where each target runs: the host, or its Debian sysroot (with its server, if any).
-        places = {t.label: Placement.create(wl, t, a, Path(tmp), inputs, stack)
+        places = {t.label: Placement.create(wl, t, a, tmp, inputs, stack)
                   for t, a in targets}
         # The very programs that were built, each of its own ABI, none shared by two targets.
         shared = _shared_programs(places)
@@ -184,6 +190,7 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
                         started = now_iso()
                         raw = run_sample(argv, cwd=pl.work, env=pl.env(base_env, "x" * pad),
                                          timeout_s=wl.timeout, launch=launch, stdin=stdin)
+                    outcome.count_escaped(target.label, raw)
                     if srv.peak_rss_kb is not None:
                         # What a server workload compares is the server's memory, not the client's.
                         raw = replace(raw, max_rss_kb=srv.peak_rss_kb)
@@ -234,8 +241,10 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
                 counted_run = _count(wl, places[target.label], run_id, target.label, number,
                                      pos, base_env, launch)
                 if counted_run is not None:
-                    store.add_sample(counted_run)
-                    samples.append(counted_run)
+                    sample, raw = counted_run
+                    outcome.count_escaped(target.label, raw)
+                    store.add_sample(sample)
+                    samples.append(sample)
         for target in active:
             # Again after the last sample: a program replaced mid-run is no result.
             changed = places[target.label].verify()
@@ -251,7 +260,7 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
 
 
 def _count(wl: Workload, pl: Placement, run_id: str, label: str, number: int, pos: int,
-           base_env: dict[str, str], launch: Path) -> Sample | None:
+           base_env: dict[str, str], launch: Path) -> tuple[Sample, RawResult] | None:
     """One run under valgrind counting the instructions executed (None inside a sysroot:
     valgrind would count chroot/bwrap, not the program)."""
     if pl.in_sysroot:
@@ -265,4 +274,4 @@ def _count(wl: Workload, pl: Placement, run_id: str, label: str, number: int, po
     return replace(sample, kind="counters", instructions=count,
                    status=sample.status if count is not None else "failed",
                    error=sample.error if count is not None else
-                   "valgrind wrote no instruction count")
+                   "valgrind wrote no instruction count"), raw

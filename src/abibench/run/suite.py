@@ -49,10 +49,12 @@ from ..records import (
     WorkloadMeta,
 )
 from ..workloads.profile import Workload
+from ..workspace import clean_stale
 from .continuation import continuation
 from .launcher import launcher
 from .preflight import check_commands, check_compiler
 from .schedule import Continuation, Plan, ScheduleResult, run_workload
+from .signals import signals_as_interrupt
 
 
 class RunSink(Protocol):
@@ -187,6 +189,16 @@ def measure_suite(req: Request, store: RunSink, cache_root: Path, progress: Prog
     With `resume`, the request is that stored run's (run/resume.py) and only what it lacks is
     measured, into the same run.
     """
+    # What a run killed by SIGKILL (or a crash, or a power cut) left behind goes first.
+    clean_stale(cache_root)
+    # A polite kill ends the run like Ctrl-C: the sample in flight is stopped, temporary
+    # directories are removed and the run is marked interrupted.
+    with signals_as_interrupt():
+        return _measure(req, store, cache_root, progress, on_sample, resume)
+
+
+def _measure(req: Request, store: RunSink, cache_root: Path, progress: Progress,
+             on_sample: Callable[[Sample], None] | None, resume: RunDoc | None) -> Result:
     t0 = time.monotonic()
     check_commands(req.workloads, req.provenance)
     probes = {s.abi: s for s in probe_all(req.abis)}
@@ -398,4 +410,8 @@ def _record_outcome(store: RunSink, run_id: str, wl: Workload, outcome: Schedule
         elif outcome.interrupted:
             store.set_target_status(run_id, TargetStatus(wl.id, target.label, "interrupted",
                                                          "interrupted (Ctrl-C)"))
+    for label, n in sorted(outcome.escaped.items()):
+        store.add_warning(run_id, RunWarning(
+            f"{label}: its samples left {n} {'process' if n == 1 else 'processes'} running "
+            "when they ended (killed by the launcher)", workload=wl.id, target=label))
     store.set_outcome(run_id, wl.id, Outcome(outcome.rounds, outcome.stop_reason))

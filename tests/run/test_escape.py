@@ -1,0 +1,231 @@
+"""Nothing of a sample outlives it: processes that leave the program's group, and abibench killed.
+
+Every test does the bad thing for real (setsid, double fork, SIGKILL of the parent) and then
+looks in /proc for what remains, waiting on conditions with deadlines, never on sleeps.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from abibench.errors import EXIT_INTERRUPTED
+from abibench.run.launcher import PARENT_ENV, parse_result_line, run_sample
+from abibench.workspace import clean_stale, temp_root
+
+Program = Callable[[str], Path]
+
+
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
+
+
+def wait_until(cond: Callable[[], bool], deadline_s: float) -> bool:
+    end = time.monotonic() + deadline_s
+    while not cond():
+        if time.monotonic() > end:
+            return cond()
+        time.sleep(0.02)
+    return True
+
+
+def children(pid: int) -> list[int]:
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        out += [int(x) for x in (task / "children").read_text().split()]
+    return out
+
+
+def pids_in(pidfile: Path) -> list[int]:
+    return [int(x) for x in pidfile.read_text().split()]
+
+
+@pytest.fixture
+def reaper() -> Iterator[list[int]]:
+    """PIDs this test started: whatever a failed test leaves alive is killed by PID at the end."""
+    pids: list[int] = []
+    yield pids
+    for pid in pids:
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_a_double_forked_setsid_grandchild_is_killed_and_counted(
+        c_program: Program, sample_launcher: Path, tmp_path: Path, reaper: list[int]) -> None:
+    pidfile = tmp_path / "pids"
+    r = run_sample([str(c_program("escape")), str(pidfile), "exit"], cwd=tmp_path,
+                   env=dict(os.environ), timeout_s=30, launch=sample_launcher)
+    program, grandchild = pids_in(pidfile)
+    reaper.append(grandchild)
+    assert r.ok and r.escaped == 1
+    # Re-parented to the launcher (a subreaper), killed and reaped before run_sample returned.
+    assert not alive(grandchild)
+    assert not alive(program)
+
+
+def test_a_stray_left_in_the_group_is_killed_and_counted(sample_launcher: Path,
+                                                         tmp_path: Path, reaper: list[int]) -> None:
+    pidfile = tmp_path / "pid"
+    r = run_sample(["/bin/sh", "-c", f"sleep 600 & echo $! > {pidfile}"], cwd=tmp_path,
+                   env=dict(os.environ), timeout_s=30, launch=sample_launcher)
+    (stray,) = pids_in(pidfile)
+    reaper.append(stray)
+    assert r.ok and r.escaped == 1
+    assert not alive(stray)
+
+
+def test_the_rusage_is_the_programs_own_not_the_strays(
+        c_program: Program, sample_launcher: Path, tmp_path: Path, reaper: list[int]) -> None:
+    # The grandchild burns 200 ms of CPU before the program exits; the program itself only
+    # waits for it. Reaping the stray must not add its time to the sample.
+    pidfile = tmp_path / "pids"
+    r = run_sample([str(c_program("escape")), str(pidfile), "spin"], cwd=tmp_path,
+                   env=dict(os.environ), timeout_s=30, launch=sample_launcher)
+    reaper.extend(pids_in(pidfile))
+    assert r.ok and r.escaped == 1
+    assert r.user_s + r.sys_s < 0.1, (r.user_s, r.sys_s)
+    assert not any(alive(p) for p in pids_in(pidfile))
+
+
+def test_a_timeout_counts_only_what_left_the_group(
+        c_program: Program, sample_launcher: Path, tmp_path: Path, reaper: list[int]) -> None:
+    pidfile = tmp_path / "pids"
+    r = run_sample([str(c_program("escape")), str(pidfile), "hang"], cwd=tmp_path,
+                   env=dict(os.environ), timeout_s=2, launch=sample_launcher)
+    reaper.extend(pids_in(pidfile))
+    assert r.status == "timeout"
+    # The program's group was killed by the timeout; the setsid grandchild had to be found.
+    assert r.escaped == 1
+    assert not any(alive(p) for p in pids_in(pidfile))
+
+
+def test_nothing_left_behind_counts_nothing(sample_launcher: Path, tmp_path: Path) -> None:
+    r = run_sample(["/bin/sh", "-c", "exit 0"], cwd=tmp_path, env=dict(os.environ),
+                   timeout_s=30, launch=sample_launcher)
+    assert r.ok and r.escaped == 0
+
+
+def test_the_program_sees_exactly_the_environment_it_was_given(sample_launcher: Path,
+                                                                tmp_path: Path) -> None:
+    # The launcher's parent check must not change the measured environment (its size moves
+    # the stack, which is what environment padding controls).
+    env = {"PATH": "/usr/bin:/bin", "PAD": "x" * 17}
+    r = run_sample(["/usr/bin/env"], cwd=tmp_path, env=env, timeout_s=30,
+                   launch=sample_launcher)
+    assert r.ok
+    assert sorted(r.stdout.splitlines()) == sorted(f"{k}={v}" for k, v in env.items())
+    assert PARENT_ENV not in r.stdout
+
+
+def test_the_launcher_runs_nothing_when_its_parent_is_already_gone(sample_launcher: Path,
+                                                                   tmp_path: Path) -> None:
+    # As if abibench had died between spawning the launcher and the launcher's prctl: its
+    # parent is then someone else than the PID it was told.
+    canary = tmp_path / "ran"
+    result = tmp_path / "result"
+    proc = subprocess.run([str(sample_launcher), str(result), "5000", "/bin/sh", "-c",
+                           f"touch {canary}"], env={**os.environ, PARENT_ENV: "1"},
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 125 and "is gone" in proc.stderr
+    assert not canary.exists() and not result.exists()
+
+
+def test_the_result_line_has_the_escaped_count(sample_launcher: Path, tmp_path: Path) -> None:
+    result = tmp_path / "result"
+    subprocess.run([str(sample_launcher), str(result), "5000", "/bin/true"], check=True)
+    assert parse_result_line(result.read_text())["escaped"] == "0"
+
+
+def _start_parent(fixtures: Path, sample_launcher: Path, program: Path, pidfile: Path,
+                  tmp: Path) -> tuple[subprocess.Popen[str], list[int]]:
+    """sample_parent.py running `program hang`; returns it and [launcher, program, grandchild]
+    once all three run."""
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    parent = subprocess.Popen([sys.executable, str(fixtures / "sample_parent.py"),
+                               str(sample_launcher), str(program), str(pidfile), "hang"],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert wait_until(lambda: pidfile.exists() or parent.poll() is not None, 60), \
+        "the sample never started"
+    assert parent.poll() is None, parent.communicate()
+    (launch_pid,) = children(parent.pid)
+    procs = [launch_pid, *pids_in(pidfile)]
+    assert all(alive(p) for p in procs)
+    return parent, procs
+
+
+def test_sigkill_of_abibench_kills_the_sample_and_all_it_started(
+        fixtures: Path, c_program: Program, sample_launcher: Path, tmp_path: Path,
+        reaper: list[int]) -> None:
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    parent, procs = _start_parent(fixtures, sample_launcher, c_program("escape"),
+                                  tmp_path / "pids", tmp)
+    reaper.extend([parent.pid, *procs])
+    owned = sorted(p.name for p in temp_root(tmp).iterdir())
+    assert [n.split("-")[0] for n in owned] == ["sample", "workload"]
+    parent.send_signal(signal.SIGKILL)
+    parent.communicate()
+    # No cleanup code of the parent ran: the launcher learns of its death from the kernel.
+    assert wait_until(lambda: not any(alive(p) for p in procs), 10), \
+        [p for p in procs if alive(p)]
+    # What the parent could not remove, the next start does: its owner is gone.
+    assert sorted(p.name for p in clean_stale(temp_base=tmp)) == owned
+    assert list(temp_root(tmp).iterdir()) == []
+
+
+def test_sigterm_of_abibench_interrupts_the_sample_and_removes_its_temp_dirs(
+        fixtures: Path, c_program: Program, sample_launcher: Path, tmp_path: Path,
+        reaper: list[int]) -> None:
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    parent, procs = _start_parent(fixtures, sample_launcher, c_program("escape"),
+                                  tmp_path / "pids", tmp)
+    reaper.extend([parent.pid, *procs])
+    parent.send_signal(signal.SIGTERM)
+    _, err = parent.communicate(timeout=60)
+    assert parent.returncode == 130, err
+    # run_sample returned only after the launcher had killed and reaped everything.
+    assert not any(alive(p) for p in procs), [p for p in procs if alive(p)]
+    assert list(temp_root(tmp).iterdir()) == []
+
+
+def test_sigterm_of_abibench_run_ends_it_like_ctrl_c(fixtures: Path, cli_env: dict[str, str],
+                                                     db_file: Path, tmp_path: Path,
+                                                     reaper: list[int]) -> None:
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    pidfile = tmp_path / "pids"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "abibench", "run", str(fixtures / "escape.toml"), "--abi",
+         "x86_64", "--rounds", "1", "--no-html", "--set", f"pidfile={pidfile}", "--set",
+         "mode=hang"], env={**cli_env, "TMPDIR": str(tmp)}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    reaper.append(proc.pid)
+    try:
+        assert wait_until(lambda: pidfile.exists() or proc.poll() is not None, 120)
+        assert proc.poll() is None, proc.communicate()
+        reaper.extend(pids_in(pidfile))
+        proc.send_signal(signal.SIGTERM)  # to abibench alone, not to its group
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == EXIT_INTERRUPTED, err
+    assert not any(alive(p) for p in pids_in(pidfile))
+    assert [p.name for p in tmp.rglob("*")] == [f"abibench-{os.getuid()}"]
+    (status,) = sqlite3.connect(db_file).execute("SELECT status FROM runs").fetchone()
+    assert status == "interrupted"
