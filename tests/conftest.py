@@ -213,6 +213,66 @@ def synthetic_doc(*, run_id: str = "20260101-000000-aaaa", host: str = "vm", ker
     }
 
 
+# What a hostile program, profile or exported file can put into any string: a screen clear, a
+# window title, an OSC 8 hyperlink, an 8-bit CSI, a bidi override, rich markup and an emoji code.
+# Once cleaned (abibench.text) and escaped for rich, HOSTILE_SHOWN is what must still be visible.
+HOSTILE = ("\x1b[2J\x1b]0;pwned\x07\x1b]8;;https://evil.example/\x1b\\L\x1b]8;;\x1b\\\x9b31m"
+           "\u202e[bold]{}[/bold][link=file:///etc/passwd]:x:")
+HOSTILE_SHOWN = "L\ufffd[bold]{}[/bold][link=file:///etc/passwd]:x:"
+# Values whose meaning the reports rely on stay as they are (a sample's status, a direction).
+_FIXED = {"abibench-run", "ok", "higher", "lower", "timed", "counters"}
+# Objects whose keys are data (workload ids, metric names, parameters, file names), not fields.
+_DATA_KEYS = {"workloads", "metrics", "params", "compilers", "sizes", "effective", "elf",
+              "outcomes", "digests", "plan"}
+
+
+def rewrite_strings(value: Any, wrap: Callable[[str], str], parent: str = "") -> Any:
+    """A copy of a run document with ``wrap`` applied to every string, keys that are data (ids,
+    metric names, parameters, file names) included, so that references stay consistent."""
+    if isinstance(value, str):
+        return value if value in _FIXED else wrap(value)
+    if isinstance(value, list):
+        return [rewrite_strings(v, wrap, parent) for v in value]
+    if isinstance(value, dict):
+        return {(wrap(k) if parent in _DATA_KEYS else k): rewrite_strings(v, wrap, k)
+                for k, v in value.items()}
+    return value
+
+
+def strings_doc(wrap: Callable[[str], str]) -> dict[str, Any]:
+    """A valid run document with ``wrap`` applied to every string: also a failed sample's
+    reason, a target's state, the warnings and a host field this version does not know."""
+    doc = synthetic_doc()
+    failed = dict(doc["samples"][-1], status="failed", exit_code=2, round=99,
+                  error="exit code 2: stderr tail")
+    doc["samples"].append(failed)
+    doc["target_status"].append({"workload": "alpha", "target": "i386", "state": "failed",
+                                 "reason": "exit code 2: stderr tail"})
+    doc["warnings"] += [{"workload": None, "target": None, "message": "run warning"},
+                        {"workload": "beta", "target": "i386", "message": "workload warning"}]
+    doc["host"]["extra_field"] = "extra value"
+    out: dict[str, Any] = rewrite_strings(doc, wrap)
+    return out
+
+
+@pytest.fixture(scope="session")
+def make_strings_doc() -> Callable[[Callable[[str], str]], dict[str, Any]]:
+    """A factory of run documents whose every string is rewritten by a function."""
+    return strings_doc
+
+
+@pytest.fixture(scope="session")
+def make_hostile_doc() -> Callable[[], dict[str, Any]]:
+    """A factory of run documents whose every string attacks the terminal (see HOSTILE)."""
+    return lambda: strings_doc(HOSTILE.format)
+
+
+@pytest.fixture(scope="session")
+def hostile_shown() -> str:
+    """What HOSTILE.format(x) must look like on a terminal, as a format string."""
+    return HOSTILE_SHOWN
+
+
 SAMPLE_DEFAULTS: dict[str, Any] = {
     "run_id": "r", "position": 0, "warmup": False, "status": "ok", "exit_code": 0,
     "wall_s": 1.0, "user_s": 1.0, "sys_s": 0.0, "max_rss_kb": 1, "stdout_digest": "",

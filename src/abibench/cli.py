@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape as e
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from . import __version__
@@ -34,6 +33,7 @@ from .probe.counters import counters_status
 from .records import RunDoc, Sample
 from .report import Output, render, write, write_file
 from .report import formatting as fmt
+from .report.terminal import e
 from .run.preflight import check_plan_numbers
 from .run.progress import RunTracker
 from .run.resume import request_of
@@ -42,6 +42,7 @@ from .run.signals import signals_as_interrupt
 from .run.suite import Request, measure_suite
 from .store.sources import is_file_ref, load_sources
 from .store.sqlite import Store
+from .text import one_line
 from .workloads.oneliner import parse_binary, parse_metric, profile_text
 from .workloads.profile import (
     ID_RE,
@@ -96,7 +97,7 @@ def _positive(text: str) -> int:
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         # One line naming the problem and where help is, exit code 2 as documented.
-        self.exit(2, f"abibench: error: {message} (see `{self.prog} --help`)\n")
+        self.exit(2, f"abibench: error: {one_line(message)} (see `{self.prog} --help`)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -222,6 +223,13 @@ def _report_options(p: argparse.ArgumentParser) -> None:
                    "kernel bitness, e.g. 'vm k64')")
 
 
+def _say(line: str, file: Any = None) -> None:
+    """Print one line of plain text (no rich markup) that may hold text abibench did not write:
+    paths, run ids, imported fields, a program's output. Control and escape sequences never
+    reach the terminal (text.one_line)."""
+    print(one_line(line), file=file or sys.stdout)
+
+
 def _print_json(data: Any) -> None:
     json.dump(data, sys.stdout, indent=1, default=str)
     sys.stdout.write("\n")
@@ -237,23 +245,24 @@ def cmd_probe(args: argparse.Namespace) -> int:
         return EXIT_OK
     con = _console()
     load = ctx.load_average[0] if ctx.load_average else 0.0
-    con.print(f"host: {ctx.cpu_model}, {ctx.cpus_online} CPUs, {ctx.machine} kernel "
-              f"{ctx.kernel_release} ({ctx.kernel_bits}-bit), {ctx.libc}")
-    con.print(f"governor: {ctx.governor or 'not exposed (no cpufreq)'}; turbo: "
-              f"{ctx.turbo or 'unknown'}; load {load:.2f}; "
-              f"compilers: {'; '.join(ctx.compilers.values()) or 'none'}")
+    # Everything here is read from the host (/proc, compilers' banners): text, never markup.
+    con.print(e(f"host: {ctx.cpu_model}, {ctx.cpus_online} CPUs, {ctx.machine} kernel "
+                f"{ctx.kernel_release} ({ctx.kernel_bits}-bit), {ctx.libc}"))
+    con.print(e(f"governor: {ctx.governor or 'not exposed (no cpufreq)'}; turbo: "
+                f"{ctx.turbo or 'unknown'}; load {load:.2f}; "
+                f"compilers: {'; '.join(ctx.compilers.values()) or 'none'}"))
     for s in statuses:
         build = "builds" if s.can_build else "cannot build"
         run = "runs" if s.can_run else "cannot run here"
         line = f"  {s.abi:8s} {build:13s} {run:16s}"
         if s.reason:
             line += f" {s.reason}; fix: {s.fix}"
-        con.print(line)
+        con.print(e(line))
     perf = counters.perf
-    con.print(f"instruction counts: perf {'yes' if perf.available else f'no ({perf.reason})'}"
-              f"; valgrind {'yes' if counters.valgrind.available else 'no'}")
+    con.print(e(f"instruction counts: perf {'yes' if perf.available else f'no ({perf.reason})'}"
+                f"; valgrind {'yes' if counters.valgrind.available else 'no'}"))
     for w in host.context_warnings(ctx):
-        con.print(f"warning: {w}")
+        con.print(e(f"warning: {w}"))
     return EXIT_OK
 
 
@@ -265,7 +274,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         return EXIT_OK
     con = _console()
     for w in wls:
-        con.print(f"{w.id:16s} {','.join(w.suites):22s} {w.title}")
+        con.print(e(f"{w.id:16s} {','.join(w.suites):22s} {w.title}"))
     return EXIT_OK
 
 
@@ -386,7 +395,7 @@ def _measure(args: argparse.Namespace, store: Store, req: Request, resume: RunDo
         if bar is not None:
             refresh()
         elif os.environ.get("CI") != "true":
-            print(msg, file=err)
+            _say(msg, err)
 
     def on_sample(s: Sample) -> None:
         tracker.sample(s)
@@ -413,21 +422,21 @@ def _measure(args: argparse.Namespace, store: Store, req: Request, resume: RunDo
         _print_terminal(rep)
     if args.report:
         write_file(args.report, render(rep, "markdown"))
-        print(f"report: {args.report}", file=err)
+        _say(f"report: {args.report}", err)
     if not args.no_html:
         _write_run_html(args, store, doc, rep, sys.stderr if args.json else sys.stdout)
     if result.interrupted:
-        print(f"abibench: interrupted; {len(doc.samples)} samples of run {result.run_id} are "
-              f"stored in {store.path}; `abibench run --resume {result.run_id}` measures the "
-              "rest", file=err)
+        _say(f"abibench: interrupted; {len(doc.samples)} samples of run {result.run_id} are "
+             f"stored in {store.path}; `abibench run --resume {result.run_id}` measures the "
+             "rest", err)
         return EXIT_INTERRUPTED
     problems = list(result.failures)
     problems += [f"{b.result.id}: outputs differ between ABIs" for b in rep.workloads
                  if b.result.validation == "miscompare"]
     if problems:
         more = f" (and {len(problems) - 1} more, in the report above)" if len(problems) > 1 else ""
-        print(f"abibench: error: run {result.run_id}: {' '.join(problems[0].split())[:300]}"
-              f"{more}", file=err)
+        _say(f"abibench: error: run {result.run_id}: {' '.join(problems[0].split())[:300]}"
+             f"{more}", err)
         return max(result.exit_code, EXIT_WORKLOAD)
     return result.exit_code
 
@@ -436,8 +445,9 @@ def _console(stream: Any = None) -> Console:
     out = stream or sys.stdout
     tty = out.isatty()
     # Not a terminal (CI, a pipe): fixed width, no colour codes in logs.
+    # emoji=False: a ":name:" in a profile's title is text, not a picture.
     return Console(file=out, width=None if tty else 140, no_color=not tty, highlight=False,
-                   soft_wrap=False)
+                   soft_wrap=False, emoji=False)
 
 
 def _print_terminal(rep: analysis.Report) -> None:
@@ -453,11 +463,11 @@ def _write_run_html(args: argparse.Namespace, store: Store, doc: RunDoc,
     try:
         write(rep, [Output("html", path)])
     except AbibenchError as exc:  # the results are stored; only the file is missing
-        print(f"abibench: warning: {exc} (`abibench report {doc.run.id} --html FILE` "
-              "writes it again)", file=sys.stderr)
+        _say(f"abibench: warning: {exc} (`abibench report {doc.run.id} --html FILE` "
+             "writes it again)", sys.stderr)
         return
-    print(f"report: {path} (open it in a browser; Markdown, CSV, JSON: abibench report "
-          f"{doc.run.id} --markdown/--csv/--json)", file=out)
+    _say(f"report: {path} (open it in a browser; Markdown, CSV, JSON: abibench report "
+         f"{doc.run.id} --markdown/--csv/--json)", out)
 
 
 def cmd_runs(args: argparse.Namespace, store: Store) -> int:
@@ -466,7 +476,7 @@ def cmd_runs(args: argparse.Namespace, store: Store) -> int:
         _print_json([r.to_dict() for r in runs])
         return EXIT_OK
     for r in runs:
-        print(f"{r.id}  {r.started}  {r.status:11s} {r.samples} samples")
+        _say(f"{r.id}  {r.started}  {r.status:11s} {r.samples} samples")
     return EXIT_OK
 
 
@@ -493,7 +503,7 @@ def cmd_report(args: argparse.Namespace, store: Store | None) -> int:
         ("samples-csv", args.samples_csv)) if path is not None]
     written = write(rep, outputs)
     for kind, path in written:
-        print(f"{kind}: {path}", file=sys.stderr)
+        _say(f"{kind}: {path}", sys.stderr)
     if args.json or written:
         return EXIT_OK
     _print_terminal(rep)
@@ -511,9 +521,9 @@ def cmd_import(args: argparse.Namespace, store: Store) -> int:
                      "samples": res.samples})
         if not args.json:
             what = "imported" if res.new else "already stored:"
-            print(f"{what} {path} as run {res.run_id} ({res.samples} samples from "
-                  f"{doc.host.hostname or '?'}, {doc.host.kernel_bits or '?'}-bit kernel, "
-                  f"started {doc.run.started})")
+            _say(f"{what} {path} as run {res.run_id} ({res.samples} samples from "
+                 f"{doc.host.hostname or '?'}, {doc.host.kernel_bits or '?'}-bit kernel, "
+                 f"started {doc.run.started})")
     if args.json:
         _print_json(done)
     return EXIT_OK
@@ -523,7 +533,7 @@ def cmd_export(args: argparse.Namespace, store: Store) -> int:
     doc = store.load_run(store.resolve_run(args.run)).to_dict()
     if args.output:
         write_file(args.output, json.dumps(doc, indent=1, default=str) + "\n")
-        print(f"exported: {args.output}", file=sys.stderr)
+        _say(f"exported: {args.output}", sys.stderr)
     else:
         _print_json(doc)
     return EXIT_OK
@@ -538,8 +548,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     if args.json:
         _print_json([f.to_dict() for f in found])
     else:
-        for f in found:
-            print("\n".join(render_inspection(f)))
+        for f in found:  # names read from the binaries themselves: shown, never obeyed
+            for line in render_inspection(f):
+                _say(line)
     # 1: a library is missing or of the wrong class, as for a workload that failed.
     return EXIT_OK if all(f.ok for f in found) else 1
 
@@ -602,7 +613,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             store.close()
     except AbibenchError as exc:
-        print(f"abibench: error: {exc}", file=sys.stderr)
+        _say(f"abibench: error: {exc}", sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("abibench: interrupted", file=sys.stderr)

@@ -17,13 +17,22 @@ Decisions worth knowing:
   paired data. It ignores pairing, so under strong drift it is conservative.
 * Non-finite samples (nan, inf) are rejected: a failed run must be dropped by
   the caller, never averaged in silently.
+* A ratio is made of positive values only. A metric with a zero or negative
+  value (a program's "-3.5 ops/s", a peak RSS of 0) has no meaningful ratio:
+  median(a) / median(b) of negative values inverts the verdict, so
+  :func:`ratio_of` and :func:`geomean_ratio` refuse it with a ValueError that
+  says why, and the caller records that as a warning instead of a verdict.
+  So is a ratio beyond floating point (values 1e308 apart).
+* Values near the end of the float range (1e308) never overflow a median or a
+  mean: :func:`median` and :func:`summarize` fall back to arithmetic that
+  cannot overflow when the direct one did.
 """
 
 from __future__ import annotations
 
 import math
 import warnings as _warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,6 +58,51 @@ def _as_array(values: Sequence[float], name: str) -> FloatArray:
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains nan or inf; drop failed runs before the statistics")
     return arr
+
+
+def _positive(arr: FloatArray, name: str) -> FloatArray:
+    if not np.all(arr > 0.0):
+        raise ValueError(f"{name} has values <= 0: a ratio of them means nothing, no verdict")
+    return arr
+
+
+def _midpoint(lo: FloatArray, hi: FloatArray) -> FloatArray:
+    """(lo + hi) / 2 elementwise for lo <= hi, without overflowing at the end of the range.
+
+    The plain form is used wherever it is finite, so ordinary data keep their exact medians.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        plain = 0.5 * (lo + hi)
+        # Same sign: hi - lo cannot overflow; opposite signs: lo + hi cannot.
+        safe = np.where(np.sign(lo) == np.sign(hi), lo + (hi - lo) * 0.5, plain)
+    out: FloatArray = np.where(np.isfinite(plain), plain, safe)
+    return out
+
+
+def median(values: Sequence[float] | FloatArray) -> float:
+    """The median of finite values, exact where numpy's is and finite where numpy's overflows
+    (the mean of the two middle values of [1e308, 1e308] is inf in numpy)."""
+    arr = np.sort(np.asarray(values, dtype=np.float64))
+    if arr.size == 0:
+        return math.nan
+    k = arr.size // 2
+    if arr.size % 2:
+        return float(arr[k])
+    return float(_midpoint(arr[k - 1:k], arr[k:k + 1])[0])
+
+
+def _scaled(arr: FloatArray, stat: Callable[[FloatArray], float]) -> float:
+    """stat(arr) for a linear statistic (mean, stdev, MAD), computed on arr / max|arr| and
+    scaled back when the direct computation overflowed: exact for ordinary data, finite for
+    values near 1e308."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        direct = stat(arr)
+    if math.isfinite(direct):
+        return direct
+    top = float(np.max(np.abs(arr)))
+    if top == 0.0 or not math.isfinite(top):
+        return direct
+    return float(stat(arr / top) * top)
 
 
 def _check_confidence(confidence: float, resamples: int) -> None:
@@ -87,18 +141,19 @@ class Summary:
 def summarize(values: Sequence[float]) -> Summary:
     arr = _as_array(values, "values")
     n = int(arr.size)
-    median = float(np.median(arr))
-    mean = float(np.mean(arr))
-    stdev = float(np.std(arr, ddof=1)) if n >= 2 else 0.0
-    cv = stdev / mean if n >= 2 and mean != 0.0 else math.nan
+    mid = median(arr)
+    mean = _scaled(arr, lambda x: float(np.mean(x)))
+    stdev = _scaled(arr, lambda x: float(np.std(x, ddof=1))) if n >= 2 else 0.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        cv = stdev / mean if n >= 2 and mean != 0.0 else math.nan
     return Summary(
         n=n,
-        median=median,
+        median=mid,
         mean=mean,
         stdev=stdev,
         min=float(np.min(arr)),
         max=float(np.max(arr)),
-        mad=float(np.median(np.abs(arr - median))),
+        mad=_scaled(arr, lambda x: median(np.abs(x - median(x)))),
         cv=cv,
     )
 
@@ -139,8 +194,7 @@ def _row_medians(x: FloatArray) -> FloatArray:
     k = x.shape[1] // 2
     if x.shape[1] % 2:
         return s[:, k]
-    out: FloatArray = 0.5 * (s[:, k - 1] + s[:, k])
-    return out
+    return _midpoint(s[:, k - 1], s[:, k])
 
 
 def _bootstrap_ratios(
@@ -180,15 +234,14 @@ def _mann_whitney_p(a: FloatArray, b: FloatArray) -> float:
 
 
 def _hodges_lehmann_ratio(a: FloatArray, b: FloatArray) -> float:
-    if np.any(a <= 0.0) or np.any(b <= 0.0):
-        return math.nan
     diffs = np.log(a)[:, None] - np.log(b)[None, :]
-    return float(np.exp(np.median(diffs)))
+    with np.errstate(over="ignore"):
+        return float(np.exp(np.median(diffs)))
 
 
 def _pairable(a: FloatArray, b: FloatArray, paired: bool) -> bool:
-    """Paired data with positive values use per-round log ratios; anything else medians."""
-    return paired and a.size == b.size and bool(np.all(a > 0.0)) and bool(np.all(b > 0.0))
+    """Paired data (positive, as every ratio's) use per-round log ratios; unpaired medians."""
+    return paired and a.size == b.size
 
 
 def _estimate(
@@ -204,11 +257,13 @@ def _estimate(
     """
     if _pairable(a, b, paired):
         d = np.log(a) - np.log(b)
-        point = float(np.exp(np.median(d)))
-        if rng is None:
-            return point, None
-        idx = rng.integers(0, d.size, size=(resamples, d.size))
-        reps: FloatArray = np.exp(_row_medians(d[idx]))
+        # exp of a log ratio above 709 is inf: the caller refuses such a ratio.
+        with np.errstate(over="ignore"):
+            point = float(np.exp(median(d)))
+            if rng is None:
+                return point, None
+            idx = rng.integers(0, d.size, size=(resamples, d.size))
+            reps: FloatArray = np.exp(_row_medians(d[idx]))
         return point, reps
     point = _median_ratio(a, b, name_b)
     if rng is None:
@@ -234,10 +289,18 @@ def _paired_p(a: FloatArray, b: FloatArray) -> float:
 
 
 def _median_ratio(a: FloatArray, b: FloatArray, name_b: str = "b") -> float:
-    med_b = float(np.median(b))
+    med_b = median(b)
     if med_b == 0.0:
         raise ValueError(f"median of {name_b} is 0; a ratio of medians is undefined")
-    return float(np.median(a)) / med_b
+    with np.errstate(over="ignore", under="ignore"):
+        return float(np.float64(median(a)) / np.float64(med_b))
+
+
+def _check_range(name_a: str, name_b: str, *values: float) -> None:
+    """A ratio (or a CI bound) of 0 or inf: the values are further apart than a float holds."""
+    if any(v == 0.0 or math.isinf(v) for v in values):
+        raise ValueError(f"{name_a} and {name_b} differ by more than floating point can express: "
+                         "no verdict")
 
 
 def ratio_of(
@@ -248,34 +311,43 @@ def ratio_of(
     confidence: float = 0.95,
     resamples: int = 4000,
     seed: int = 0,
+    name_a: str = "a",
+    name_b: str = "b",
 ) -> Ratio:
     """Compare a against b: how many times a's typical value is b's.
 
     Unpaired: the ratio of medians median(a) / median(b), Mann-Whitney U p-value.
     With ``paired=True`` sample k of a and b must come from the same round: the estimate is the
     median of the per-round ratios (rounds resampled for the CI) and the p-value a paired
-    t-test on the per-round log ratios, so drift shared by a round cancels. (Paired
-    data with a zero or negative value fall back to the unpaired estimators.) With fewer than 2
+    t-test on the per-round log ratios, so drift shared by a round cancels. With fewer than 2
     samples on either side the CI and the p-value are nan.
+
+    Raises ValueError, with a reason that names ``name_a`` or ``name_b``, when a side is empty
+    or not finite, when a value is zero or negative (a ratio of them means nothing: a negative
+    median turns "a is larger" into "a is smaller"), and when the ratio or its CI is beyond
+    floating point.
     """
-    arr_a = _as_array(a, "a")
-    arr_b = _as_array(b, "b")
+    arr_a = _positive(_as_array(a, name_a), name_a)
+    arr_b = _positive(_as_array(b, name_b), name_b)
     _check_confidence(confidence, resamples)
     if paired and arr_a.size != arr_b.size:
         raise ValueError(
             f"paired comparison needs one sample per round for both targets, "
-            f"got {arr_a.size} and {arr_b.size}"
+            f"got {arr_a.size} ({name_a}) and {arr_b.size} ({name_b})"
         )
     hl = _hodges_lehmann_ratio(arr_a, arr_b)
 
     if arr_a.size < 2 or arr_b.size < 2:
-        ratio, _ = _estimate(None, arr_a, arr_b, paired=paired, resamples=resamples)
+        ratio, _ = _estimate(None, arr_a, arr_b, paired=paired, resamples=resamples, name_b=name_b)
         ci_low = ci_high = p_value = math.nan
+        _check_range(name_a, name_b, ratio)
     else:
         rng = np.random.default_rng(seed)
-        ratio, reps = _estimate(rng, arr_a, arr_b, paired=paired, resamples=resamples)
+        ratio, reps = _estimate(rng, arr_a, arr_b, paired=paired, resamples=resamples,
+                                name_b=name_b)
         assert reps is not None
         ci_low, ci_high = _percentile_ci(reps, confidence)
+        _check_range(name_a, name_b, ratio, ci_low, ci_high)
         p_value = (_paired_p(arr_a, arr_b) if _pairable(arr_a, arr_b, paired)
                    else _mann_whitney_p(arr_a, arr_b))
 
@@ -346,7 +418,7 @@ def verdict(
 
     if not significant:
         hw = r.half_width() * 100.0
-        detail = f"±{hw:.1f}%" if math.isfinite(hw) else "no CI: fewer than 2 samples"
+        detail = f"±{short(hw)}%" if math.isfinite(hw) else "no CI: fewer than 2 samples"
         return Verdict(
             text=f"no significant difference ({detail})",
             significant=False,
@@ -375,13 +447,26 @@ def verdict(
         percent = (1.0 / r.ratio - 1.0) * 100.0
         low, high = (1.0 / r.ci_high - 1.0) * 100.0, (1.0 / r.ci_low - 1.0) * 100.0
     return Verdict(
-        text=f"{winner} is {percent:.1f}% {words[0]} [{low:.1f}%, {high:.1f}%]",
+        text=f"{winner} is {short(percent)}% {words[0]} [{short(low)}%, {short(high)}%]",
         significant=True,
         winner=winner,
         percent=percent,
         low=low,
         high=high,
     )
+
+
+def short(value: float, spec: str = ".1f", limit: float = 1e6) -> str:
+    """A number as ``format(value, spec)``, in three-digit exponent form from ``limit`` on (a
+    ratio of 1e300 is not 300 digits of percent), and "-" for nan or inf.
+
+    The flags and width before the "." of ``spec`` are kept: "+.1f" stays signed.
+    """
+    if not math.isfinite(value):
+        return "-"
+    if abs(value) < limit:
+        return format(value, spec)
+    return format(value, spec.split(".", 1)[0] + ".3g")
 
 
 # --------------------------------------------------------------------------- multiple testing
@@ -424,15 +509,20 @@ def outliers(values: Sequence[float], threshold: float = 3.5) -> list[bool]:
     arr = np.asarray(values, dtype=np.float64)
     if arr.size == 0:
         return []
-    dev = arr - np.median(arr)
-    mad = float(np.median(np.abs(dev)))
+    top = float(np.max(np.abs(arr)))
+    if top > 1e300 and math.isfinite(top):
+        # The score is scale-free; values near the end of the float range would overflow dev.
+        arr = arr / top
+    dev = arr - median(arr)
+    mad = median(np.abs(dev))
     if mad > 0.0:
         scale = mad * _MAD_TO_SIGMA
     else:
         scale = float(np.mean(np.abs(dev))) * _MEANAD_TO_SIGMA
         if scale == 0.0:
             return [False] * int(arr.size)
-    return [bool(x) for x in np.abs(dev) / scale > threshold]
+    with np.errstate(over="ignore"):  # a denormal scale: the deviant's score is inf, flagged
+        return [bool(x) for x in np.abs(dev) / scale > threshold]
 
 
 # --------------------------------------------------------------------------- suite summary
@@ -466,8 +556,9 @@ def geomean_ratio(
     groups are inverted, so every ratio reads as a's *cost* relative to b and
     the result is time-like: > 1 means b is better overall, < 1 means a is.
     Without ``better`` the ratios are used as they are, so do not mix
-    directions. Every per-workload ratio must be positive. If any group has
-    fewer than 2 samples on a side, the CI is nan.
+    directions. Every value must be positive, as for :func:`ratio_of`: a group
+    with a value <= 0 raises ValueError. If any group has fewer than 2 samples
+    on a side, the CI is nan.
     """
     if len(groups) == 0:
         raise ValueError("geomean_ratio needs at least one group")
@@ -480,14 +571,14 @@ def geomean_ratio(
     log_reps = np.zeros(resamples)
     can_bootstrap = True
     for i, (a_raw, b_raw, paired) in enumerate(groups):
-        a = _as_array(a_raw, f"group {i} a")
-        b = _as_array(b_raw, f"group {i} b")
+        a = _positive(_as_array(a_raw, f"group {i} a"), f"group {i} a")
+        b = _positive(_as_array(b_raw, f"group {i} b"), f"group {i} b")
         if paired and a.size != b.size:
             raise ValueError(f"group {i} is paired but has {a.size} and {b.size} samples")
         ratio, _ = _estimate(None, a, b, paired=paired, resamples=resamples,
                              name_b=f"group {i} b")
-        if ratio <= 0.0:
-            raise ValueError(f"group {i} ratio is {ratio}; a geometric mean needs ratios > 0")
+        if ratio <= 0.0 or math.isinf(ratio):
+            raise ValueError(f"group {i} ratio is {ratio}; a geometric mean needs finite ratios > 0")
         sign = -1.0 if better is not None and better[i] == "higher" else 1.0
         log_ratios[i] = sign * math.log(ratio)
         if a.size < 2 or b.size < 2:
@@ -501,11 +592,16 @@ def geomean_ratio(
             with np.errstate(divide="ignore", invalid="ignore"):
                 log_reps += sign * np.where(reps > 0.0, np.log(np.abs(reps)), np.nan)
 
-    value = float(np.exp(np.mean(log_ratios)))
+    value = float(np.exp(np.mean(log_ratios)))  # between the smallest and largest ratio
     if not can_bootstrap:
         return GeoMean(value=value, ci_low=math.nan, ci_high=math.nan, n=len(groups))
     lo, hi = _percentile_ci(log_reps / len(groups), confidence)
-    return GeoMean(value=value, ci_low=math.exp(lo), ci_high=math.exp(hi), n=len(groups))
+    with np.errstate(over="ignore"):
+        ci_low, ci_high = float(np.exp(lo)), float(np.exp(hi))
+    if not (ci_low > 0.0 and math.isfinite(ci_high)):
+        # A replicate beyond floating point: no interval rather than an infinite one.
+        ci_low = ci_high = math.nan
+    return GeoMean(value=value, ci_low=ci_low, ci_high=ci_high, n=len(groups))
 
 
 # --------------------------------------------------------------------------- report helpers
@@ -518,12 +614,16 @@ def median_ci(values: Sequence[float], seed: int = 0) -> tuple[float, float]:
     arr = np.asarray(values, dtype=np.float64)
     if float(arr.min()) == float(arr.max()):
         return float(arr[0]), float(arr[0])
-    with _warnings.catch_warnings():
+    with _warnings.catch_warnings(), np.errstate(all="ignore"):
         _warnings.simplefilter("ignore")
         res = _sps.bootstrap((arr,), np.median, n_resamples=2000, method="percentile",
                              confidence_level=0.95, rng=np.random.default_rng(seed),
                              vectorized=True)
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+    low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    if not (math.isfinite(low) and math.isfinite(high)):
+        # numpy's median of two values near 1e308 overflows: the range is the honest bound.
+        return float(arr.min()), float(arr.max())
+    return low, high
 
 
 def percent_better(ratio: float, low: float, high: float, better: str,

@@ -126,3 +126,40 @@ def test_report_cells_and_tones(run_doc: DocFactory) -> None:
     d = cells["i386"].diff
     assert d is not None and d.tone == "worse" and d.percent == pytest.approx(-20, abs=1)
     assert rep.counts.total == 8 and rep.counts.counted == 8
+
+
+def test_values_not_all_positive_give_a_reason_never_a_verdict(run_doc: DocFactory) -> None:
+    # The issue: with rates -2 (i386) and -1 (x86_64), higher being better, the report said
+    # "x86_64 is 100.0% faster" although i386's value was the higher one.
+    doc = _doc(run_doc, {"neg": {"i386": [-2.0, -2.1, -1.9, -2.0, -2.05],
+                                 "x86_64": [-1.0, -1.05, -0.95, -1.0, -1.02]},
+                         "zero": {"i386": [1.0, 1.1, 0.9, 1.0, 1.0],
+                                  "x86_64": [0.0, 1.0, 1.1, 0.9, 1.0]},
+                         "fine": {"i386": [2.0, 2.1, 1.9, 2.0, 2.05],
+                                  "x86_64": [1.0, 1.05, 0.95, 1.0, 1.02]}})
+    results = {r.id: r for r in analyse(doc)}
+    assert results["neg"].comparisons == []
+    assert "rate: i386 has values <= 0: a ratio of them means nothing, no verdict" in \
+        results["neg"].warnings
+    assert results["zero"].comparisons == []
+    assert "rate: x86_64 has values <= 0: a ratio of them means nothing, no verdict" in \
+        results["zero"].warnings
+    assert results["fine"].comparisons[0].verdict.winner == "i386"
+    # The suite mean and the report use what has a ratio, and say nothing about the rest.
+    (suite,) = suite_summary(list(results.values()))
+    assert suite.workloads == ("fine",)
+    report = analysis.from_run(doc)
+    assert not any(d.workload in ("neg", "zero") for b in report.workloads for d in b.diffs)
+
+
+def test_a_secondary_metric_without_a_ratio_is_a_warning(run_doc: DocFactory) -> None:
+    metrics = {**RATE, "temp": {"unit": "C", "better": "lower"}}
+    samples = [{"workload": "w", "target": t, "round": r, "check": "same",
+                "metrics": {"rate": 1.0 + r / 10, "temp": -5.0 - r}}
+               for t in ("i386", "x86_64") for r in range(1, 6)]
+    doc = run_doc({"w": {"primary": "rate", "targets": ["i386", "x86_64"],
+                         "metrics": metrics}}, samples)
+    (block,) = analysis.from_run(doc).workloads
+    assert [d.metric for d in block.diffs] == ["rate"]
+    assert "temp: i386 has values <= 0: a ratio of them means nothing, no verdict" in \
+        block.result.warnings

@@ -140,14 +140,43 @@ def test_hodges_lehmann_exact_shift() -> None:
     r = ratio_of(a, b, paired=True)
     assert r.ratio == pytest.approx(1.5)
     assert r.hodges_lehmann == pytest.approx(1.5)
-    assert math.isnan(ratio_of([1.0, 2.0], [0.0, 3.0], paired=True).hodges_lehmann)
 
 
-def test_zero_in_b_gives_infinite_tail_not_nan() -> None:
-    # Median of b is 2, but resamples of only the zero make median(b*) = 0.
-    r = ratio_of([1.0, 2.0, 3.0], [0.0, 2.0, 4.0], paired=False, confidence=0.99)
-    assert not math.isnan(r.ci_low)
-    assert r.ci_high == math.inf
+@pytest.mark.parametrize("paired", [True, False])
+def test_values_not_all_positive_have_no_ratio(paired: bool) -> None:
+    # A zero anywhere, even where the median of b is 2, or a negative value: refused, named.
+    for a, b, who in (([1.0, 2.0, 3.0], [0.0, 2.0, 4.0], "x86_64"),
+                      ([-1.0, -2.0, -3.0], [1.0, 2.0, 3.0], "i386"),
+                      ([1.0, 2.0, 3.0], [-5.0, -5.0, -5.0], "x86_64")):
+        with pytest.raises(ValueError, match=f"^{who} has values <= 0: a ratio of them means "
+                           "nothing, no verdict$"):
+            ratio_of(a, b, paired=paired, name_a="i386", name_b="x86_64")
+
+
+def test_negative_values_never_invert_a_verdict() -> None:
+    # The issue: rates of -2 (i386) against -1 (x86_64), higher is better, once gave
+    # "x86_64 is 100.0% faster" although i386's value was the higher one.
+    with pytest.raises(ValueError, match="values <= 0"):
+        ratio_of([-2.0] * 5, [-1.0] * 5, paired=True)
+
+
+def test_ratios_beyond_floating_point_are_refused() -> None:
+    with pytest.raises(ValueError, match="floating point"):
+        ratio_of([1e308] * 4, [5e-324] * 4, paired=True, name_a="i386", name_b="x86_64")
+    with pytest.raises(ValueError, match="floating point"):
+        ratio_of([5e-324] * 3, [1e308] * 3, paired=False)
+    # Large but representable values are fine, and so are their medians.
+    r = ratio_of([1e308, 1.6e308], [1e308, 1.6e308], paired=False)
+    assert r.ratio == 1.0 and math.isfinite(r.ci_low) and math.isfinite(r.ci_high)
+
+
+def test_summary_of_values_at_the_end_of_the_range_is_finite() -> None:
+    s = summarize([1.7e308, 1.7e308, -1.7e308, 1.7e308])
+    assert s.median == 1.7e308 and s.mean == pytest.approx(0.85e308)
+    assert math.isfinite(s.stdev) and math.isfinite(s.mad)
+    assert summarize([5e-324, 5e-324]).median == 5e-324
+    assert summarize([1.0, 2.0, 3.0, 4.0]).median == 2.5
+    assert outliers([1.7e308] * 6 + [-1.7e308]) == [False] * 6 + [True]
 
 
 # --------------------------------------------------------------------------- compare: degenerate
@@ -178,7 +207,7 @@ def test_paired_unequal_lengths_raises() -> None:
 
 
 def test_zero_median_raises() -> None:
-    with pytest.raises(ValueError, match="median"):
+    with pytest.raises(ValueError, match="<= 0"):
         ratio_of([1.0, 2.0, 3.0], [0.0, 0.0, 5.0], paired=True)
 
 
@@ -321,6 +350,13 @@ def test_geomean_better_inverts_higher_groups() -> None:
     assert geomean_ratio(groups).value == pytest.approx(1.0)
     with pytest.raises(ValueError):
         geomean_ratio(groups, better=["lower"])
+
+
+def test_geomean_refuses_values_not_all_positive() -> None:
+    good = ([1.2] * 5, [1.0] * 5, True)
+    for bad in (([-1.2] * 5, [-1.0] * 5, True), ([1.0, 0.0, 1.0], [1.0] * 3, False)):
+        with pytest.raises(ValueError, match=r"group 1 (a|b) has values <= 0"):
+            geomean_ratio([good, bad])
 
 
 def test_five_consistent_rounds_can_be_significant() -> None:

@@ -171,3 +171,19 @@ def test_a_runner_metric_as_primary_keeps_its_unit_even_if_the_document_omits_it
         meta["metrics"].pop("user", None)
     results = analyse(document(doc, "t"))
     assert results and all((r.unit, r.better) == ("s", "lower") for r in results)
+
+
+def test_formatters_never_overflow_or_print_inf() -> None:
+    from abibench.report import formatting as fmt
+
+    assert fmt.number(math.inf) == "-" and fmt.number(math.nan, "+.1f") == "-"
+    assert fmt.number(12.345) == "12.3" and fmt.number(1e308, "+.1f") == "+1e+308"
+    assert fmt.number(-2.5e9, "6.1f") == "-2.5e+09"
+    assert fmt.ratio(1e306, 1e305, math.inf) == "1e+306"
+    assert fmt.percent_ci(12.34, 10.0, 14.0) == "+12.3% [+10.0%, +14.0%]"
+    assert [fmt.kib(v) for v in (None, math.nan, 845, 1536, 3 * 1024**2, 2**62, -5000)] == \
+        ["-", "-", "845 KiB", "1.5 MiB", "3.00 GiB", "4.00 ZiB", "-4.9 MiB"]
+    assert fmt.kib(1e308) == "8.47e+286 YiB"
+    assert [fmt.size(v) for v in (None, 0, 1023, 1536, 5 << 20, 2**63 - 1, -(2**63))] == \
+        ["-", "0 B", "1023 B", "1.5 KiB", "5.00 MiB", "8.00 EiB", "-8.00 EiB"]
+    assert fmt.si(math.nan, "s") == "-" and fmt.si(-1e308, "ops/s") == "-1e+296T ops/s"

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..records import JSON, Artifact, HostContext, Run
+from ..stats import short
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ def _kv(value: object) -> str:
 
 def _kib(value: float) -> str:
     if value >= 1024 * 1024:
-        return f"{value / 1024 / 1024:.2f} GiB"
+        return f"{short(value / 1024 / 1024, '.2f')} GiB"
     if value >= 1024:
         return f"{value / 1024:.1f} MiB"
     return f"{value:.0f} KiB"
@@ -103,7 +104,7 @@ def context_rows(sets: Sequence[SetLike]) -> list[ContextRow]:
                           for h in hosts])
     add("virtualization", [_kv(h.virtualization) if h.virtualization else "none detected"
                            for h in hosts])
-    add("load at start", [" ".join(f"{x:.2f}" for x in h.load_average) for h in hosts])
+    add("load at start", [" ".join(short(x, ".2f") for x in h.load_average) for h in hosts])
     add("OS", [_kv(h.os_release) for h in hosts])
     add("C library", [_kv(h.libc) for h in hosts])
     add("compilers", ["; ".join(f"{k}: {v}" for k, v in h.compilers.items()) for h in hosts])

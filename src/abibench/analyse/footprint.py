@@ -78,7 +78,7 @@ def series(doc: RunDoc, *, prefix: str = PREFIX, size_param: str = SIZE_PARAM,
             n = int(str(size))
         except ValueError:
             continue
-        if n <= 0:
+        if not 0 < n < 1 << 63:  # a size beyond any machine's (and beyond a float) is no sweep
             continue
         samples = doc.counted(wid)
         for label in meta.targets or sorted({s.target for s in samples}):
@@ -116,14 +116,19 @@ def largest_n_difference(all_series: list[Series], a: str = "i386",
         pa = next(p for p in sa.points if p.n == n)
         pb = next(p for p in sb.points if p.n == n)
         pair = pair_by_round(pa.counted, pb.counted, "max_rss")
-        ratio = stats.ratio_of(pair.a, pair.b, paired=pair.paired)
+        try:
+            ratio = stats.ratio_of(pair.a, pair.b, paired=pair.paired, name_a=a, name_b=b)
+        except ValueError:
+            continue  # e.g. a peak RSS of 0 in an imported file: no ratio, no difference shown
         percent = (ratio.ratio - 1.0) * 100.0
         if math.isnan(ratio.ci_low):
             ci = "no CI: fewer than 2 samples"
         else:
-            ci = f"[{(ratio.ci_low - 1) * 100:+.1f}%, {(ratio.ci_high - 1) * 100:+.1f}%]"
-        text = (f"{structure} at N={n:,}: {a} {pa.bytes_per_element:.1f} B/element, {b} "
-                f"{pb.bytes_per_element:.1f} B/element: {a} peak RSS {percent:+.1f}% {ci}")
+            ci = (f"[{stats.short((ratio.ci_low - 1) * 100, '+.1f')}%, "
+                  f"{stats.short((ratio.ci_high - 1) * 100, '+.1f')}%]")
+        text = (f"{structure} at N={n:,}: {a} {stats.short(pa.bytes_per_element)} B/element, {b} "
+                f"{stats.short(pb.bytes_per_element)} B/element: {a} peak RSS "
+                f"{stats.short(percent, '+.1f')}% {ci}")
         out.append(Difference(structure, n, a, b, pa.bytes_per_element, pb.bytes_per_element,
                               ratio, percent, text))
     return out

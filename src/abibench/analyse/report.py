@@ -15,8 +15,6 @@ import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-import numpy as np
-
 from .. import __version__, stats
 from ..errors import UsageError
 from ..records import (
@@ -228,15 +226,16 @@ def verdict_words(unit: str, better: str) -> tuple[str, str]:
 
 
 def _secondary_diff(counted: list[Sample], wid: str, metric: str, unit: str, better: Better,
-                    label: str, ref: str, valid: bool) -> Diff | None:
+                    label: str, ref: str, valid: bool) -> Diff | str | None:
+    """The comparison of one secondary metric; the reason as a string when it has no ratio."""
     pair = pair_by_round([s for s in counted if s.target == label],
                          [s for s in counted if s.target == ref], metric)
     if len(pair.a) < 2 or len(pair.b) < 2:
         return None
     try:
-        r = stats.ratio_of(pair.a, pair.b, paired=pair.paired)
-    except ValueError:
-        return None
+        r = stats.ratio_of(pair.a, pair.b, paired=pair.paired, name_a=label, name_b=ref)
+    except ValueError as exc:
+        return f"{metric}: {exc}"
     words = verdict_words(unit, better)
     reduction = words[0] == "smaller"
     v = stats.verdict(r, better=better, name_a=label, name_b=ref, words=words,
@@ -265,7 +264,7 @@ def _block(res: WorkloadResult, doc: RunDoc, reference: str | None) -> WorkloadB
                     if (v := s.value(metric)) is not None and math.isfinite(v)]
             if vals:
                 lo, hi = stats.median_ci(vals)
-                bars.append(Bar(row.label, row.state, len(vals), float(np.median(vals)), lo, hi))
+                bars.append(Bar(row.label, row.state, len(vals), stats.median(vals), lo, hi))
             else:
                 bars.append(Bar(row.label, row.shown_state, 0, math.nan, math.nan, math.nan))
         panels.append(Panel(metric, info.unit, better, metric == res.primary, tuple(bars)))
@@ -284,7 +283,9 @@ def _block(res: WorkloadResult, doc: RunDoc, reference: str | None) -> WorkloadB
                     continue
                 d = _secondary_diff(counted, res.id, metric, info.unit, info.better, row.label,
                                     reference, valid)
-                if d is not None:
+                if isinstance(d, str):
+                    res.warnings.append(d)
+                elif d is not None:
                     diffs.append(d)
     return WorkloadBlock(res, reference, dict(meta.params), panels, diffs)
 

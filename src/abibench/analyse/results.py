@@ -193,9 +193,11 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
                         ("max_rss", better_of("lower"), ("smaller", "larger"), True, res.memory)):
                     pair = doc.paired(wid, metric, other, ref)
                     try:
-                        ratio = stats.ratio_of(pair.a, pair.b, paired=pair.paired)
+                        ratio = stats.ratio_of(pair.a, pair.b, paired=pair.paired,
+                                               name_a=other, name_b=ref)
                     except ValueError as exc:
-                        res.warnings.append(f"{metric} {other} vs {ref}: {exc}")
+                        # e.g. "rate: i386 has values <= 0: ...": no ratio, so no verdict
+                        res.warnings.append(f"{metric}: {exc}")
                         continue
                     bucket.append(PairVerdict(metric, other, ref, ratio,
                                               stats.verdict(ratio, better=better, name_a=other,
@@ -221,7 +223,8 @@ def _sample_warnings(rows: list[TargetRow], counted: list[Sample],
                        "are part of what is measured; give the workload more work")
         if row.summary and row.summary.n >= 3 and row.summary.cv == row.summary.cv \
                 and abs(row.summary.cv) > HIGH_CV:
-            out.append(f"{row.label}: coefficient of variation {abs(row.summary.cv) * 100:.0f}% "
+            out.append(f"{row.label}: coefficient of variation "
+                       f"{stats.short(abs(row.summary.cv) * 100, '.0f')}% "
                        "> 10%: a noisy machine or workload; more rounds narrow the CI")
     if stop_reason.startswith(("time budget", "max ")):
         out.append(f"stopped by budget before reaching the asked precision ({stop_reason})")
@@ -253,9 +256,14 @@ def suite_summary(results: list[WorkloadResult]) -> list[SuiteSummary]:
         excluded = tuple(r.id for r, _ in items if r.validation == "miscompare")
         if not valid:
             continue
-        gm = stats.geomean_ratio(
-            [(c.values_a, c.values_b, c.ratio.paired) for _, c in valid],
-            better=[better_of(r.better) for r, _ in valid])
+        try:
+            gm = stats.geomean_ratio(
+                [(c.values_a, c.values_b, c.ratio.paired) for _, c in valid],
+                better=[better_of(r.better) for r, _ in valid])
+        except ValueError:
+            # Every comparison here has a ratio already (ratio_of refused the others, with a
+            # warning on their workload), so this is a guard, not a path: no mean, no verdict.
+            continue
         out.append(SuiteSummary(a, b, gm, tuple(r.id for r, _ in valid), excluded,
                                 _suite_text(a, b, gm)))
     return out
@@ -266,7 +274,8 @@ def _suite_text(a: str, b: str, gm: stats.GeoMean) -> str:
     if math.isnan(gm.ci_low) or gm.ci_low <= 1.0 <= gm.ci_high:
         return "no significant difference overall"
     if gm.value > 1:
-        return (f"{b} is {(gm.value - 1) * 100:.1f}% faster overall "
-                f"[{(gm.ci_low - 1) * 100:.1f}%, {(gm.ci_high - 1) * 100:.1f}%]")
-    return (f"{a} is {(1 / gm.value - 1) * 100:.1f}% faster overall "
-            f"[{(1 / gm.ci_high - 1) * 100:.1f}%, {(1 / gm.ci_low - 1) * 100:.1f}%]")
+        return (f"{b} is {stats.short((gm.value - 1) * 100)}% faster overall "
+                f"[{stats.short((gm.ci_low - 1) * 100)}%, {stats.short((gm.ci_high - 1) * 100)}%]")
+    return (f"{a} is {stats.short((1 / gm.value - 1) * 100)}% faster overall "
+            f"[{stats.short((1 / gm.ci_high - 1) * 100)}%, "
+            f"{stats.short((1 / gm.ci_low - 1) * 100)}%]")

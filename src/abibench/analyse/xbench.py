@@ -129,7 +129,7 @@ def xbench_index(doc: RunDoc, *, reference: str = REFERENCE,
                 try:
                     r = stats.ratio_of(a, b, paired=paired, seed=seed)
                 except ValueError:
-                    continue  # a zero median has no ratio; the test is not scored
+                    continue  # values <= 0 have no ratio; the test is not scored
                 lo, hi = sorted((_score(r.ci_low, better), _score(r.ci_high, better)))
                 tests.append(TestScore(
                     workload=wid, metric=metric, group=group_of(wid), target=label,

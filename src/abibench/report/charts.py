@@ -15,6 +15,7 @@ import io
 import math
 import re
 import textwrap
+import warnings
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from html import escape
@@ -27,6 +28,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
 from ..analyse.footprint import Series
 from ..analyse.report import Diff, Panel
+from ..text import one_line
 from . import formatting as fmt
 from .formatting import better_words
 
@@ -79,7 +81,11 @@ def check_svg(svg: str) -> None:
 
 def _to_svg(fig: Figure, label: str) -> str:
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    with warnings.catch_warnings():
+        # Text stays text in the SVG (svg.fonttype none) and the browser's fonts draw it, so a
+        # name in a script DejaVu lacks is no problem, and no reason to warn on every report.
+        warnings.filterwarnings("ignore", message="Glyph .* missing from font", category=UserWarning)
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     svg = buf.getvalue()
     svg = svg[svg.index("<svg"):]
     svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, count=1, flags=re.S)
@@ -87,7 +93,26 @@ def _to_svg(fig: Figure, label: str) -> str:
     return svg.replace("<svg ", f'<svg role="img" aria-label="{escape(label)}" class="chart" ', 1)
 
 
+# matplotlib's transforms multiply data by hundreds of points and divide by an axis's span, so a
+# value beyond this magnitude (an imported 1e308), or one so tiny that only a denormal holds it,
+# overflows them: such a bar is named, not drawn, and every axis limit stays finite.
+DRAWABLE = 1e300
+
+
+def _drawable(value: float) -> bool:
+    return math.isfinite(value) and (value == 0 or 1 / DRAWABLE <= abs(value) <= DRAWABLE)
+
+
+LABEL_MAX = 120  # characters of a name a chart shows; the tables beside it show all of it
+
+
 def _wrap(text: str, width: int) -> str:
+    """A label from results in lines of at most `width`. Control characters go first: XML has
+    no place for them, so one in a workload's name would make the chart's SVG unreadable; and a
+    name of kilobytes is cut short rather than laid out over hundreds of lines."""
+    text = one_line(text)
+    if len(text) > LABEL_MAX:
+        text = text[:LABEL_MAX - 1] + "…"
     return "\n".join(textwrap.wrap(text, width, break_long_words=True)) or text
 
 
@@ -111,22 +136,26 @@ def bars_svg(panel: Panel, title: str, colours: dict[str, str], salt: str) -> st
     with matplotlib.rc_context(_rc(salt)):
         fig = Figure(figsize=(3.7, 1.5 + 0.36 * n if horizontal else 3.0), layout="constrained")
         ax = fig.add_subplot()
-        top = 0.0
+        top = bottom = 0.0
         for i, bar in enumerate(panel.bars):
-            if math.isnan(bar.median):
+            value = bar.median * scale
+            if not _drawable(value):
+                note = _wrap(bar.state if math.isnan(bar.median) else
+                             f"{fmt.si(bar.median, panel.unit)}: out of the chart's range", 1000)
                 if horizontal:
-                    ax.text(0, i, f" {bar.state}", ha="left", va="center", color=GREY,
+                    ax.text(0, i, f" {note}", ha="left", va="center", color=GREY,
                             fontsize=8.5)
                 else:
-                    ax.text(i, 0, f" {bar.state}", rotation=90, ha="center", va="bottom",
+                    ax.text(i, 0, f" {note}", rotation=90, ha="center", va="bottom",
                             color=GREY, fontsize=8.5)
                 continue
-            value = bar.median * scale
             err = None
-            if math.isfinite(bar.low) and math.isfinite(bar.high):
-                err = [[max(value - bar.low * scale, 0.0)], [max(bar.high * scale - value, 0.0)]]
-            peak = bar.high * scale if math.isfinite(bar.high) else value
+            low, high = bar.low * scale, bar.high * scale
+            if _drawable(low) and _drawable(high):
+                err = [[max(value - low, 0.0)], [max(high - value, 0.0)]]
+            peak = high if _drawable(high) else value
             top = max(top, peak, value)
+            bottom = min(bottom, low if _drawable(low) else value, value)
             colour = colours.get(bar.label, GREY)
             whisker = {"elinewidth": 1.2, "ecolor": "#222222"}
             if horizontal:
@@ -139,16 +168,18 @@ def bars_svg(panel: Panel, title: str, colours: dict[str, str], salt: str) -> st
                        error_kw=whisker)
                 ax.annotate(fmt.si(value), (i, peak), xytext=(0, 2), textcoords="offset points",
                             ha="center", va="bottom", fontsize=8.5)
-        axis_label = f"{unit} ({words})" if unit else words
+        axis_label = f"{_wrap(unit, 1000)} ({words})" if unit else words
         limit = top * (1.3 if horizontal else 1.15) if top > 0 else 1.0
+        # Negative medians (a program's own metric may be) hang below zero.
+        floor = bottom * (1.3 if horizontal else 1.15)
         if horizontal:
-            ax.set_xlim(0, limit)
+            ax.set_xlim(floor, limit)
             ax.set_yticks(range(n), [_wrap(b.label, 16) for b in panel.bars])
             ax.set_ylim(n - 0.5, -0.5)  # the first target at the top
             ax.xaxis.set_major_formatter(FuncFormatter(_tick))
             ax.set_xlabel(axis_label)
         else:
-            ax.set_ylim(0, limit)
+            ax.set_ylim(floor, limit)
             ax.set_xticks(range(n), [_wrap(b.label, 12) for b in panel.bars])
             ax.yaxis.set_major_formatter(FuncFormatter(_tick))
             ax.set_ylabel(axis_label)
@@ -179,12 +210,12 @@ def diff_svg(diffs: Sequence[Diff], colours: dict[str, str], reference: str, sal
         for ti, (wid, metric) in enumerate(tests):
             for li, label in enumerate(labels):
                 found = index.get((wid, metric, label))
-                if found is None or not math.isfinite(found.percent):
+                if found is None or not _drawable(found.percent):
                     continue
                 d = found
                 y = ti - group / 2 + bar_h * (li + 0.5)
                 err = None
-                if math.isfinite(d.pct_low) and math.isfinite(d.pct_high):
+                if _drawable(d.pct_low) and _drawable(d.pct_high):
                     err = [[max(d.percent - d.pct_low, 0.0)], [max(d.pct_high - d.percent, 0.0)]]
                     lo_x, hi_x = min(lo_x, d.pct_low), max(hi_x, d.pct_high)
                 lo_x, hi_x = min(lo_x, d.percent), max(hi_x, d.percent)
@@ -193,9 +224,9 @@ def diff_svg(diffs: Sequence[Diff], colours: dict[str, str], reference: str, sal
                         alpha=1.0 if d.significant else 0.55,
                         hatch=None if d.significant else "///", xerr=err, capsize=3,
                         error_kw={"elinewidth": 1.0, "ecolor": "#222222"})
-                tag = f"{d.percent:+.1f}%" + ("" if d.valid else " INVALID")
+                tag = f"{fmt.number(d.percent, '+.1f')}%" + ("" if d.valid else " INVALID")
                 edge = d.pct_high if d.percent >= 0 else d.pct_low
-                if not math.isfinite(edge):
+                if not _drawable(edge) or err is None:
                     edge = d.percent
                 ax.annotate(tag, (edge, y), xytext=(4 if d.percent >= 0 else -4, 0),
                             textcoords="offset points", va="center",
@@ -242,7 +273,7 @@ def curve_svg(curves: Sequence[Series], title: str, quantity: str, colours: dict
                 lines.append((c.abi, [p.ns_per_element for p in c.points], "-"))
             for label, values, style in lines:
                 pts = [(float(p.n), v) for p, v in zip(c.points, values, strict=True)
-                       if v is not None and math.isfinite(v)]
+                       if v is not None and _drawable(v) and _drawable(float(p.n))]
                 if not pts:
                     continue
                 xs, ys = zip(*pts, strict=True)

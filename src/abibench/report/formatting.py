@@ -1,10 +1,18 @@
-"""Number formatting shared by every report."""
+"""Number formatting shared by every report.
+
+Nothing here raises or prints "inf" or "nan" where a number belongs: a value that is not finite
+is "-", and a huge one (an imported 1e308, a size of 2**62) is printed in exponent form or with
+a larger unit, never as hundreds of digits.
+"""
 
 from __future__ import annotations
 
 import math
 
 from ..analyse import footprint, xbench
+from ..stats import short
+
+number = short  # format(value, spec); "-" when not finite; exponent form when huge
 
 
 def si(value: float | None, unit: str = "") -> str:
@@ -24,24 +32,34 @@ def si(value: float | None, unit: str = "") -> str:
     return f"{value:.3g} {unit}".rstrip()
 
 
+_BINARY = ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB")
+
+
+def _binary(value: float, digits: int = 0) -> str:
+    """value KiB in the largest unit it reaches: "1.5 MiB", "4.00 EiB"; one more decimal per
+    unit up to two, starting from `digits`."""
+    i = 0
+    scaled = float(value)
+    while abs(scaled) >= 1024 and i < len(_BINARY) - 1:
+        scaled /= 1024
+        i += 1
+    return f"{number(scaled, f'.{min(digits + i, 2)}f')} {_BINARY[i]}"
+
+
 def kib(value: float | None) -> str:
-    if value is None:
+    """A quantity of KiB (peak RSS): "845 KiB", "1.5 MiB", "2.00 GiB"."""
+    if value is None or not math.isfinite(value):
         return "-"
-    if value >= 1024 * 1024:
-        return f"{value / 1024 / 1024:.2f} GiB"
-    if value >= 1024:
-        return f"{value / 1024:.1f} MiB"
-    return f"{value:.0f} KiB"
+    return _binary(value)
 
 
 def size(value: int | None) -> str:
+    """A quantity of bytes (file sizes): "512 B", "1.5 KiB", "2.00 MiB"."""
     if value is None:
         return "-"
-    if value >= 1 << 20:
-        return f"{value / (1 << 20):.2f} MiB"
-    if value >= 1 << 10:
-        return f"{value / 1024:.1f} KiB"
-    return f"{value} B"
+    if abs(value) < 1024:
+        return f"{value} B"
+    return _binary(value / 1024, digits=1)
 
 
 def with_ci(value: float, low: float, high: float, spec: str, unit: str = "",
@@ -49,10 +67,10 @@ def with_ci(value: float, low: float, high: float, spec: str, unit: str = "",
     """A number and its CI in one format: "1.234 [1.200, 1.270]"; `no_ci` marks a missing CI."""
     if not math.isfinite(value):
         return "-"
-    text = f"{value:{spec}}{unit}"
+    text = f"{number(value, spec)}{unit}"
     if not (math.isfinite(low) and math.isfinite(high)):
         return text + no_ci
-    return f"{text} [{low:{spec}}{unit}, {high:{spec}}{unit}]"
+    return f"{text} [{number(low, spec)}{unit}, {number(high, spec)}{unit}]"
 
 
 def ratio(value: float, low: float, high: float) -> str:

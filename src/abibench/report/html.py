@@ -269,7 +269,7 @@ class _Page:
         for row in res.rows:
             s = row.summary
             state = row.shown_state if row.state == "ok" else f"{row.state}: {row.reason or ''}"
-            cv = f"{abs(s.cv) * 100:.1f}%" if s and math.isfinite(s.cv) else "-"
+            cv = f"{fmt.number(abs(s.cv) * 100)}%" if s and math.isfinite(s.cv) else "-"
             trows.append([self.swatch(row.label), h("span", state, class_="wrap"), row.n or "-",
                           fmt.si(s.median, res.unit) if s else "-",
                           fmt.si(s.min, res.unit) if s else "-", fmt.si(s.max, res.unit) if s else "-",
@@ -282,7 +282,7 @@ class _Page:
         comps = []
         for d in b.diffs:
             cls = "bad" if not d.valid else ("ok" if d.significant else "muted")
-            p = f"p={d.p_value:.3g}" + (" Holm" if d.primary else "") \
+            p = f"p={fmt.number(d.p_value, '.3g')}" + (" Holm" if d.primary else "") \
                 if math.isfinite(d.p_value) else "no p-value"
             comps.append(h("li", h("code", d.metric), f" {d.label}/{d.reference} ratio "
                            f"{fmt.ratio(d.ratio, d.ci_low, d.ci_high)} → ",
@@ -364,7 +364,7 @@ class _Page:
                 c = mem.get(row.label)
                 pct = "-"
                 if c is not None and math.isfinite(c.ratio.ratio):
-                    pct = f"{(c.ratio.ratio - 1) * 100:+.1f}%"
+                    pct = f"{fmt.number((c.ratio.ratio - 1) * 100, '+.1f')}%"
                 rows.append([res.id, self.swatch(row.label), row.n or "-", fmt.kib(row.rss_kb),
                              "reference" if row.label == b.reference and res.memory else
                              (fmt.ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high)
@@ -397,8 +397,8 @@ class _Page:
                                                       small=True)),
                       h("figcaption", "ns per element, lower is better"))]
             parts += [h("h3", structure), h("div", *figs, class_="charts")]
-        rows = [[d.structure, f"{d.n:,}", self.swatch(d.a), f"{d.a_bytes_per_element:.1f}",
-                 self.swatch(d.b), f"{d.b_bytes_per_element:.1f}",
+        rows = [[d.structure, f"{d.n:,}", self.swatch(d.a), fmt.number(d.a_bytes_per_element),
+                 self.swatch(d.b), fmt.number(d.b_bytes_per_element),
                  fmt.ratio(d.ratio.ratio, d.ratio.ci_low, d.ratio.ci_high),
                  h("span", footprint_percent(d), class_=_footprint_class(d))]
                 for d in self.r.footprint_diffs]
@@ -443,7 +443,7 @@ class _Page:
             res = b.result
             ref = next((r.size for r in res.rows if r.label == b.reference and r.size), None)
             for row in res.rows:
-                vs = f"{(row.size / ref - 1) * 100:+.1f}%" if ref and row.size and \
+                vs = f"{fmt.number((row.size / ref - 1) * 100, '+.1f')}%" if ref and row.size and \
                     row.label != b.reference else ("reference" if row.label == b.reference
                                                    and row.size else "-")
                 rows.append([res.id, self.swatch(row.label), fmt.size(row.size),
@@ -528,7 +528,7 @@ def _footprint_class(d: Difference) -> str:
 
 def _cell(value: object) -> str:
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return fmt.number(value, ".4g")
     return "" if value is None else str(value)
 
 

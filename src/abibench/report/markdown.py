@@ -161,8 +161,8 @@ def render(report: Report) -> str:
                 "over N are in the HTML report.", ""]
         out += _table(["structure", "N", "ABI", "B/element", "reference", "B/element",
                        "peak RSS ratio [95% CI]", "change [95% CI]"],
-                      [[_esc(d.structure), f"{d.n:,}", _esc(d.a), f"{d.a_bytes_per_element:.1f}",
-                        _esc(d.b), f"{d.b_bytes_per_element:.1f}",
+                      [[_esc(d.structure), f"{d.n:,}", _esc(d.a), fmt.number(d.a_bytes_per_element),
+                        _esc(d.b), fmt.number(d.b_bytes_per_element),
                         fmt.ratio(d.ratio.ratio, d.ratio.ci_low, d.ratio.ci_high),
                         footprint_percent(d)] for d in r.footprint_diffs],
                       right={1, 3, 5, 6, 7})
@@ -212,7 +212,7 @@ def _workload(b: WorkloadBlock) -> list[str]:
         rows.append([_esc(row.label), _esc(state), str(row.n or "-"),
                      _esc(fmt.si(s.median, res.unit)) if s else "-",
                      _esc(f"{fmt.si(s.min, res.unit)} – {fmt.si(s.max, res.unit)}") if s else "-",
-                     f"{abs(s.cv) * 100:.1f}%" if s and math.isfinite(s.cv) else "-",
+                     f"{fmt.number(abs(s.cv) * 100)}%" if s and math.isfinite(s.cv) else "-",
                      fmt.kib(row.rss_kb), fmt.size(row.size), fmt.size(row.text)])
     out += _table(["target", "state", "n", "median", "min – max", "CV", "peak RSS", "file size",
                    "text"], rows, right={2, 3, 4, 5, 6, 7, 8})

@@ -11,23 +11,35 @@ import io
 import math
 
 from rich.console import Console
-from rich.markup import escape as e
+from rich.markup import escape
 from rich.table import Table
 
 from ..analyse.report import Cell, Report, SetInfo, WorkloadBlock
 from ..analyse.results import PairVerdict
 from ..analyse.xbench import GROUPS, Index
 from ..records import is_reference
+from ..text import one_line
 from . import formatting as fmt
 
 WIDTH = 140  # fixed width when not a terminal (CI, a pipe): logs stay readable
 TONE = {"invalid": "red", "better": "green", "worse": "red", "unclear": "dim"}
 
 
+def e(text: object) -> str:
+    """Any text that is not abibench's own, ready for rich markup: one line, no control or escape
+    sequence (text.one_line), and its square brackets escaped so that a unit like "ops[/bold]"
+    or a name with "[link=...]" is shown as it is, never styled and never a markup error.
+
+    The order matters: escaping first would let a removed control sequence join a backslash
+    and a bracket into markup again."""
+    return escape(one_line(str(text)))
+
+
 def render(report: Report, *, color: bool = False, width: int | None = None) -> str:
     buf = io.StringIO()
+    # emoji=False: a ":name:" in a workload's name or unit is text, not a picture.
     con = Console(file=buf, width=width or WIDTH, no_color=not color, force_terminal=color,
-                  highlight=False, soft_wrap=False)
+                  highlight=False, soft_wrap=False, emoji=False)
     if report.kind == "comparison":
         _comparison(report, con)
     else:
@@ -46,7 +58,7 @@ def _instr_ratio(counted: list[tuple[str, int]]) -> str:
     ref = next((n for lbl, n in counted if is_reference(lbl)), None)
     if ref is None:
         return ""
-    parts = [f"{lbl}/64-bit {n / ref:.3f}" for lbl, n in counted if n != ref]
+    parts = [f"{lbl}/64-bit {fmt.number(n / ref, '.3f')}" for lbl, n in counted if n != ref]
     return f" ({', '.join(parts)})" if parts else ""
 
 
@@ -105,7 +117,8 @@ def _workload(b: WorkloadBlock, con: Console) -> None:
             "green" if c.verdict.significant else "white")
         prefix = "INVALID (outputs differ) — " if res.validation == "miscompare" else ""
         con.print(f"  {e(c.a)}/{e(c.b)} {e(res.primary)} ratio {_ratio(c)}"
-                  f" → [{colour}]{prefix}{e(c.verdict.text)}[/] (p={c.p_adjusted:.3g} Holm)")
+                  f" → [{colour}]{prefix}{e(c.verdict.text)}[/] "
+                  f"(p={fmt.number(c.p_adjusted, '.3g')} Holm)")
     for c in res.memory:
         con.print(f"  {e(c.a)}/{e(c.b)} peak RSS ratio {_ratio(c)} → {e(c.verdict.text)}")
     counted = [(r.label, r.instructions) for r in res.rows if r.instructions]
@@ -116,7 +129,7 @@ def _workload(b: WorkloadBlock, con: Console) -> None:
     if len(big) >= 2:
         ref = next((sz for lbl, sz in big if is_reference(lbl)), None)
         if ref:
-            parts = [f"{lbl} {100 * (sz / ref - 1):+.1f}%" for lbl, sz in big
+            parts = [f"{lbl} {fmt.number(100 * (sz / ref - 1), '+.1f')}%" for lbl, sz in big
                      if sz != ref and not is_reference(lbl)]
             if parts:
                 con.print(f"  file size vs 64-bit: {e(', '.join(parts))}")
@@ -128,6 +141,7 @@ def _workload(b: WorkloadBlock, con: Console) -> None:
         con.print(f"  output check: [yellow]{e(res.validation_detail)}[/]")
     if res.stop_reason:
         con.print(f"  stopped: {e(res.stop_reason)}")
+    # The analysis's warnings, then those stored with the run (as every other format shows).
     for w in [*res.warnings, *b.notes]:
         con.print(f"  [yellow]warning:[/] {e(w)}")
 
@@ -161,8 +175,9 @@ def _sizes(report: Report, con: Console) -> None:
         head = (r.workloads, r.artifact)
         wl = ", ".join(r.workloads) if head != last else ""
         larger = "-" if r.file_larger_pct is None else (
-            f"{r.file_larger_pct:+.1f}%/"
-            + ("-" if r.stripped_larger_pct is None else f"{r.stripped_larger_pct:+.1f}%"))
+            f"{fmt.number(r.file_larger_pct, '+.1f')}%/"
+            + ("-" if r.stripped_larger_pct is None
+               else f"{fmt.number(r.stripped_larger_pct, '+.1f')}%"))
         table.add_row(e(wl), e(r.artifact if head != last else ""),
                       e(r.target if r.state == "ok" else f"{r.target} ({r.state})"),
                       *(f"{v:,}" if v is not None else "-"
@@ -173,9 +188,9 @@ def _sizes(report: Report, con: Console) -> None:
 
 
 def _index_score(score: float, lo: float, hi: float) -> str:
-    if math.isnan(lo):
-        return f"{score:6.1f} (no CI)"
-    return f"{score:6.1f} [{lo:.1f}, {hi:.1f}]"
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return f"{fmt.number(score, '6.1f')} (no CI)"
+    return f"{fmt.number(score, '6.1f')} [{fmt.number(lo)}, {fmt.number(hi)}]"
 
 
 def index_lines(index: Index) -> list[str]:
@@ -197,7 +212,8 @@ def index_lines(index: Index) -> list[str]:
                 several = sum(1 for x in mine if x.workload == t.workload) > 1
                 name = f"{t.workload} {t.metric}" if several else t.workload
                 lines.append(f"    {name:32s} {_index_score(t.score, t.ci_low, t.ci_high)}  "
-                             f"{t.value:.4g} vs {t.reference_value:.4g} {t.unit}")
+                             f"{fmt.number(t.value, '.4g')} vs "
+                             f"{fmt.number(t.reference_value, '.4g')} {t.unit}")
     if index.excluded:
         lines.append(f"left out (outputs differ between ABIs): {', '.join(index.excluded)}")
     return lines
@@ -218,9 +234,9 @@ def _cell(c: Cell, unit: str) -> str:
     d = c.diff
     if d is None or not math.isfinite(d.percent):
         return value
-    ci = (f" [{d.pct_low:+.1f}, {d.pct_high:+.1f}]"
+    ci = (f" [{fmt.number(d.pct_low, '+.1f')}, {fmt.number(d.pct_high, '+.1f')}]"
           if math.isfinite(d.pct_low) and math.isfinite(d.pct_high) else "")
-    return value + f"\n[{TONE[d.tone]}]{d.percent:+.1f}%{e(ci)}[/]"
+    return value + f"\n[{TONE[d.tone]}]{fmt.number(d.percent, '+.1f')}%{e(ci)}[/]"
 
 
 def _set_line(s: SetInfo) -> str:

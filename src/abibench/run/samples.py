@@ -1,17 +1,21 @@
 """From what one execution printed to one Sample: metrics parsed, outputs checked.
 
-A sample is `ok` only when the program exited 0, every metric the profile declares was found,
-and everything the profile asks to be identical across ABIs could be read.
+A sample is `ok` only when the program exited 0, every metric the profile declares was found
+as a finite number, and everything the profile asks to be identical across ABIs could be read.
+A program that prints "nan", "inf" or "1e999" has failed that sample: such a value would make
+every statistic of the run meaningless and its export unreadable (JSON has no NaN).
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..hashing import sha256_file
 from ..records import Sample
+from ..text import one_line
 from ..workloads.parsers import BUILTIN_PARSERS, close_enough
 from ..workloads.profile import MetricRule, Workload
 from .launcher import RawResult
@@ -19,6 +23,19 @@ from .launcher import RawResult
 
 class ParseError(ValueError):
     """The program's output lacks something the profile asks for."""
+
+
+def _finite(name: str, printed: str, number: float, scale: float) -> float:
+    """number * scale when it is finite; else a one-line ParseError naming the metric and what
+    the program printed ("nan", "inf", "1e999", or a value the scale pushes past 1.8e308)."""
+    value = number * scale
+    if math.isfinite(value):
+        return value
+    shown = repr(one_line(printed)[:40])
+    if math.isfinite(number):
+        raise ParseError(f"metric '{name}': {shown} times its scale {scale:g} is not a finite "
+                         "number")
+    raise ParseError(f"metric '{name}': {shown} is not a finite number")
 
 
 def parse_metrics(rules: Sequence[MetricRule], stdout: str) -> dict[str, float]:
@@ -36,7 +53,7 @@ def parse_metrics(rules: Sequence[MetricRule], stdout: str) -> dict[str, float]:
             if found_value is None:
                 raise ParseError(f"metric '{m.name}': parser '{m.builtin}' found no '{m.key}' in "
                                  "the output")
-            values[m.name] = found_value * m.scale
+            values[m.name] = _finite(m.name, repr(found_value), found_value, m.scale)
             continue
         if m.regex is None:
             continue
@@ -45,9 +62,10 @@ def parse_metrics(rules: Sequence[MetricRule], stdout: str) -> dict[str, float]:
             raise ParseError(f"metric '{m.name}' not found in the output (pattern "
                              f"{m.regex.pattern!r})")
         try:
-            values[m.name] = float(found.group(1)) * m.scale
+            number = float(found.group(1))
         except ValueError:
-            raise ParseError(f"metric '{m.name}': {found.group(1)!r} is not a number") from None
+            raise ParseError(f"metric '{m.name}': {found.group(1)!r:.40} is not a number") from None
+        values[m.name] = _finite(m.name, found.group(1), number, m.scale)
     return values
 
 
@@ -104,15 +122,23 @@ def sample_from(raw: RawResult, wl: Workload, run_id: str, target: str, rnd: int
     elif raw.status == "interrupted":
         status, error = "interrupted", "interrupted"
     elif not raw.ok:
-        status, error = "failed", raw.describe_failure()
+        # The reason ends in the program's last line of stderr: stored as one line of text,
+        # without the escape sequences a program may print (text.one_line).
+        status, error = "failed", one_line(raw.describe_failure())
     else:
         try:
             metrics = parse_metrics(wl.metrics, raw.stdout)
             check = check_value(wl, raw, files, close, refs)
         except ParseError as exc:
             status, error = "failed", str(exc)
+    times = {"wall": raw.wall_s, "user": raw.user_s, "sys": raw.sys_s}
+    bad = [f"{k} time {v!r}" for k, v in times.items() if not math.isfinite(v)]
+    if bad:
+        # Never stored as a number: NaN is no JSON, and an export must import again.
+        status, error, metrics = "failed", f"{', '.join(bad)} is not a finite number", {}
+        times = {k: v if math.isfinite(v) else 0.0 for k, v in times.items()}
     return Sample(run_id=run_id, workload=wl.id, target=target, round=rnd, position=pos,
-                  warmup=warmup, status=status, exit_code=raw.exit_code, wall_s=raw.wall_s,
-                  user_s=raw.user_s, sys_s=raw.sys_s, max_rss_kb=raw.max_rss_kb,
+                  warmup=warmup, status=status, exit_code=raw.exit_code, wall_s=times["wall"],
+                  user_s=times["user"], sys_s=times["sys"], max_rss_kb=raw.max_rss_kb,
                   stdout_digest=raw.stdout_digest, check=check, metrics=metrics, error=error,
                   started_at=started, env_pad=pad)

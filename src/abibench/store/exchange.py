@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -66,15 +67,35 @@ def _str(value: Any, path: str) -> None:
     _expect(isinstance(value, str), path, "a string", value)
 
 
+# The store keeps whole numbers as SQLite INTEGER, a signed 64-bit number; JSON has no limit.
+INT_MIN, INT_MAX = -(1 << 63), (1 << 63) - 1
+
+
 def _int(value: Any, path: str) -> None:
     _expect(isinstance(value, int) and not isinstance(value, bool), path, "a whole number", value)
+    if not INT_MIN <= value <= INT_MAX:
+        raise _Invalid(path, "expected a whole number within ±2**63 (a 64-bit integer)")
 
 
 def _num(value: Any, path: str) -> None:
     ok = isinstance(value, int | float) and not isinstance(value, bool)
     _expect(ok, path, "a number", value)
-    if not math.isfinite(value):
+    # An int beyond 1.8e308 has no float (math.isfinite would raise OverflowError on it).
+    if abs(value) > sys.float_info.max or not math.isfinite(value):
         raise _Invalid(path, "expected a finite number")
+
+
+def _not_negative(check: Check) -> Check:
+    """A quantity that cannot be below 0 (a time, a size, a peak RSS, a count)."""
+    def run(value: Any, path: str) -> None:
+        check(value, path)
+        if value < 0:
+            raise _Invalid(path, f"expected a number >= 0, found {value}: it cannot be negative")
+    return run
+
+
+_COUNT = _not_negative(_int)
+_AMOUNT = _not_negative(_num)
 
 
 def _bool(value: Any, path: str) -> None:
@@ -137,28 +158,28 @@ _RUN = _obj({"id": _str, "started": _str, "finished": _opt(_str), "status": _str
                             {"cflags": _list(_str), "abis": _list(_str), "cc": _opt(_str),
                              "plan": _map(_any)})})
 _HOST = _obj({}, {
-    "hostname": _opt(_str), "cpu_model": _opt(_str), "cpus_online": _opt(_int),
+    "hostname": _opt(_str), "cpu_model": _opt(_str), "cpus_online": _opt(_COUNT),
     "machine": _opt(_str), "kernel_release": _opt(_str), "kernel_version": _opt(_str),
     "kernel_bits": _opt(_int), "kernel_x32": _opt(_str), "governor": _opt(_str),
-    "virtualization": _opt(_str), "mem_total_kb": _opt(_int),
+    "virtualization": _opt(_str), "mem_total_kb": _opt(_COUNT),
     "load_average": _opt(_list(_num)), "libc": _opt(_str), "compilers": _opt(_map(_str)),
     "python": _opt(_str), "os_release": _opt(_str)})
-_SIZES = _map(_map(_opt(_int)))
+_SIZES = _map(_map(_opt(_COUNT)))
 _ARTIFACT = _obj({"workload": _str, "target": _str},
                  {"cached": _bool, "files": _list(_str), "sizes": _SIZES, "cflags": _list(_str),
                   "abi_flags": _list(_str), "commands": _list(_str),
                   "compiler_version": _opt(_str), "effective": _map(_str),
-                  "build_seconds": _opt(_num), "source_version": _opt(_str),
+                  "build_seconds": _opt(_AMOUNT), "source_version": _opt(_str),
                   "source_package": _opt(_str), "digests": _map(_str)})
 _STATUS = _obj({"workload": _str, "target": _str, "state": _str, "reason": _opt(_str)})
 _WARNING = _obj({"workload": _opt(_str), "target": _opt(_str), "message": _str})
 _OUTCOME = _obj({"rounds": _int, "stop_reason": _str})
 _SAMPLE = _obj({"workload": _str, "target": _str, "round": _int, "position": _int,
-                "warmup": _bool, "status": _str, "exit_code": _int, "wall_s": _num,
-                "user_s": _num, "sys_s": _num, "max_rss_kb": _int, "stdout_digest": _str,
-                "check": _opt(_str), "metrics": _map(_num)},
+                "warmup": _bool, "status": _str, "exit_code": _int, "wall_s": _AMOUNT,
+                "user_s": _AMOUNT, "sys_s": _AMOUNT, "max_rss_kb": _COUNT,
+                "stdout_digest": _str, "check": _opt(_str), "metrics": _map(_num)},
                {"run_id": _str, "error": _opt(_str), "started_at": _str, "env_pad": _int,
-                "instructions": _opt(_int), "kind": _enum("timed", "counters"),
+                "instructions": _opt(_COUNT), "kind": _enum("timed", "counters"),
                 "discarded": _opt(_str)})
 _DOC = _obj({"format": _str, "version": _any, "run": _RUN, "host": _HOST,
              "samples": _list(_SAMPLE)},

@@ -285,7 +285,8 @@ class _Loader:
             raise self.fail("parse", f"metric '{name}': add parse = {{ regex = '...([0-9.]+)...' }}"
                             " or parse = { builtin = \"NAME\", key = \"...\" }")
         scale = m.get("scale", 1.0)
-        if not isinstance(scale, int | float) or scale <= 0:
+        if not isinstance(scale, int | float) or isinstance(scale, bool) or \
+                not math.isfinite(scale) or scale <= 0:  # TOML has nan and inf
             raise self.fail("scale", f"metric '{name}': scale must be a positive number")
         direction: Better = "higher" if better == "higher" else "lower"
         unit = self.str_(m, "unit")
