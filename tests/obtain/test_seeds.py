@@ -149,8 +149,10 @@ stdout_match = '(?m)^checksum: (\\d+)$'
     (tmp_path / "other" / "fine.toml").write_text(
         (tmp_path / "flaky.toml").read_text().replace('"flaky"', '"fine"')
         .replace(FAIL_I386, ""))
+    # --keep-going: the other ABI of the workload is measured too (by default it is not).
     proc = cli("run", str(tmp_path / "flaky.toml"), str(tmp_path / "other" / "fine.toml"),
-               "--abi", "i386,x86_64", "--rounds", "2", "--warmup", "0", "--no-html")
+               "--abi", "i386,x86_64", "--rounds", "2", "--warmup", "0", "--no-html",
+               "--keep-going")
     assert proc.returncode == 1, proc.stderr
     doc = json.loads(cli("export").stdout)
     states = {(s["workload"], s["target"]): s for s in doc["target_status"]}

@@ -15,14 +15,11 @@ from pathlib import Path
 
 from ..abi import Abi
 from ..errors import HostError, UsageError
+from ..text import one_line
 from ..workloads.profile import Workload, substitute
 
 _PROBE = "int main(void) { return 0; }\n"
 LATER = ("bin", "work", "out", "src", "port", "host", "program")  # filled by the run, not now
-
-
-def one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 def check_compiler(cc: str, abis: Sequence[Abi], cflags: Sequence[str]) -> None:
