@@ -23,7 +23,7 @@ from functools import cache
 from pathlib import Path
 
 from ..errors import HostError, UsageError
-from ..paths import NATIVE_DIR
+from ..tools import native_tool
 from ..workspace import owned_dir
 
 STDOUT_PARSE_LIMIT = 16 * 1024 * 1024  # metrics are parsed from at most this much output
@@ -71,22 +71,7 @@ class RawResult:
 @cache
 def launcher(cache_root: Path) -> Path:
     """The launcher binary, compiled once per source version with the host compiler."""
-    src = NATIVE_DIR / "launch.c"
-    digest = hashlib.sha256(src.read_bytes()).hexdigest()[:16]
-    exe = cache_root / "launcher" / digest / "abibench-launch"
-    if exe.is_file():
-        return exe
-    cc = shutil.which("gcc") or shutil.which("cc")
-    if cc is None:
-        raise HostError("no C compiler to build the sample launcher: apt-get install build-essential")
-    exe.parent.mkdir(parents=True, exist_ok=True)
-    tmp = exe.with_suffix(f".tmp{os.getpid()}")
-    proc = subprocess.run([cc, "-O2", "-Wall", "-o", str(tmp), str(src)], capture_output=True,
-                          text=True, check=False)
-    if proc.returncode != 0:
-        raise HostError(f"cannot build the sample launcher: {proc.stderr.strip()[:300]}")
-    os.replace(tmp, exe)
-    return exe
+    return native_tool("launch", cache_root)
 
 
 def parse_result_line(line: str) -> dict[str, str]:
