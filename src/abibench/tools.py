@@ -31,7 +31,7 @@ def native_tool(name: str, cache_root: Path) -> Path:
                         "build-essential")
     exe.parent.mkdir(parents=True, exist_ok=True)
     tmp = exe.with_suffix(f".tmp{os.getpid()}")
-    proc = subprocess.run([cc, "-O2", "-Wall", "-o", str(tmp), str(src)], capture_output=True,
+    proc = subprocess.run([cc, "-O2", "-Wall", "-pthread", "-o", str(tmp), str(src)], capture_output=True,
                           text=True, check=False)
     if proc.returncode != 0:
         raise HostError(f"cannot build abibench's {name} tool: {proc.stderr.strip()[:300]}")
