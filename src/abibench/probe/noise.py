@@ -13,8 +13,14 @@ pinning does not cure it. How an ABI comparison should be sampled depends on tha
 * ``cross_cpu``: whether the CPUs change speed together (Pearson correlation of their speeds,
   measured at the same moments): simultaneous samples on two CPUs cancel the noise only then.
 
-`measure` runs abibench's calibrate program on every CPU at once and computes these; the result
-travels with every run's host context.
+* ``pairs``: for samples of 0.1 to 3 s, the spread of the log ratio of two samples of one program
+  as each sampling design takes them (run/designs.py chooses by it): ``sequential``, one window
+  after the other on a CPU with the others idle; ``simultaneous``, two CPUs over the same window;
+  ``covariate``, sequential with a loop on another CPU, what is left after regressing on the
+  loop's speed.
+
+`measure` runs abibench's calibrate program on one CPU alone, then on every CPU at once, and
+computes these; the result travels with every run's host context.
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ import math
 import os
 import subprocess
 import time
-from dataclasses import asdict, dataclass
+import warnings
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -36,9 +43,12 @@ from ..tools import native_tool
 from ..workspace import owned_dir
 
 SLICE_S = 0.010  # one chunk of the loop, and the resolution of the spectrum
-WINDOWS_S = (0.1, 1.0, 5.0)
+WINDOWS_S = (0.1, 0.3, 1.0, 3.0)
 CACHE_TTL_S = 3600.0  # a cached profile older than this is measured again at a run's start
+BRIEF_S = 20.0  # the measurement at a run's start when there is no fresh profile
+FULL_S = 60.0  # `abibench calibrate`
 FloatArray = npt.NDArray[np.float64]
+MIN_PAIRS = 8  # fewer pairs than this say too little about a window's spread
 
 
 @dataclass(frozen=True)
@@ -51,12 +61,34 @@ class CpuNoise:
 
 
 @dataclass(frozen=True)
+class PairNoise:
+    """Standard deviation of log(a/b) for two samples of one program, each `window` long."""
+
+    sequential: float
+    simultaneous: float  # nan with one CPU
+    covariate: float  # nan with one CPU
+    windows: int  # how many pairs each number is from (the fewest of the three)
+
+
+@dataclass(frozen=True)
 class NoiseProfile:
     measured_at: float  # time.time()
     duration_s: float
     boot_id: str
     cpus: tuple[CpuNoise, ...]
     cross_cpu: float | None  # None with one CPU
+    pairs: dict[str, PairNoise] = field(default_factory=dict)  # window (s, "%g") -> spreads
+    foreign_cpu: float = 0.0  # CPUs' worth of other processes' work while it measured
+
+    def pair_noise(self, sample_s: float) -> PairNoise | None:
+        """The spreads measured for the window closest to a sample of this length (on a log
+        scale), or None when no window has enough pairs."""
+        usable = {float(k): v for k, v in self.pairs.items()
+                  if v.windows >= MIN_PAIRS and math.isfinite(v.sequential)}
+        if not usable or sample_s <= 0:
+            return None
+        best = min(usable, key=lambda w: abs(math.log(w / sample_s)))
+        return usable[best]
 
     @property
     def cv(self) -> float:
@@ -109,22 +141,40 @@ class NoiseProfile:
                                   {str(k): num(v) for k, v in windows.items()},
                                   num(c.get("correlation_time_s")), int(num(c.get("slices")))))
         cross = d.get("cross_cpu")
+        pairs_in = d.get("pairs") or {}
+        if not isinstance(pairs_in, dict):
+            raise ValueError("malformed pairs")
+        pairs = {}
+        for k, v in pairs_in.items():
+            if not isinstance(v, dict):
+                raise ValueError("malformed pair")
+            pairs[str(k)] = PairNoise(num(v.get("sequential")), num(v.get("simultaneous")),
+                                      num(v.get("covariate")), int(num(v.get("windows"))))
         return NoiseProfile(num(d.get("measured_at")), num(d.get("duration_s")),
                             str(d.get("boot_id")), tuple(noise),
-                            None if cross is None else num(cross))
+                            None if cross is None else num(cross), pairs,
+                            num(d.get("foreign_cpu", 0.0)))
 
     def summary(self) -> str:
         """One line for probe, the report and the stopping reasons."""
         tau = self.correlation_time_s
-        tau_text = f"{tau:.1f} s" if math.isfinite(tau) else f"over {self.duration_s:.0f} s"
+        tau_text = (f"over {self.duration_s:.0f} s" if not math.isfinite(tau) else
+                    "under 10 ms" if tau < SLICE_S else f"{tau:.2f} s")
         r = self.cross_cpu
         cross = ("one CPU" if r is None else
                  f"the CPUs change speed together (r={r:.2f})" if r >= 0.3 else
                  f"the CPUs change speed in turn, one slows as the other speeds up (r={r:.2f})"
                  if r <= -0.3 else f"the CPUs change speed independently (r={r:.2f})")
-        return (f"CPU speed varies {self.cv * 100:.1f}% between 10 ms slices, "
+        text = (f"CPU speed varies {self.cv * 100:.1f}% between 10 ms slices, "
                 f"{self.window_cv(1.0) * 100:.1f}% between 1 s windows; it stays put for "
                 f"{tau_text}; {cross}")
+        one = self.pair_noise(1.0)
+        if one is not None:
+            text += (f"; two 1 s samples one after the other differ by "
+                     f"{one.sequential * 100:.1f}% (sd)")
+        if self.foreign_cpu >= 0.1:
+            text += f"; other processes were using {self.foreign_cpu:.1f} CPUs meanwhile"
+        return text
 
 
 # --------------------------------------------------------------------------- pure statistics
@@ -147,14 +197,12 @@ def speeds(lines: list[str]) -> tuple[FloatArray, FloatArray]:
     return t, s / float(np.median(s))
 
 
-def window_cv(s: FloatArray, slices_per_window: int) -> float:
-    """Coefficient of variation of the means of consecutive windows of n slices."""
-    n = slices_per_window
-    k = s.size // n
-    if k < 3:
-        return math.nan
-    means = s[: k * n].reshape(k, n).mean(axis=1)
-    return float(np.std(means, ddof=1) / np.mean(means))
+def window_cv(grid: FloatArray, slices_per_window: int) -> float:
+    """Spread (sd of the log, about the coefficient of variation) of the mean speeds of
+    consecutive windows of n bins; nan with fewer than 3 windows."""
+    logs = window_logs(grid, slices_per_window)
+    logs = logs[np.isfinite(logs)]
+    return float(np.std(logs, ddof=1)) if logs.size >= 3 else math.nan
 
 
 def correlation_time(s: FloatArray, slice_s: float) -> float:
@@ -173,6 +221,20 @@ def correlation_time(s: FloatArray, slice_s: float) -> float:
     return float(below[0]) * slice_s
 
 
+def on_grid(series: tuple[FloatArray, FloatArray], start: float, stop: float,
+            bin_s: float = SLICE_S) -> FloatArray:
+    """A CPU's speeds averaged into bins of the shared monotonic clock; nan where none ended."""
+    t, s = series
+    edges = np.arange(start, stop + bin_s / 2, bin_s)
+    idx = np.searchsorted(edges, t) - 1
+    ok = (idx >= 0) & (idx < edges.size - 1)
+    sums = np.bincount(idx[ok], weights=s[ok], minlength=edges.size - 1)
+    counts = np.bincount(idx[ok], minlength=edges.size - 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out: FloatArray = sums / counts
+    return out
+
+
 def aligned_correlation(a: tuple[FloatArray, FloatArray], b: tuple[FloatArray, FloatArray],
                         bin_s: float = SLICE_S) -> float:
     """Pearson correlation of two CPUs' speeds over the same moments (binned on the shared
@@ -181,30 +243,77 @@ def aligned_correlation(a: tuple[FloatArray, FloatArray], b: tuple[FloatArray, F
     stop = min(a[0][-1], b[0][-1])
     if stop - start < 20 * bin_s:
         return math.nan
-    edges = np.arange(start, stop, bin_s)
-
-    def binned(t: FloatArray, s: FloatArray) -> FloatArray:
-        idx = np.searchsorted(edges, t) - 1
-        ok = (idx >= 0) & (idx < edges.size - 1)
-        sums = np.bincount(idx[ok], weights=s[ok], minlength=edges.size - 1)
-        counts = np.bincount(idx[ok], minlength=edges.size - 1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out: FloatArray = sums / counts
-        return out
-
-    x, y = binned(*a), binned(*b)
+    x, y = on_grid(a, start, stop, bin_s), on_grid(b, start, stop, bin_s)
     both = np.isfinite(x) & np.isfinite(y)
     if both.sum() < 20 or np.std(x[both]) == 0 or np.std(y[both]) == 0:
         return math.nan
     return float(np.corrcoef(x[both], y[both])[0, 1])
 
 
+def window_logs(grid: FloatArray, slices: int) -> FloatArray:
+    """log of the mean speed of consecutive windows of `slices` bins (nan: a window without
+    any measured bin)."""
+    k = grid.size // slices
+    if k == 0:
+        return np.zeros(0)
+    w = grid[: k * slices].reshape(k, slices)
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-nan window is nan, as meant
+        out: FloatArray = np.log(np.nanmean(w, axis=1))
+    return out
+
+
+def _sd(x: FloatArray) -> tuple[float, int]:
+    x = x[np.isfinite(x)]
+    return (float(np.std(x, ddof=1)), int(x.size)) if x.size >= 2 else (math.nan, int(x.size))
+
+
+def residual_sd(y: FloatArray, x: FloatArray) -> tuple[float, int]:
+    """Spread of y left after a least-squares fit on x (two parameters fitted)."""
+    ok = np.isfinite(x) & np.isfinite(y)
+    x, y = x[ok], y[ok]
+    if x.size < 4 or np.std(x) == 0:
+        return _sd(y)
+    slope, icpt = np.polyfit(x, y, 1)
+    r = y - (slope * x + icpt)
+    return float(math.sqrt(np.sum(r * r) / (r.size - 2))), int(r.size)
+
+
+def pair_noise(alone: FloatArray, together: tuple[FloatArray, FloatArray] | None,
+               slices: int) -> PairNoise:
+    """The spread of log(a/b) of two windows of `slices` bins under each design.
+
+    `alone`: one CPU's speeds on the grid with the other CPUs idle; `together`: two CPUs' speeds
+    on one grid, both running the loop.
+    """
+    seq, n = _sd(np.diff(window_logs(alone, slices)))
+    if together is None:
+        return PairNoise(seq, math.nan, math.nan, n)
+    a, b = (window_logs(g, slices) for g in together)
+    sim, n_sim = _sd(a - b)
+    # The covariate design: consecutive windows of the sample's CPU, regressed on the loop's
+    # CPU over the same two windows.
+    cov, n_cov = residual_sd(np.diff(a), np.diff(b))
+    return PairNoise(seq, sim, cov, min(n, n_sim, n_cov))
+
+
 def cpu_noise(cpu: int, series: tuple[FloatArray, FloatArray]) -> CpuNoise:
-    _, s = series
-    return CpuNoise(cpu=cpu, cv=float(np.std(s, ddof=1) / np.mean(s)),
-                    window_cv={f"{w:g}": window_cv(s, max(1, round(w / SLICE_S)))
+    """One CPU's spectrum, on the 10 ms grid of the shared clock (a slow chunk is one slice of
+    the loop, but it stands for the whole time it took)."""
+    t, _ = series
+    grid = on_grid(series, float(t[0]), float(t[-1]))
+    finite = grid[np.isfinite(grid)]
+    # Bins where no chunk ended (the CPU was elsewhere): the speed carried over, for the
+    # autocorrelation, which needs an unbroken series.
+    idx = np.where(np.isfinite(grid), np.arange(grid.size), 0)
+    np.maximum.accumulate(idx, out=idx)
+    filled = grid[idx]
+    filled = filled[np.isfinite(filled)]
+    return CpuNoise(cpu=cpu, cv=float(np.std(finite, ddof=1) / np.mean(finite)),
+                    window_cv={f"{w:g}": window_cv(grid, max(1, round(w / SLICE_S)))
                                for w in WINDOWS_S},
-                    correlation_time_s=correlation_time(s, SLICE_S), slices=int(s.size))
+                    correlation_time_s=correlation_time(filled, SLICE_S),
+                    slices=int(finite.size))
 
 
 # --------------------------------------------------------------------------- measuring
@@ -229,27 +338,53 @@ def _chunk_iters(tool: Path, work: Path) -> int:
     return max(1000, round(SLICE_S * 1e9 / per_iter_ns))
 
 
-def measure(cache_root: Path, duration_s: float = 30.0) -> NoiseProfile:
-    """Run the loop on every CPU at once for `duration_s` and compute the profile."""
+def _cpu_busy_s() -> float:
+    """CPU time all processes of the machine have used since boot (/proc/stat)."""
+    try:
+        fields_ = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+        v = [int(x) for x in fields_[:7]]
+    except (OSError, ValueError):
+        return math.nan
+    return (v[0] + v[1] + v[2] + v[5] + v[6]) / os.sysconf("SC_CLK_TCK")
+
+
+def _loops(tool: Path, work: Path, cpus: list[int], seconds: float, iters: int, tag: str,
+           ) -> tuple[dict[int, tuple[FloatArray, FloatArray]], float]:
+    """The loop on each of `cpus` at once; their speed series and the other processes' CPU
+    time per second meanwhile."""
+    busy0, t0 = _cpu_busy_s(), time.monotonic()
+    procs = {cpu: subprocess.Popen([str(tool), str(cpu), str(round(seconds * 1000)), str(iters),
+                                    str(work / f"{tag}{cpu}.txt")],
+                                   stderr=subprocess.PIPE, text=True) for cpu in cpus}
+    try:
+        for cpu, proc in procs.items():
+            _, err = proc.communicate(timeout=seconds + 60)
+            if proc.returncode != 0:
+                raise HostError(f"the noise probe failed on CPU {cpu}: {err.strip()[:200]}")
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    elapsed = time.monotonic() - t0
+    foreign = max(0.0, (_cpu_busy_s() - busy0) / elapsed - len(cpus))
+    series = {cpu: speeds((work / f"{tag}{cpu}.txt").read_text().splitlines()) for cpu in cpus}
+    return series, foreign
+
+
+def measure(cache_root: Path, duration_s: float = FULL_S) -> NoiseProfile:
+    """Half the time the loop on the first CPU alone (the sequential design's conditions), half
+    on every CPU at once (the simultaneous and covariate designs', and how the CPUs move
+    together); the profile computed from both."""
     tool = native_tool("calibrate", cache_root)
     cpus = sorted(os.sched_getaffinity(0))
+    half = duration_s / 2 if len(cpus) > 1 else duration_s
     with owned_dir("calibrate") as work:
         iters = _chunk_iters(tool, work)
-        procs = {cpu: subprocess.Popen([str(tool), str(cpu), str(round(duration_s * 1000)),
-                                        str(iters), str(work / f"cpu{cpu}.txt")],
-                                       stderr=subprocess.PIPE, text=True) for cpu in cpus}
-        try:
-            for cpu, proc in procs.items():
-                _, err = proc.communicate(timeout=duration_s + 60)
-                if proc.returncode != 0:
-                    raise HostError(f"the noise probe failed on CPU {cpu}: {err.strip()[:200]}")
-        finally:
-            for proc in procs.values():
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
-        series = {cpu: speeds((work / f"cpu{cpu}.txt").read_text().splitlines())
-                  for cpu in cpus}
+        alone, foreign_alone = _loops(tool, work, cpus[:1], half, iters, "alone")
+        together, foreign = ({}, foreign_alone) if len(cpus) < 2 else \
+            _loops(tool, work, cpus, half, iters, "together")
+    series = together or alone
     noise = tuple(cpu_noise(cpu, s) for cpu, s in series.items())
     cross = None
     if len(cpus) >= 2:
@@ -257,7 +392,17 @@ def measure(cache_root: Path, duration_s: float = 30.0) -> NoiseProfile:
                  for i, a in enumerate(cpus) for b in cpus[i + 1:]]
         finite = [p for p in pairs if math.isfinite(p)]
         cross = float(np.mean(finite)) if finite else None
-    return NoiseProfile(time.time(), duration_s, boot_id(), noise, cross)
+    first = alone[cpus[0]]
+    alone_grid = on_grid(first, first[0][0], first[0][-1])
+    both = None
+    if len(cpus) >= 2:
+        a, b = together[cpus[0]], together[cpus[1]]
+        start, stop = max(a[0][0], b[0][0]), min(a[0][-1], b[0][-1])
+        both = (on_grid(a, start, stop), on_grid(b, start, stop))
+    pairs_by_window = {f"{w:g}": pair_noise(alone_grid, both, max(1, round(w / SLICE_S)))
+                       for w in WINDOWS_S}
+    return NoiseProfile(time.time(), duration_s, boot_id(), noise, cross, pairs_by_window,
+                        max(foreign_alone, foreign))
 
 
 def cache_file(cache_root: Path) -> Path:
@@ -283,7 +428,7 @@ def store(cache_root: Path, profile: NoiseProfile) -> None:
     os.replace(tmp, path)
 
 
-def current(cache_root: Path, duration_s: float = 5.0) -> NoiseProfile:
+def current(cache_root: Path, duration_s: float = BRIEF_S) -> NoiseProfile:
     """The cached profile, or a brief new measurement (at the start of a run)."""
     found = cached(cache_root)
     if found is not None:
