@@ -79,6 +79,7 @@ class NoiseProfile:
     cross_cpu: float | None  # None with one CPU
     pairs: dict[str, PairNoise] = field(default_factory=dict)  # window (s, "%g") -> spreads
     foreign_cpu: float = 0.0  # CPUs' worth of other processes' work while it measured
+    chunk_iters: int = 0  # iterations of the loop that took one 10 ms slice here
 
     def pair_noise(self, sample_s: float) -> PairNoise | None:
         """The spreads measured for the window closest to a sample of this length (on a log
@@ -153,7 +154,7 @@ class NoiseProfile:
         return NoiseProfile(num(d.get("measured_at")), num(d.get("duration_s")),
                             str(d.get("boot_id")), tuple(noise),
                             None if cross is None else num(cross), pairs,
-                            num(d.get("foreign_cpu", 0.0)))
+                            num(d.get("foreign_cpu", 0.0)), int(num(d.get("chunk_iters", 0))))
 
     def summary(self) -> str:
         """One line for probe, the report and the stopping reasons."""
@@ -402,7 +403,7 @@ def measure(cache_root: Path, duration_s: float = FULL_S) -> NoiseProfile:
     pairs_by_window = {f"{w:g}": pair_noise(alone_grid, both, max(1, round(w / SLICE_S)))
                        for w in WINDOWS_S}
     return NoiseProfile(time.time(), duration_s, boot_id(), noise, cross, pairs_by_window,
-                        max(foreign_alone, foreign))
+                        max(foreign_alone, foreign), iters)
 
 
 def cache_file(cache_root: Path) -> Path:
