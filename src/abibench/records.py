@@ -194,6 +194,14 @@ class Paired:
     a: tuple[float, ...]
     b: tuple[float, ...]
     paired: bool
+    # The covariate design: the machine loop's speed during each paired sample (empty unless
+    # every round of both has one). A speed, so it bears on times and rates, not on memory.
+    cov_a: tuple[float, ...] = ()
+    cov_b: tuple[float, ...] = ()
+
+    @property
+    def covariate(self) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+        return (self.cov_a, self.cov_b) if self.cov_a else None
 
 
 def pair_by_round(a: Iterable[Sample], b: Iterable[Sample], metric: str) -> Paired:
@@ -210,11 +218,24 @@ def pair_by_round(a: Iterable[Sample], b: Iterable[Sample], metric: str) -> Pair
                 out[s.round] = v
         return out
 
-    va, vb = by_round(a), by_round(b)
+    sa, sb = list(a), list(b)
+    va, vb = by_round(sa), by_round(sb)
     if va and set(va) == set(vb):
         rounds = sorted(va)
-        return Paired(tuple(va[r] for r in rounds), tuple(vb[r] for r in rounds), True)
+        ca, cb = _covariates(sa, rounds), _covariates(sb, rounds)
+        if metric == "max_rss" or ca is None or cb is None:
+            ca = cb = ()
+        return Paired(tuple(va[r] for r in rounds), tuple(vb[r] for r in rounds), True, ca, cb)
     return Paired(tuple(va.values()), tuple(vb.values()), False)
+
+
+def _covariates(samples: list[Sample], rounds: list[int]) -> tuple[float, ...] | None:
+    """The covariate of each round's sample, or None unless all were taken with one."""
+    by_round = {s.round: s.covariate for s in samples if s.design == "covariate"}
+    values = [by_round.get(r) for r in rounds]
+    if any(v is None or not math.isfinite(v) or v <= 0 for v in values):
+        return None
+    return tuple(float(v) for v in values if v is not None)
 
 
 # --------------------------------------------------------------------------- targets, artifacts
