@@ -40,6 +40,7 @@ def _nothing_built(cli_env: dict[str, str], db_file: Path) -> None:
     (("--rounds", "0"), ("--rounds", "at least 1")),
     (("--precision", "150%"), ("between 0% and 100%",)),
     (("--precision", "nan%"), ("precision",)),
+    (("--precision", "lots"), ("'lots' is not a percentage",)),
     (("--min-rounds", "10", "--max-rounds", "3"), ("--max-rounds 3 is below",)),
     (("--abi", "i386,sparc"), ("unknown ABI 'sparc'",)),
     (("--abi", ","), ("empty --abi",)),
