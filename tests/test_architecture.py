@@ -19,7 +19,7 @@ PACKAGE = Path(abibench.__file__).resolve().parent
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("abibench", "abibench.errors", "abibench.paths", "abibench.records",
               "abibench.abi", "abibench.elf", "abibench.stats", "abibench.text", "abibench.hashing",
-              "abibench.workspace",
+              "abibench.workspace", "abibench.files",
               "abibench.workloads")),
     ("probe", ("abibench.probe",)),
     ("obtain", ("abibench.obtain",)),

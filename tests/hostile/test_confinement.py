@@ -128,3 +128,24 @@ def test_a_program_replaced_during_the_run_is_no_result(
     again = cli("run", str(prof), *RUN, "--json", env=env)
     doc = json.loads(again.stdout)
     assert doc["artifacts"] and not any(a["cached"] for a in doc["artifacts"])
+
+
+@pytest.mark.parametrize("replace_by", ["nothing", "a link to the canary's directory", "a file"],
+                         ids=["removed", "link", "file"])
+def test_a_program_that_removes_or_replaces_work_fails_its_target(
+        cli: Cli, write_profile: ProfileWriter, canary: Path, db_file: Path,
+        replace_by: str) -> None:
+    # The first sample removes {work} (and may put something in its place); before the next,
+    # abibench deletes the [validate] file canary.txt "in {work}": through a link, that would
+    # be the canary. The target fails instead, with the reason, and no traceback.
+    then = {"nothing": "", "a link to the canary's directory": f"; ln -s {canary.parent} {{work}}",
+            "a file": "; echo x > {work}"}[replace_by]
+    command = f'["sh", "-c", "{{bin}}/metric 0 && touch canary.txt && cd / && rm -rf {{work}}{then}"]'
+    prof = write_profile("rmwork", '[validate]\nfiles = ["canary.txt"]\n', command=command)
+    r = cli("run", str(prof), "--abi", "i386,x86_64", "--rounds", "2", "--warmup", "0",
+            "--no-html")
+    line = _one_error(r, 1, "the work directory", "was removed or replaced by the program")
+    assert "Traceback" not in r.stderr, r.stderr
+    assert line.count("\n") == 0
+    rows = sqlite3.connect(db_file).execute("SELECT state FROM target_status").fetchall()
+    assert {s for (s,) in rows} == {"failed"}

@@ -190,6 +190,9 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
                         started = now_iso()
                         raw = run_sample(argv, cwd=pl.work, env=pl.env(base_env, "x" * pad),
                                          timeout_s=wl.timeout, launch=launch, stdin=stdin)
+                        # Again: the program may have removed {work} or put a link where an
+                        # output belongs, and nothing is read through it.
+                        files, close = pl.output_files(srv)
                     outcome.count_escaped(target.label, raw)
                     if srv.peak_rss_kb is not None:
                         # What a server workload compares is the server's memory, not the client's.
@@ -238,8 +241,12 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
             for pos, target in enumerate(active):
                 if target.label in resume.counted_targets:
                     continue
-                counted_run = _count(wl, places[target.label], run_id, target.label, number,
-                                     pos, base_env, launch)
+                try:
+                    counted_run = _count(wl, places[target.label], run_id, target.label, number,
+                                         pos, base_env, launch)
+                except UsageError as exc:  # e.g. {work} removed, a link out of it
+                    outcome.failed[target.label] = str(exc)
+                    continue
                 if counted_run is not None:
                     sample, raw = counted_run
                     outcome.count_escaped(target.label, raw)
@@ -270,6 +277,7 @@ def _count(wl: Workload, pl: Placement, run_id: str, label: str, number: int, po
     started = now_iso()
     # No environment padding: the count must repeat exactly for the same build.
     raw, count = count_instructions(argv, pl.work, base_env, wl.timeout, launch, pl.stdin_path())
+    files, _ = pl.output_files()  # again, as after every sample
     sample = sample_from(raw, wl, run_id, label, number, pos, False, started, 0, files)
     return replace(sample, kind="counters", instructions=count,
                    status=sample.status if count is not None else "failed",
