@@ -24,7 +24,7 @@ def widest_interval(samples: Sequence[Sample], metric: str, labels: list[str]) -
         if not pair.paired or len(pair.a) < 2:
             return float("inf")
         try:
-            est = stats.ratio_of(pair.a, pair.b, paired=True, resamples=2000, seed=len(pair.a))
+            est = stats.ratio_of(pair.a, pair.b, paired=True, covariate=pair.covariate)
         except ValueError:
             return float("inf")
         hw = est.half_width()
