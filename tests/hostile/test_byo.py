@@ -53,6 +53,7 @@ def test_bzip2_with_the_hosts_shared_libbz2_is_warned_about(cli_env: dict[str, s
                 "i386,x86_64", "--rounds", "1", "--warmup", "0", "--no-html", "--keep-going")
     out = " ".join(r.stdout.split())
     assert "loads the host's" in out and "libbz2.so" in out, r.stdout[-2000:]
+    assert r.returncode == 1  # i386 cannot link the shared library's 64-bit objects
     static = _run_in(EXAMPLES / "bzip2", cli_env, "run", "bzip2.toml", "--abi",
                      "i386,x86_64", "--rounds", "1", "--warmup", "0", "--no-html")
     assert static.returncode == 0, static.stderr[-1500:]

@@ -180,5 +180,6 @@ def test_no_validate_message_only_when_true(cli: Cli, write_profile: ProfileWrit
                          command='["{bin}/crash"]',
                          source='[source]\nfiles = ["crash.c"]\nartifacts = ["crash"]\n')
     r = cli("run", str(prof), "--abi", "i386,x86_64", "--rounds", "1", "--no-html")
+    assert r.returncode == 1
     assert "no sample succeeded" in r.stdout
     assert "the profile has no [validate]" not in r.stdout

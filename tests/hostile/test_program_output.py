@@ -45,6 +45,7 @@ def test_a_metric_that_is_not_finite_fails_and_every_report_still_works(
         cli: Cli, db_file: Path, tmp_path: Path) -> None:
     r = cli("run", HOSTILE, "--abi", "x86_64", "--rounds", "2", "--set", "mode=1e999",
             "--no-html")
+    assert r.returncode == 1, r.stdout[-1500:] + r.stderr[-1500:]
     _clean(r)
     rows = sqlite3.connect(db_file).execute("SELECT status, error FROM samples").fetchall()
     assert rows and all(status == "failed" for status, _ in rows)
