@@ -143,8 +143,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="override a workload parameter, e.g. --set nodes=20000")
     r.add_argument("--seed", type=int, default=0, help="seed for environment-size randomisation")
-    r.add_argument("--counters", action="store_true",
-                   help="also count instructions: one run per target under valgrind")
+    r.add_argument("--counters", nargs="?", const="insn", default=None,
+                   choices=("insn", "cache"), metavar="insn|cache",
+                   help="also count instructions under valgrind (runs per target until two "
+                   "agree); --counters=cache adds simulated cache and branch events, for "
+                   "`abibench explain`")
     r.add_argument("--report", type=Path, default=None, help="also write a Markdown report")
     r.add_argument("--html", type=Path, default=None, help="write the HTML report here (default: "
                    "reports/RUN.html beside the results database)")
@@ -366,7 +369,8 @@ def cmd_run(args: argparse.Namespace, store: Store) -> int:
     workloads = load_workloads(selection or None, args.suite, _parse_sets(args.set))
     plan = Plan(min_rounds=args.min_rounds, max_rounds=args.max_rounds,
                 fixed_rounds=args.rounds, precision=args.precision, max_time_s=args.max_time,
-                warmup=args.warmup, seed=args.seed, counters=args.counters)
+                warmup=args.warmup, seed=args.seed, counters=args.counters is not None,
+                simulation=args.counters or "insn")
     req = Request(workloads=workloads, abis=abis, plan=plan, cflags=tuple(args.cflags.split()),
                   cc=args.cc, provenance=args.provenance,
                   allow_version_skew=args.allow_version_skew, keep_going=args.keep_going)
@@ -573,6 +577,13 @@ def _join_negative_values(argv: list[str]) -> list[str]:
     out: list[str] = []
     i = 0
     while i < len(argv):
+        if argv[i] == "--counters":
+            # `--counters` alone means instructions; a following word is its value only when it
+            # is one (`--counters nbody` counts nbody's instructions).
+            given = argv[i + 1] if i + 1 < len(argv) and argv[i + 1] in ("insn", "cache") else None
+            out.append(f"--counters={given or 'insn'}")
+            i += 2 if given else 1
+            continue
         if argv[i] in VALUE_OPTIONS and i + 1 < len(argv) and \
                 re.match(r"^-(\d|\.\d)", argv[i + 1]):
             out.append(f"{argv[i]}={argv[i + 1]}")

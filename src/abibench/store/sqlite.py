@@ -24,6 +24,7 @@ from ..records import (
     EXPORT_FORMAT,
     EXPORT_VERSION,
     Artifact,
+    CounterProfile,
     HostContext,
     Outcome,
     Run,
@@ -35,7 +36,7 @@ from ..records import (
 from . import faults, owner
 from .owner import Owner
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -92,13 +93,19 @@ _MIGRATIONS: list[tuple[str, ...]] = [
      "ALTER TABLE runs ADD COLUMN owner_host TEXT"),
     # 4: why a stored sample no longer counts (NULL: it counts)
     ("ALTER TABLE samples ADD COLUMN discarded TEXT",),
+    # 5: page faults of every sample, and what cachegrind counted in a counted run (JSON:
+    # event totals, the top functions, the attempts until two agreed)
+    ("ALTER TABLE samples ADD COLUMN minflt INTEGER",
+     "ALTER TABLE samples ADD COLUMN majflt INTEGER",
+     "ALTER TABLE samples ADD COLUMN counters_json TEXT"),
 ]
 assert len(_MIGRATIONS) == SCHEMA_VERSION - 1
 
 _TABLES = ("meta", "runs", "artifacts", "target_status", "samples", "outcomes", "warnings")
 
 # What a column added by a migration stands for in a database that predates it (read-only).
-_ADDED_DEFAULTS: dict[str, Any] = {"kind": "timed", "discarded": None, "owner_pid": None,
+_ADDED_DEFAULTS: dict[str, Any] = {"kind": "timed", "discarded": None, "minflt": None,
+                                   "majflt": None, "counters_json": None, "owner_pid": None,
                                    "owner_start": None, "owner_boot": None, "owner_host": None}
 
 
@@ -349,12 +356,13 @@ class Store:
         self.db.execute(
             "INSERT INTO samples(run_id, workload, target, round, position, warmup, status, "
             "exit_code, wall_s, user_s, sys_s, max_rss_kb, stdout_digest, check_value, "
-            "metrics_json, error, started_at, env_pad, instructions, kind, discarded) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "metrics_json, error, started_at, env_pad, instructions, kind, discarded, minflt, "
+            "majflt, counters_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (s.run_id, s.workload, s.target, s.round, s.position, int(s.warmup), s.status,
              s.exit_code, s.wall_s, s.user_s, s.sys_s, s.max_rss_kb, s.stdout_digest, s.check,
              json.dumps(s.metrics), s.error, s.started_at, s.env_pad, s.instructions, s.kind,
-             s.discarded))
+             s.discarded, s.minflt, s.majflt,
+             None if s.counters is None else json.dumps(s.counters.to_dict())))
 
     @_writer
     def discard_samples(self, run_id: str, workload: str, rounds: Iterable[int],
@@ -423,7 +431,8 @@ class Store:
                    metrics=json.loads(r["metrics_json"]), error=r["error"],
                    started_at=r["started_at"], env_pad=r["env_pad"],
                    instructions=r["instructions"], kind=_field(r, "kind"),
-                   discarded=_field(r, "discarded"))
+                   discarded=_field(r, "discarded"), minflt=_field(r, "minflt"),
+                   majflt=_field(r, "majflt"), counters=_counters(_field(r, "counters_json")))
             for r in rows
         ]
 
@@ -465,6 +474,10 @@ class Store:
             "outcomes": outcomes,
             "samples": [s.to_dict() for s in self.samples(run_id)],
         }
+
+
+def _counters(text: str | None) -> CounterProfile | None:
+    return None if text is None else CounterProfile.from_dict(json.loads(text))
 
 
 def _owner_values(who: Owner | None) -> tuple[int | None, int | None, str | None, str | None]:

@@ -129,6 +129,9 @@ class Workload:
     validate_when: tuple[tuple[dict[str, str], ValidateSpec], ...] = ()
     # [binaries] ABI = "path": prebuilt programs to compare instead of building
     binaries: dict[str, Path] = field(default_factory=dict)
+    # [run] counters: what the counted run (--counters) executes instead of [run] command, for
+    # a program that runs for a fixed time rather than a fixed amount of work
+    count_command: tuple[str, ...] = ()
 
     @property
     def validates(self) -> bool:
@@ -464,6 +467,7 @@ def load_profile(path: Path) -> Workload:
         param_types=param_types,
         validate_when=validate_when,
         binaries=binaries,
+        count_command=ld.strlist(run, "counters"),
     )
     _check_placeholders(ld, wl)
     _check_paths(ld, wl)
@@ -606,7 +610,7 @@ def _extra_sources(ld: _Loader, src: Mapping[str, object]) -> tuple[tuple[str, s
 
 def _check_placeholders(ld: _Loader, wl: Workload) -> None:
     allowed = RESERVED | set(wl.params) | set(wl.inputs)
-    for key, items in (("command", wl.command),
+    for key, items in (("command", wl.command), ("counters", wl.count_command),
                        ("build", wl.source.build if not wl.source.extra else ()),
                        ("files", wl.source.files), ("ldflags", wl.source.ldflags),
                        ("setup", wl.setup), ("stdin", (wl.stdin or "",)),
