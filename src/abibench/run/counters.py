@@ -30,6 +30,10 @@ CACHE_SLOWDOWN = 200  # with cache and branch simulation, ~100x
 # makes the simulated misses of two hosts comparable.
 CACHE_MODEL = ("--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64")
 MAX_ATTEMPTS = 4  # counted runs per target until two agree
+# Two counts agree when they differ by at most 1 in 10,000: a program that times itself prints
+# different figures on every run, and formatting them takes a few hundred instructions more or
+# less (ptrtree: +-300 of 19 million). A real difference of work is far larger.
+AGREE = 1e-4
 TOP_FUNCTIONS = 300  # functions kept per target, by instructions: enough for any explanation
 UNKNOWN_FUNCTION = "???"  # cachegrind's name for code without symbols
 
@@ -143,10 +147,11 @@ def profile_of(parsed: Cachegrind, attempts: Sequence[int], simulation: str,
         simulation=simulation, cache=parsed.cache if simulation == "cache" else ())
 
 
-def agreement(attempts: Sequence[int]) -> int | None:
-    """The count two attempts agree on (the last such), or None."""
+def agreement(attempts: Sequence[int], tolerance: float = AGREE) -> int | None:
+    """The latest count that agrees with an earlier one (within ``tolerance``, relative), or
+    None."""
     for i in range(len(attempts) - 1, 0, -1):
-        if attempts[i] in attempts[:i]:
+        if any(abs(attempts[i] - x) <= tolerance * max(attempts[i], x) for x in attempts[:i]):
             return attempts[i]
     return None
 
