@@ -220,8 +220,11 @@ def evidence_of(doc: RunDoc, workload: str, a: str, b: str, pa: CounterProfile |
                                   pa, pb, a, b),
                 _counted_evidence("branches", "branches", BRANCHES, pa, pb, a, b)]
     if memory is not None:
+        # As every measured quantity: the CI of the ratio excluding 1 (not the Holm verdict,
+        # which needs a p-value three rounds cannot give)
         r = memory.ratio
-        favours = memory.verdict.winner if memory.verdict.significant else None
+        favours = a if r.ci_high < 1 and r.ratio < 1 else (
+            b if r.ci_low > 1 and r.ratio > 1 else None)
         out.append(Evidence("peak RSS", stats.median(memory.values_a),
                             stats.median(memory.values_b), Interval(r.ratio, r.ci_low, r.ci_high),
                             False, favours, "peak memory", first=a))

@@ -13,6 +13,7 @@ shell script counts the programs it starts, not the shell.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from collections.abc import Iterable, Sequence
@@ -50,12 +51,16 @@ class Cachegrind:
 
 
 _VERSION = re.compile(r"@@?[A-Za-z_][\w.]*$")
+# gcc's clones of one function: constant propagation, scalar replacement, split cold parts
+_CLONE = re.compile(r"(\.(constprop|isra|part|cold|lto_priv|localalias)(\.\d+)?)+$")
 
 
 def function_name(raw: str) -> str:
     """A function's name as matched across ABIs: without the symbol version glibc's names carry
-    on one ABI and not on another (``memcpy@@GLIBC_2.14``, ``__libc_start_main@@GLIBC_2.34``)."""
-    return _VERSION.sub("", raw.strip())
+    on one ABI and not on another (``memcpy@@GLIBC_2.14``, ``__libc_start_main@@GLIBC_2.34``),
+    and without the suffix of a clone gcc made on one ABI (``mul_add_words.constprop.0``), whose
+    counts are the function's."""
+    return _CLONE.sub("", _VERSION.sub("", raw.strip()))
 
 
 def parse_cachegrind(text: str) -> Cachegrind:
@@ -128,9 +133,9 @@ def merge(outputs: Sequence[Cachegrind]) -> Cachegrind:
 def keep_programs(outputs: Iterable[Cachegrind], programs: Sequence[Path]) -> list[Cachegrind]:
     """The outputs of processes that ran one of ``programs``; all of them when none did (a
     program started by a path the command spells differently is still counted)."""
-    names = {str(p) for p in programs} | {str(p.resolve()) for p in programs}
+    names = {os.path.normpath(p) for p in programs} | {str(p.resolve()) for p in programs}
     every = list(outputs)
-    mine = [o for o in every if o.command.split(" ", 1)[0] in names]
+    mine = [o for o in every if os.path.normpath(o.command.split(" ", 1)[0] or ".") in names]
     return mine or every
 
 
