@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -19,7 +20,7 @@ MakeDoc = Callable[..., RunDoc]
 def _times(base: float, factor: float, n: int = 6) -> list[float]:
     # a small, fixed wobble per round, different for every factor: paired rounds, a clear but
     # not perfect signal
-    phase = int(factor * 100)
+    phase = int(factor * 1000) // 7
     return [base * factor * (1 + 0.01 * ((i * 7 + phase) % 5 - 2)) for i in range(n)]
 
 
@@ -38,12 +39,12 @@ def test_fewer_instructions_name_the_word_routine(cachegrind_profile: Profile,
     assert x.rule == "instructions" and x.winner == "x86_64"
     assert x.instructions is not None and x.instructions_exact
     assert math.isclose(x.instructions.value, 12872461 / 3121328)
-    assert x.text.startswith("x86_64 is 200% faster mainly because it executes 76% fewer "
-                             "instructions; the top contributor is mul_add_words (")
-    assert "i386/x86_64 4." in x.text
+    assert re.fullmatch(r"x86_64 is 20\d% faster mainly because it executes 76% fewer "
+                        r"instructions; the top contributor is mul_add_words \(99% of the "
+                        r"difference, i386/x86_64 4\.\d\dx\); each of its instructions takes "
+                        r"3\d% longer", x.text), x.text
     # the instruction ratio (4.1) is more than the time ratio (3.0): each x86_64 instruction
     # takes longer, and the words say so
-    assert "each of its instructions takes 37% longer" in x.text
     top = x.functions[0]
     assert top.name == "mul_add_words" and top.share > 0.9
     assert math.isclose(x.cost.value * 1 / x.instructions.value, x.per_instruction.value
@@ -59,10 +60,10 @@ def test_fewer_misses_and_smaller_memory_despite_more_instructions(
                                 "x86_64": [10000 + i for i in range(6)]})
     x = _one(doc)
     assert x.rule == "memory" and x.winner == "i386"
-    assert x.text.startswith("i386 is 25% faster although it executes 8% more instructions: ")
-    assert "its LL misses are 53% fewer (simulated)" in x.text
-    assert "its peak memory is 40% smaller" in x.text
-    assert x.text.endswith("(32-bit pointers)")
+    assert re.fullmatch(r"i386 is 2\d% faster although it executes 8% more instructions: its "
+                        r"LL misses are 53% fewer \(simulated\), its D1 misses are 19% fewer "
+                        r"\(simulated\) and its peak memory is 40% smaller \(32-bit pointers\)",
+                        x.text), x.text
     ll = next(e for e in x.evidence if e.name == "LL misses")
     assert ll.simulated and ll.favours == "i386" and ll.ratio.exact
 
@@ -88,9 +89,10 @@ def test_no_rule_fits_says_unexplained_with_the_numbers(cachegrind_profile: Prof
                            {"i386": prof, "x86_64": prof})
     x = _one(doc)
     assert x.rule == "unexplained"
-    assert x.text.startswith("unexplained: i386 is 43% faster with the same instruction count "
-                             "(within 1%: 0.0%); its time per instruction is 0.700x the other's")
-    assert "no simulated cache, branch, page-fault or memory difference favours it" in x.text
+    assert re.fullmatch(r"unexplained: i386 is 4\d% faster with the same instruction count "
+                        r"\(within 1%: 0\.0%\); its time per instruction is 0\.\d+x the "
+                        r"other's \[0\.\d+, 0\.\d+\] and no simulated cache, branch, "
+                        r"page-fault or memory difference favours it", x.text), x.text
 
 
 def test_outputs_that_differ_are_not_explained(cachegrind_profile: Profile,

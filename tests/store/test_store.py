@@ -180,6 +180,35 @@ def test_discarded_samples_are_kept_and_exported(tmp_path: Path,
     assert store.samples(run_id)[-1].discarded == "measured twice"
 
 
+# --------------------------------------------------------------------------- counted runs
+
+
+def test_counters_and_page_faults_are_stored_exported_and_imported(
+        tmp_path: Path, cachegrind_profile: Callable[..., Any],
+        make_doc: Callable[..., dict[str, Any]]) -> None:
+    store = Store(tmp_path / "r.sqlite")
+    run_id = import_doc(store, RunDoc.from_dict(make_doc(rounds=1)), "x.json").run_id
+    prof = cachegrind_profile("bignum", "i386", attempts=(12872461, 12872460))
+    store.add_sample(_sample(run_id, workload="alpha", round=5, minflt=123, majflt=0))
+    store.add_sample(_sample(run_id, workload="alpha", round=6, kind="counters",
+                             instructions=prof.totals[0], counters=prof))
+    *_, timed, counted = store.samples(run_id)
+    assert (timed.minflt, timed.majflt, timed.counters) == (123, 0, None)
+    assert counted.counters == prof
+    doc = store.load_run(run_id)
+    exported = json.loads(json.dumps(doc.to_dict()))
+    assert exported["samples"][-1]["counters"]["functions"][0][0] == "mul_add_words"
+    again = RunDoc.from_dict(validate(exported, "x.json"))
+    assert again.samples == doc.samples
+    # an exported counter profile is checked like every other field
+    exported["samples"][-1]["counters"]["totals"] = [1, 2]
+    with pytest.raises(UsageError, match=r"counters\.totals: expected one total per event"):
+        validate(exported, "x.json")
+    exported["samples"][-1]["counters"] = {"events": ["Ir"], "totals": [-1]}
+    with pytest.raises(UsageError, match=r"counters\.totals\[0\]: expected a number >= 0"):
+        validate(exported, "x.json")
+
+
 # --------------------------------------------------------------------------- read-only opening
 
 
@@ -204,6 +233,7 @@ def test_older_schema_is_read_as_it_is_when_read_only(tmp_path: Path) -> None:
     assert (listing.status, listing.samples) == ("running", 1)  # no owner: stays as stored
     doc = store.load_run("old")
     assert (doc.samples[0].kind, doc.samples[0].discarded) == ("timed", None)
+    assert (doc.samples[0].minflt, doc.samples[0].counters) == (None, None)
     with pytest.raises(StoreError) as caught:
         store.add_sample(_sample("old"))
     assert caught.value.exit_code == EXIT_STORE_READONLY

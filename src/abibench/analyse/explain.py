@@ -161,11 +161,11 @@ def instruction_ratio(pa: CounterProfile, pb: CounterProfile) -> tuple[Interval,
 
 def function_diff(pa: CounterProfile, pb: CounterProfile,
                   top: int = TOP_CONTRIBUTORS) -> tuple[FunctionDiff, ...]:
-    """The functions that contribute most to a's instruction difference from b, by name.
+    """The functions whose instruction counts differ most between a and b, matched by name.
 
-    Sorted by their contribution in the direction of the total difference (the largest share
-    first); ``top`` of them. Code without symbols is kept (its share is real) but never named
-    as the top contributor by the words.
+    Sorted by the size of their difference, ``top`` of them, each with its signed share of the
+    total difference (> 0: in the direction of the total). Code without symbols is kept (its
+    share is real) but never named as the top contributor by the words.
     """
     ia, ib = pa.total(INSTRUCTIONS), pb.total(INSTRUCTIONS)
     if ia is None or ib is None or ia == ib:
@@ -178,7 +178,7 @@ def function_diff(pa: CounterProfile, pb: CounterProfile,
         a, b = fa.get(name), fb.get(name)
         diff = (a or 0) - (b or 0)
         rows.append(FunctionDiff(name, a, b, diff, diff / total))
-    rows.sort(key=lambda r: (-r.share, r.name))
+    rows.sort(key=lambda r: (-abs(r.diff), r.name))
     return tuple(rows[:top])
 
 
@@ -263,7 +263,7 @@ def _top_contributor(functions: Sequence[FunctionDiff], a: str, winner: str, los
     named = [f for f in functions if not f.symbolless and f.share > 0]
     if not named:
         return ""
-    f = named[0]
+    f = max(named, key=lambda g: g.share)
     if f.ratio:
         ratio = f"{loser}/{winner} {stats.short(f.ratio if loser == a else 1 / f.ratio, '.2f')}x"
     else:
