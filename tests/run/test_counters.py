@@ -110,3 +110,19 @@ def test_a_counted_run_with_cache_simulation(tmp_path: Path, sample_launcher: Pa
     assert any("8388608 B" in d for d in cg.cache)  # the fixed model, not the host's
     assert "--LL=8388608,16,64" in CACHE_MODEL
     assert not list(tmp_path.iterdir())  # the output files are gone
+
+
+@pytest.mark.parametrize(("argv", "counters"), [
+    (["run", "nbody"], None),
+    (["run", "--counters", "nbody"], "insn"),
+    (["run", "nbody", "--counters"], "insn"),
+    (["run", "--counters", "cache", "nbody"], "cache"),
+    (["run", "--counters=cache", "nbody"], "cache"),
+    (["run", "--counters", "insn"], "insn"),
+])
+def test_counters_stays_a_flag_and_takes_a_kind(argv: list[str], counters: str | None) -> None:
+    from abibench.cli import _join_negative_values, build_parser
+
+    args = build_parser().parse_args(_join_negative_values(argv))
+    assert args.counters == counters
+    assert args.workloads == ([] if argv[-1] == "insn" else ["nbody"])
