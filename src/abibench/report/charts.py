@@ -24,7 +24,7 @@ from typing import Any
 import matplotlib
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
+from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter
 
 from ..analyse.explain import Explanation
 from ..analyse.footprint import Series
@@ -289,15 +289,18 @@ def why_svg(explanations: Sequence[Explanation], salt: str) -> str:
         ax.axvline(1.0, color="#222222", linewidth=1)
         ax.set_yticks(range(len(rows)), [_wrap(f"{x.workload}: {x.a}/{x.b}", 24) for x in rows])
         ax.set_ylim(n - 0.5, -0.7)
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:.2g}"))
+        # Ticks a reader can place: 1 and the usual steps around it, as far as the data go.
+        steps = [t for t in (0.1, 0.2, 0.3, 0.5, 0.7, 0.85, 1.0, 1.2, 1.5, 2.0, 3.0, 5.0, 10.0)
+                 if lo / pad <= t <= hi * pad * 1.15]
+        ax.xaxis.set_major_locator(FixedLocator(steps))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
         ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_xlabel("ratio a/b, log scale from 1.0 (lower is better: < 1 means a takes "
-                      "less)")
+        ax.set_xlabel("ratio a/b on a log scale; < 1: a takes less (lower is better)")
         ax.set_title("Why: time ratio = instruction ratio × time-per-instruction ratio\n"
                      "diamond: time ratio, whiskers: its 95% CI", fontsize=9.5)
-        ax.legend(handles=[Patch(color=INSN_COLOUR, label="instruction-count ratio"),
-                           Patch(color=TPI_COLOUR, label="time-per-instruction ratio")],
-                  fontsize=8, loc="best", frameon=False)
+        fig.legend(handles=[Patch(color=INSN_COLOUR, label="instruction-count ratio (from 1)"),
+                            Patch(color=TPI_COLOUR, label="× time-per-instruction ratio")],
+                   fontsize=8, loc="outside lower center", ncols=2, frameon=False)
         if not rows:
             ax.text(1.0, 0, " no comparison has instruction counts", va="center",
                     color=GREY, fontsize=8.5)
