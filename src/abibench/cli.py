@@ -125,11 +125,19 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--rounds", type=_positive, default=None,
                    help="exactly N counted rounds (turns off adaptive stopping)")
     r.add_argument("--min-rounds", type=_positive, default=5)
-    r.add_argument("--max-rounds", type=_positive, default=30)
+    r.add_argument("--max-rounds", type=_positive, default=None,
+                   help="at most N counted rounds per workload (default: as the budget allows)")
     r.add_argument("--precision", type=_percent, default=0.02,
                    help="stop when every ratio's 95%% CI is within ±this (default 2%%)")
-    r.add_argument("--max-time", type=_duration, default=120.0,
-                   help="time budget per workload (default 120s)")
+    r.add_argument("--budget", type=_duration, default=None,
+                   help="time for the whole run's adaptive rounds, given to the workloads "
+                   "furthest from --precision per second (default 2m per workload)")
+    r.add_argument("--max-time", type=_duration, default=None,
+                   help="time limit per workload, within the budget (default: none)")
+    r.add_argument("--design", choices=("auto", "sequential", "simultaneous", "covariate",
+                                        "short"), default="auto",
+                   help="how rounds are sampled (default auto: chosen from the machine's "
+                   "measured noise, see docs/method.md)")
     r.add_argument("--warmup", type=_count, default=1,
                    help="warm-up runs per target (default 1; 0 for none)")
     r.add_argument("--cflags", default=" ".join(DEFAULT_CFLAGS),
@@ -369,8 +377,11 @@ def _check_outputs(*paths: Path | None) -> None:
                              "choose another path")
 
 
+# A run without --budget has this much time per workload for its adaptive rounds, as the
+# per-workload limit used to be; spent wherever precision is furthest.
+DEFAULT_BUDGET_PER_WORKLOAD_S = 120.0
 PLAN_OPTIONS = ("workloads", "workload", "suite", "abi", "rounds", "min_rounds", "max_rounds",
-                "precision", "max_time", "warmup", "cflags", "cc", "provenance",
+                "precision", "max_time", "budget", "design", "warmup", "cflags", "cc", "provenance",
                 "allow_version_skew", "set", "seed", "counters", "keep_going", "binary", "metric",
                 "name", "check_stdout", "timeout", "program_args")
 
@@ -405,10 +416,13 @@ def cmd_run(args: argparse.Namespace, store: Store) -> int:
                              "go with --binary")
         abis = parse_abi_list(args.abi or _default_abis())
     workloads = load_workloads(selection or None, args.suite, _parse_sets(args.set))
+    budget = args.budget if args.budget is not None else \
+        DEFAULT_BUDGET_PER_WORKLOAD_S * len(workloads)
     plan = Plan(min_rounds=args.min_rounds, max_rounds=args.max_rounds,
                 fixed_rounds=args.rounds, precision=args.precision, max_time_s=args.max_time,
                 warmup=args.warmup, seed=args.seed, counters=args.counters is not None,
-                simulation=args.counters or "insn")
+                simulation=args.counters or "insn",
+                budget_s=None if args.rounds is not None else budget, design=args.design)
     req = Request(workloads=workloads, abis=abis, plan=plan, cflags=tuple(args.cflags.split()),
                   cc=args.cc, provenance=args.provenance,
                   allow_version_skew=args.allow_version_skew, keep_going=args.keep_going)

@@ -194,7 +194,8 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
                     pair = doc.paired(wid, metric, other, ref)
                     try:
                         ratio = stats.ratio_of(pair.a, pair.b, paired=pair.paired,
-                                               name_a=other, name_b=ref)
+                                               name_a=other, name_b=ref,
+                                               covariate=pair.covariate)
                     except ValueError as exc:
                         # e.g. "rate: i386 has values <= 0: ...": no ratio, so no verdict
                         res.warnings.append(f"{metric}: {exc}")

@@ -36,7 +36,7 @@ from ..records import (
 from . import faults, owner
 from .owner import Owner
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,14 @@ _MIGRATIONS: list[tuple[str, ...]] = [
      "ALTER TABLE runs ADD COLUMN owner_host TEXT"),
     # 4: why a stored sample no longer counts (NULL: it counts)
     ("ALTER TABLE samples ADD COLUMN discarded TEXT",),
-    # 5: page faults of every sample, and what cachegrind counted in a counted run (JSON:
+    # 5: how a sample was measured (design, CPU, repeats) and the machine around it
+    ("ALTER TABLE samples ADD COLUMN design TEXT NOT NULL DEFAULT 'sequential'",
+     "ALTER TABLE samples ADD COLUMN cpu INTEGER",
+     "ALTER TABLE samples ADD COLUMN repeat INTEGER NOT NULL DEFAULT 1",
+     "ALTER TABLE samples ADD COLUMN foreign_cpu_s REAL",
+     "ALTER TABLE samples ADD COLUMN steal_s REAL",
+     "ALTER TABLE samples ADD COLUMN covariate REAL"),
+    # 6: page faults of every sample, and what cachegrind counted in a counted run (JSON:
     # event totals, the top functions, the attempts until two agreed)
     ("ALTER TABLE samples ADD COLUMN minflt INTEGER",
      "ALTER TABLE samples ADD COLUMN majflt INTEGER",
@@ -104,7 +111,9 @@ assert len(_MIGRATIONS) == SCHEMA_VERSION - 1
 _TABLES = ("meta", "runs", "artifacts", "target_status", "samples", "outcomes", "warnings")
 
 # What a column added by a migration stands for in a database that predates it (read-only).
-_ADDED_DEFAULTS: dict[str, Any] = {"kind": "timed", "discarded": None, "minflt": None,
+_ADDED_DEFAULTS: dict[str, Any] = {"kind": "timed", "discarded": None, "design": "sequential",
+                                   "cpu": None, "repeat": 1, "foreign_cpu_s": None,
+                                   "steal_s": None, "covariate": None, "minflt": None,
                                    "majflt": None, "counters_json": None, "owner_pid": None,
                                    "owner_start": None, "owner_boot": None, "owner_host": None}
 
@@ -356,12 +365,14 @@ class Store:
         self.db.execute(
             "INSERT INTO samples(run_id, workload, target, round, position, warmup, status, "
             "exit_code, wall_s, user_s, sys_s, max_rss_kb, stdout_digest, check_value, "
-            "metrics_json, error, started_at, env_pad, instructions, kind, discarded, minflt, "
-            "majflt, counters_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "metrics_json, error, started_at, env_pad, instructions, kind, discarded, design, "
+            "cpu, repeat, foreign_cpu_s, steal_s, covariate, minflt, majflt, counters_json) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (s.run_id, s.workload, s.target, s.round, s.position, int(s.warmup), s.status,
              s.exit_code, s.wall_s, s.user_s, s.sys_s, s.max_rss_kb, s.stdout_digest, s.check,
              json.dumps(s.metrics), s.error, s.started_at, s.env_pad, s.instructions, s.kind,
-             s.discarded, s.minflt, s.majflt,
+             s.discarded, s.design, s.cpu, s.repeat, s.foreign_cpu_s, s.steal_s, s.covariate,
+             s.minflt, s.majflt,
              None if s.counters is None else json.dumps(s.counters.to_dict())))
 
     @_writer
@@ -431,8 +442,12 @@ class Store:
                    metrics=json.loads(r["metrics_json"]), error=r["error"],
                    started_at=r["started_at"], env_pad=r["env_pad"],
                    instructions=r["instructions"], kind=_field(r, "kind"),
-                   discarded=_field(r, "discarded"), minflt=_field(r, "minflt"),
-                   majflt=_field(r, "majflt"), counters=_counters(_field(r, "counters_json")))
+                   discarded=_field(r, "discarded"), design=_field(r, "design"),
+                   cpu=_field(r, "cpu"), repeat=_field(r, "repeat"),
+                   foreign_cpu_s=_field(r, "foreign_cpu_s"), steal_s=_field(r, "steal_s"),
+                   covariate=_field(r, "covariate"),
+                   minflt=_field(r, "minflt"), majflt=_field(r, "majflt"),
+                   counters=_counters(_field(r, "counters_json")))
             for r in rows
         ]
 
