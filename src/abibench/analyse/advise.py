@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .. import stats
 from ..errors import UsageError
@@ -249,9 +249,9 @@ def advise(doc: RunDoc, results: Sequence[WorkloadResult], dep: Deployment) -> A
                 continue
             # the speed ratio a/b with its CI: the primary comparison, as rates
             r = c.ratio
-            rate = r if res.better == "higher" else stats.Ratio(
-                1 / r.ratio, 1 / r.ci_high, 1 / r.ci_low, r.p_value, 1 / r.hodges_lehmann
-                if r.hodges_lehmann else math.nan, r.n_a, r.n_b, r.paired, r.confidence)
+            rate = r if res.better == "higher" else replace(
+                r, ratio=1 / r.ratio, ci_low=1 / r.ci_high, ci_high=1 / r.ci_low,
+                hodges_lehmann=1 / r.hodges_lehmann if r.hodges_lehmann else math.nan)
             lines.append(_line(res, ra, rb, rate, dep))
     if dep.mix:
         mixed = _mix_line(results, per_workload, lines, dep)
