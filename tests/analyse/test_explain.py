@@ -167,3 +167,20 @@ def test_the_report_carries_the_explanations(cachegrind_profile: Profile,
     rep = analysis.from_run(doc)
     assert [x.rule for x in rep.explanations_of("w")] == ["instructions"]
     assert rep.advice is None
+
+
+def test_the_pointer_size_goes_with_the_memory_it_is_about(cachegrind_profile: Profile,
+                                                          make_counted_doc: MakeDoc) -> None:
+    # Fewer page faults as well as a smaller peak: "(32-bit pointers)" qualifies the memory,
+    # and the faults follow it as evidence of their own.
+    doc = make_counted_doc({"i386": _times(1.0, 0.8), "x86_64": _times(1.0, 1.0)},
+                           {"i386": cachegrind_profile("ptrchase", "i386"),
+                            "x86_64": cachegrind_profile("ptrchase", "x86_64")},
+                           rss={"i386": [6000 + i for i in range(6)],
+                                "x86_64": [10000 + i for i in range(6)]},
+                           faults={"i386": [1000 + i for i in range(6)],
+                                   "x86_64": [1600 + 2 * i for i in range(6)]})
+    x = _one(doc)
+    assert x.rule == "memory"
+    assert x.text.endswith("its peak memory is 40% smaller (32-bit pointers) and its minor page "
+                           "faults are 38% fewer"), x.text

@@ -332,11 +332,13 @@ def choose_words(x: Explanation) -> tuple[str, str, str | None]:
         for e in favour:
             less = e.percent_less(winner, loser)
             word = "smaller" if e.name == "peak RSS" else "fewer"
+            # The ABI table's fact goes with the memory it is about, not after other evidence.
+            note = (" (simulated)" if e.simulated else
+                    " (32-bit pointers)" if e.name == "peak RSS" and _narrow(winner, loser)
+                    else "")
             parts.append(f"its {e.phrase} {'are' if e.phrase.endswith('s') else 'is'} "
-                         f"{_pct(less)}% {word}" + (" (simulated)" if e.simulated else ""))
+                         f"{_pct(less)}% {word}{note}")
         why = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
-        if any(e.name == "peak RSS" for e in favour) and _narrow(winner, loser):
-            why += " (32-bit pointers)"
         return "memory", f"{head} {count}: {why}" + _inexact(x), winner
     return ("unexplained", f"unexplained: {head} {count}; its time per instruction is "
             f"{stats.short(1 / lt.value, '.3f')}x the other's "
