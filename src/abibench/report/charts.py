@@ -296,7 +296,9 @@ def why_svg(explanations: Sequence[Explanation], salt: str) -> str:
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("ratio a/b on a log scale; < 1: a takes less (lower is better)")
-        ax.set_title("Why: time ratio = instruction ratio × time-per-instruction ratio\n"
+        # Over the whole figure, not the axes: the workload labels take the left part, and a
+        # title centred over the rest would run past the right edge.
+        fig.suptitle("Why: time ratio = instruction ratio × time-per-instruction ratio\n"
                      "diamond: time ratio, whiskers: its 95% CI", fontsize=9.5)
         fig.legend(handles=[Patch(color=INSN_COLOUR, label="instruction-count ratio (from 1)"),
                             Patch(color=TPI_COLOUR, label="× time-per-instruction ratio")],
