@@ -85,3 +85,17 @@ def test_explain_and_advise_commands(memory_doc: RunDoc, tmp_path: Path,
     assert code == 2 and "memory size 'lots'" in err
     code, _, err = main_in_process("--db", str(db), "report", run_id, "--mix", "ptrchase=1")
     assert code == 2 and "go with --memory SIZE" in err
+
+
+def test_counts_that_never_agreed_are_not_called_exact(
+        cachegrind_profile: Callable[..., Any], make_counted_doc: Callable[..., RunDoc]) -> None:
+    # Lua seeds its string hashes from the clock: its counted runs differ from one another.
+    doc = make_counted_doc({"i386": _times(1.2), "x86_64": _times(1.0)},
+                           {"i386": cachegrind_profile("bignum", "i386",
+                                                       attempts=(12_000_000, 12_872_461)),
+                            "x86_64": cachegrind_profile("bignum", "x86_64")})
+    text = render(analysis.from_run(doc), "terminal")
+    assert "instructions (valgrind, not exact: repeated runs of i386 differed): " in text
+    agreed = make_counted_doc({"i386": _times(1.2), "x86_64": _times(1.0)},
+                              {t: cachegrind_profile("bignum", t) for t in ("i386", "x86_64")})
+    assert "instructions (valgrind, exact): " in render(analysis.from_run(agreed), "terminal")

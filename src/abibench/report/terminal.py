@@ -192,7 +192,10 @@ def _workload(b: WorkloadBlock, con: Console, explanations: Sequence[Explanation
         con.print(f"  {e(c.a)}/{e(c.b)} peak RSS ratio {_ratio(c)} → {e(c.verdict.text)}")
     counted = [(r.label, r.instructions) for r in res.rows if r.instructions]
     if counted:
-        con.print("  instructions (valgrind, exact): " + e(", ".join(
+        differed = [r.label for r in res.rows if r.instructions and not r.instructions_exact]
+        how = ("exact" if not differed else
+               f"not exact: repeated runs of {', '.join(differed)} differed")
+        con.print(f"  instructions (valgrind, {e(how)}): " + e(", ".join(
             f"{lbl} {n:,}" for lbl, n in counted) + _instr_ratio(counted)))
     for x in explanations:
         for i, line in enumerate(explanation_lines(x, functions=3)):
