@@ -144,6 +144,21 @@ def test_counts_that_never_agreed_are_not_exact(cachegrind_profile: Profile,
     assert "(instruction counts not exact: repeated runs differed" in x.text
 
 
+def test_a_count_that_varies_by_less_than_the_same_work_keeps_its_words(
+        cachegrind_profile: Profile, make_counted_doc: MakeDoc) -> None:
+    # Random numbers move a count by a little: 0.2% between runs is shown with the numbers, and
+    # the words are those of runs that agreed.
+    times = {"i386": _times(1.0, 3.0), "x86_64": _times(1.0, 1.0)}
+    agreed = _one(make_counted_doc(times, {t: cachegrind_profile("bignum", t)
+                                           for t in ("i386", "x86_64")}))
+    varied = _one(make_counted_doc(times, {
+        "i386": cachegrind_profile("bignum", "i386", attempts=(12_850_000, 12_872_461)),
+        "x86_64": cachegrind_profile("bignum", "x86_64")}))
+    assert agreed.instructions_exact and not varied.instructions_exact
+    assert varied.instructions is not None and varied.instructions.low < varied.instructions.high
+    assert varied.text == agreed.text
+
+
 def test_two_runs_whose_intervals_overlap_get_the_same_words(
         cachegrind_profile: Profile, make_counted_doc: MakeDoc) -> None:
     profiles = {"i386": cachegrind_profile("ptrchase", "i386"),

@@ -348,9 +348,16 @@ def choose_words(x: Explanation) -> tuple[str, str, str | None]:
 
 
 def _inexact(x: Explanation) -> str:
+    """The words' warning that the counts did not repeat, when their range is material: wider
+    than SAME_WORK, the smallest difference of instructions the rules speak of. A narrower range
+    (RSA blinding's random numbers: a tenth of a percent) changes no rule and no percentage the
+    words print by more than one, and is shown with the numbers only ("not exact, runs span"),
+    so that two runs of one program get the same words whether or not their attempts agreed."""
     if x.instructions_exact or x.instructions is None:
         return ""
     spread = (x.instructions.high / x.instructions.low - 1) * 100
+    if spread <= SAME_WORK * 100:
+        return ""
     return (" (instruction counts not exact: repeated runs differed, ratio range "
             f"±{stats.short(spread / 2, '.2g')}%)")
 
