@@ -82,6 +82,79 @@ def pick_reference(labels: Sequence[str]) -> str:
     return labels[-1]
 
 
+# --------------------------------------------------------------------------- counters
+
+
+# Cachegrind's event names, and the sums an explanation speaks of.
+INSTRUCTIONS = "Ir"
+D1_MISSES = ("D1mr", "D1mw")
+LL_MISSES = ("ILmr", "DLmr", "DLmw")
+BRANCHES = ("Bc", "Bi")
+MISPREDICTS = ("Bcm", "Bim")
+
+
+@dataclass(frozen=True)
+class FunctionCount:
+    """One function's share of a counted run: its events, in the order of CounterProfile.events."""
+
+    name: str
+    counts: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class CounterProfile:
+    """What the counted run under cachegrind saw: event totals, the top functions, and whether
+    the count repeated.
+
+    ``attempts`` are the instruction totals of every run made until two agreed (valgrind's counts
+    are deterministic for the same binary, inputs and environment; a program that reads the
+    clock or random numbers differs). ``agreed`` is False when they never did: the instruction
+    part of an explanation is then "not exact", and its range is that of the attempts.
+    ``simulation`` is "insn" (instructions only) or "cache" (cache and branch simulation, of the
+    fixed cache model in ``cache``: simulated, not hardware).
+    """
+
+    events: tuple[str, ...]
+    totals: tuple[int, ...]
+    functions: tuple[FunctionCount, ...] = ()
+    attempts: tuple[int, ...] = ()
+    agreed: bool = True
+    simulation: str = "insn"
+    cache: tuple[str, ...] = ()
+
+    def total(self, *names: str) -> int | None:
+        """The sum of these events' totals; None when one of them was not counted."""
+        idx = {e: i for i, e in enumerate(self.events)}
+        if not names or any(n not in idx for n in names):
+            return None
+        return sum(self.totals[idx[n]] for n in names)
+
+    def function_total(self, fn: FunctionCount, *names: str) -> int | None:
+        idx = {e: i for i, e in enumerate(self.events)}
+        if not names or any(n not in idx or idx[n] >= len(fn.counts) for n in names):
+            return None
+        return sum(fn.counts[idx[n]] for n in names)
+
+    def to_dict(self) -> JSONDict:
+        return {"events": list(self.events), "totals": list(self.totals),
+                "functions": [[f.name, list(f.counts)] for f in self.functions],
+                "attempts": list(self.attempts), "agreed": self.agreed,
+                "simulation": self.simulation, "cache": list(self.cache)}
+
+    @staticmethod
+    def from_dict(d: Mapping[str, object]) -> CounterProfile:
+        funcs = cast(list[list[object]], d.get("functions") or [])
+        return CounterProfile(
+            events=tuple(str(e) for e in cast(list[str], d.get("events") or [])),
+            totals=tuple(int(v) for v in cast(list[int], d.get("totals") or [])),
+            functions=tuple(FunctionCount(str(f[0]), tuple(int(v) for v in
+                                                           cast(list[int], f[1])))
+                            for f in funcs),
+            attempts=tuple(int(v) for v in cast(list[int], d.get("attempts") or [])),
+            agreed=bool(d.get("agreed", True)), simulation=str(d.get("simulation", "insn")),
+            cache=tuple(str(c) for c in cast(list[str], d.get("cache") or [])))
+
+
 # --------------------------------------------------------------------------- samples
 
 # How a round's samples are taken (run/designs.py says when each is used):
@@ -118,6 +191,11 @@ class Sample:
     # Why a stored sample no longer counts (e.g. its round was cut short and measured again
     # after `run --resume`); the sample itself is kept as it was measured.
     discarded: str | None = None
+    # Page faults of the process, per run (rusage; None in runs stored before they were kept).
+    minflt: int | None = None
+    majflt: int | None = None
+    # kind "counters": what cachegrind counted (None in a timed sample or an older run).
+    counters: CounterProfile | None = None
     # How the sample was measured (run/designs.py): the design of its round, the CPU it was
     # pinned to, and how many back-to-back runs its times are the mean of.
     design: str = "sequential"
@@ -145,13 +223,19 @@ class Sample:
             return self.sys_s
         if metric == "max_rss":
             return float(self.max_rss_kb)
+        if metric in ("minflt", "majflt"):
+            faults = self.minflt if metric == "minflt" else self.majflt
+            return None if faults is None else float(faults)
         return self.metrics.get(metric)
 
     def to_dict(self) -> JSONDict:
         out: JSONDict = {}
         for f in fields(self):
             v = getattr(self, f.name)
-            out[f.name] = dict(v) if isinstance(v, dict) else v
+            if isinstance(v, CounterProfile):
+                out[f.name] = v.to_dict()
+            else:
+                out[f.name] = dict(v) if isinstance(v, dict) else v
         return out
 
     @staticmethod
@@ -161,6 +245,8 @@ class Sample:
 
         metrics = cast(Mapping[str, float], d.get("metrics") or {})
         instructions = d.get("instructions")
+        counters = d.get("counters")
+        minflt, majflt = d.get("minflt"), d.get("majflt")
         return Sample(
             run_id=run_id if run_id is not None else str(d.get("run_id", "")),
             workload=str(d["workload"]), target=str(d["target"]), round=int(cast(int, d["round"])),
@@ -175,6 +261,10 @@ class Sample:
             instructions=None if instructions is None else int(cast(int, instructions)),
             kind=str(d.get("kind", "timed")),
             discarded=None if d.get("discarded") is None else str(d["discarded"]),
+            minflt=None if minflt is None else int(cast(int, minflt)),
+            majflt=None if majflt is None else int(cast(int, majflt)),
+            counters=None if counters is None else
+            CounterProfile.from_dict(cast(Mapping[str, object], counters)),
             design=str(d.get("design", "sequential")),
             cpu=None if d.get("cpu") is None else int(cast(int, d["cpu"])),
             repeat=int(cast(int, d.get("repeat", 1))),
@@ -620,6 +710,12 @@ class RunDoc:
         return {s.target: s.instructions for s in self.samples
                 if s.workload == workload and s.kind == "counters"
                 and s.instructions is not None}
+
+    def counter_profiles(self, workload: str) -> dict[str, CounterProfile]:
+        """What cachegrind counted per target (the last counted run of each)."""
+        return {s.target: s.counters for s in self.samples
+                if s.workload == workload and s.kind == "counters" and s.status == "ok"
+                and s.counters is not None}
 
     def status_of(self, workload: str, target: str) -> TargetStatus | None:
         found = [x for x in self.statuses if x.workload == workload and x.target == target]

@@ -37,6 +37,9 @@ class TargetRow:
     stripped: int | None = None
     outliers: int = 0
     instructions: int | None = None  # from one run under valgrind, when --counters asked
+    # False when the counted runs never agreed (a program that reads the clock or seeds a hash
+    # from it): the count is then the last run's, not an exact figure
+    instructions_exact: bool = True
 
     @property
     def shown_state(self) -> str:
@@ -175,6 +178,7 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
         primary = meta.primary_metric
         counted = doc.counted(wid)
         counts = doc.instructions(wid)
+        profiles = doc.counter_profiles(wid)
         labels = list(meta.targets)
         rows: list[TargetRow] = []
         for label in labels:
@@ -192,7 +196,8 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
                 size=sizes.get("file"), text=sizes.get("text"), data=sizes.get("data"),
                 bss=sizes.get("bss"), stripped=sizes.get("stripped"),
                 outliers=sum(stats.outliers(values)) if len(values) >= 5 else 0,
-                instructions=counts.get(label)))
+                instructions=counts.get(label),
+                instructions_exact=profiles[label].agreed if label in profiles else True))
         res = WorkloadResult(id=wid, title=meta.title or wid, primary=meta.primary,
                              unit=primary.unit, better=primary.better, rows=rows,
                              stop_reason=doc.outcomes[wid].text() if wid in doc.outcomes else "")

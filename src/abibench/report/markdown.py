@@ -13,6 +13,7 @@ import re
 
 from ..analyse.report import Cell, Diff, Report, WorkloadBlock
 from . import formatting as fmt
+from . import why
 from .formatting import better_words, footprint_percent, index_rows
 
 _SPECIAL = re.compile(r"([\\`*_\[\]{}<>()#+!|~])")
@@ -115,6 +116,16 @@ def render(report: Report) -> str:
     for b in r.workloads:
         out += _workload(b)
 
+    out += _why(r)
+    if r.advice is not None:
+        adv = r.advice
+        out += ["## Advice", "", _esc(why.advice_note(adv)), ""]
+        out += _table([_esc(c) for c in why.advice_head()],
+                      [[_esc(c) for c in row] for row in why.advice_rows(adv)],
+                      right={2, 3, 4, 5, 6, 7, 8})
+        out += [f"- {_esc(ln.text)}" for ln in adv.lines]
+        out += [f"- ⚠ {_esc(n)}" for n in adv.notes] + [""]
+
     diffs = [d for b in r.workloads for d in b.diffs if math.isfinite(d.percent)]
     if diffs:
         out += ["## Every test relative to the reference", "",
@@ -194,6 +205,30 @@ def render(report: Report) -> str:
             f"{r.counts.total} samples ({r.counts.counted} counted). Every value of every sample: "
             f"`abibench report … --samples-csv FILE`; the HTML report embeds them.", ""]
     return "\n".join(out)
+
+
+def _why(r: Report) -> list[str]:
+    out = ["## Why", "",
+           "Each comparison's time ratio is the instruction-count ratio times the "
+           "time-per-instruction ratio (instructions from the counted runs under valgrind, time "
+           "and its 95% CI from the timed samples); the words follow the rules of "
+           "docs/explain.md. The stacked chart is in the HTML report.", ""]
+    if not r.explanations:
+        return [*out, "No comparison to explain.", ""]
+    for x in r.explanations:
+        out += [f"### {_esc(x.workload)}: {_esc(x.a)} vs {_esc(x.b)}", "",
+                f"**{_esc(x.text)}** (rule: {_esc(x.rule)})", "", _code(why.decomposition(x)), ""]
+        if x.evidence:
+            out += _table([_esc(c) for c in why.evidence_head(x)],
+                          [[_esc(c) for c in row] for row in why.evidence_rows(x)],
+                          right={1, 2, 3})
+        if x.functions:
+            out += _table([_esc(c) for c in why.function_head(x)],
+                          [[_esc(c) for c in row] for row in why.function_rows(x)],
+                          right={1, 2, 3, 4, 5})
+        if any(e.simulated for e in x.evidence):
+            out += [_esc(why.SIMULATED) + ".", ""]
+    return out
 
 
 def _workload(b: WorkloadBlock) -> list[str]:

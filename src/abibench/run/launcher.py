@@ -223,7 +223,8 @@ class _Launched:
 
 
 def raw_result(r: dict[str, str], digest: str, text: str, stderr_tail: str) -> RawResult:
-    """The launcher's result line as a RawResult: times are per run (divided by the repeats)."""
+    """The launcher's result line as a RawResult: times and page faults are per run (divided by
+    the repeats)."""
     k = max(1, int(r.get("repeat", "1")))
     hz = int(r.get("hz", "100")) or 100
     cov_iters, cov_ns = int(r.get("cov_iters", "0")), int(r.get("cov_ns", "0"))
@@ -231,7 +232,9 @@ def raw_result(r: dict[str, str], digest: str, text: str, stderr_tail: str) -> R
         status=r["status"], exit_code=int(r["code"]), signal=int(r["signal"]),
         wall_s=int(r["wall_ns"]) / 1e9 / k, user_s=int(r["user_us"]) / 1e6 / k,
         sys_s=int(r["sys_us"]) / 1e6 / k, max_rss_kb=int(r["maxrss_kb"]),
-        minflt=int(r["minflt"]), majflt=int(r["majflt"]), errno=int(r["errno"]),
+        # page faults per run as well, so that samples of different repeats compare
+        minflt=round(int(r["minflt"]) / k), majflt=round(int(r["majflt"]) / k),
+        errno=int(r["errno"]),
         stdout_digest=digest, stdout=text, stderr_tail=stderr_tail,
         escaped=int(r.get("escaped", "0")), repeat=k,
         t0_ns=int(r.get("t0_ns", "0")), t1_ns=int(r.get("t1_ns", "0")),

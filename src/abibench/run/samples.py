@@ -144,6 +144,7 @@ def sample_from(raw: RawResult, wl: Workload, run_id: str, target: str, rnd: int
                   warmup=warmup, status=status, exit_code=raw.exit_code, wall_s=times["wall"],
                   user_s=times["user"], sys_s=times["sys"], max_rss_kb=raw.max_rss_kb,
                   stdout_digest=raw.stdout_digest, check=check, metrics=metrics, error=error,
-                  started_at=started, env_pad=pad, design=design, cpu=cpu, repeat=raw.repeat,
+                  started_at=started, env_pad=pad, minflt=raw.minflt, majflt=raw.majflt,
+                  design=design, cpu=cpu, repeat=raw.repeat,
                   foreign_cpu_s=raw.foreign_cpu_s(ours_s), steal_s=raw.steal_s,
                   covariate=raw.covariate)

@@ -23,7 +23,7 @@ from ..probe.noise import NoiseProfile
 from ..records import Artifact, Sample, Target
 from ..workloads.profile import Workload, substitute
 from ..workspace import owned_dir
-from .counters import count_instructions
+from .counters import MAX_ATTEMPTS, agreement, count_events, profile_of
 from .designs import Design, choose, repeats_for
 from .launcher import How, Job, RawResult, run_sample, run_together
 from .placement import Placement, ServerRun
@@ -56,7 +56,9 @@ class Plan:
     warmup: int = 1
     seed: int = 0  # environment padding is drawn from this, so a run can be repeated exactly
     randomize_env: bool = True
-    counters: bool = False  # one extra run per target under valgrind, counting instructions
+    counters: bool = False  # extra runs per target under valgrind, counting instructions
+    # what the counted runs simulate: "insn" (instructions only) or "cache" (cache and branches)
+    simulation: str = "insn"
     # --budget: the whole run's time for adaptive rounds, allocated across workloads by
     # run/budget.py; None: each workload alone, up to max_time_s.
     budget_s: float | None = None
@@ -426,7 +428,8 @@ class Session:
                     continue
                 try:
                     counted_run = _count(self.wl, self.places[target.label], self.run_id,
-                                         target.label, number, pos, self.base_env, self.launch)
+                                         target.label, number, pos, self.base_env, self.launch,
+                                         self.plan.simulation)
                 except UsageError as exc:  # e.g. {work} removed, a link out of it
                     outcome.failed[target.label] = str(exc)
                     continue
@@ -468,19 +471,46 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
 
 
 def _count(wl: Workload, pl: Placement, run_id: str, label: str, number: int, pos: int,
-           base_env: dict[str, str], launch: Path) -> tuple[Sample, RawResult] | None:
-    """One run under valgrind counting the instructions executed (None inside a sysroot:
-    valgrind would count chroot/bwrap, not the program)."""
+           base_env: dict[str, str], launch: Path,
+           simulation: str = "insn") -> tuple[Sample, RawResult] | None:
+    """Runs under valgrind counting what the target's programs execute (None inside a sysroot:
+    valgrind would count chroot/bwrap, not the program).
+
+    Valgrind's counts repeat exactly for the same binary, inputs and environment, so the target
+    is counted twice, and again (up to MAX_ATTEMPTS runs) until two runs agree; the stored
+    profile is that of the last run, with every attempt's count, and says when none agreed.
+    """
     if pl.in_sysroot:
         return None
-    argv = [substitute(a, pl.host_values()) for a in wl.command]
+    # [run] counters: a fixed amount of work for a program whose own command runs for a fixed
+    # time (openssl speed), so that instruction counts compare the same work.
+    command = wl.count_command or wl.command
+    argv = [substitute(a, pl.host_values()) for a in command]
     files, _ = pl.output_files()
     started = now_iso()
-    # No environment padding: the count must repeat exactly for the same build.
-    raw, count = count_instructions(argv, pl.work, base_env, wl.timeout, launch, pl.stdin_path())
+    attempts: list[int] = []
+    raw = None
+    parsed = None
+    while len(attempts) < MAX_ATTEMPTS:
+        # No environment padding: the count must repeat exactly for the same build.
+        raw, parsed = count_events(argv, pl.work, base_env, wl.timeout, launch,
+                                   pl.stdin_path(), pl.program_files(), simulation)
+        if parsed is None or not raw.ok:
+            break
+        attempts.append(parsed.totals[parsed.events.index("Ir")] if "Ir" in parsed.events
+                        else parsed.totals[0])
+        if len(attempts) >= 2 and agreement(attempts) is not None:
+            break
+    assert raw is not None
     files, _ = pl.output_files()  # again, as after every sample
     sample = sample_from(raw, wl, run_id, label, number, pos, False, started, 0, files)
-    return replace(sample, kind="counters", instructions=count,
-                   status=sample.status if count is not None else "failed",
-                   error=sample.error if count is not None else
-                   "valgrind wrote no instruction count"), raw
+    if wl.count_command:
+        # The program's own metrics and checks belong to its timed command, not to this one.
+        sample = replace(sample, status="ok" if raw.ok else sample.status, metrics={},
+                         check=None, error=None if raw.ok else sample.error)
+    if parsed is None or not attempts:
+        return replace(sample, kind="counters", instructions=None,
+                       status="failed" if sample.status == "ok" else sample.status,
+                       error=sample.error or "valgrind wrote no instruction count"), raw
+    profile = profile_of(parsed, attempts, simulation)
+    return replace(sample, kind="counters", instructions=attempts[-1], counters=profile), raw

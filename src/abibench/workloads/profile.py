@@ -26,7 +26,8 @@ PLACEHOLDER_RE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 RESERVED = {"bin", "out", "cc", "cflags", "abi", "micro", "profile_dir", "work", "src",
             "host_triplet", "jobs", "host", "port", "program"}
 SERVER_KINDS = ("mariadb",)
-RUN_KEYS = ("command", "timeout", "setup", "stdin", "repeat", "threads", "short")
+RUN_KEYS = ("command", "timeout", "setup", "stdin", "repeat", "threads", "short",
+            "counters")
 MAX_REPEAT = 1000
 MAX_PROFILE_BYTES = 1 << 20  # the largest built-in profile is a few kB
 
@@ -134,6 +135,9 @@ class Workload:
     validate_when: tuple[tuple[dict[str, str], ValidateSpec], ...] = ()
     # [binaries] ABI = "path": prebuilt programs to compare instead of building
     binaries: dict[str, Path] = field(default_factory=dict)
+    # [run] counters: what the counted run (--counters) executes instead of [run] command, for
+    # a program that runs for a fixed time rather than a fixed amount of work
+    count_command: tuple[str, ...] = ()
     # [run] repeat: back-to-back runs per sample; "auto" sizes a short program's sample to
     # REPEAT_TARGET_S (run/designs.py)
     repeat: int | Literal["auto"] = 1
@@ -510,6 +514,7 @@ def load_profile(path: Path) -> Workload:
         param_types=param_types,
         validate_when=validate_when,
         binaries=binaries,
+        count_command=ld.strlist(run, "counters"),
     )
     _check_placeholders(ld, wl)
     _check_paths(ld, wl)
@@ -652,7 +657,7 @@ def _extra_sources(ld: _Loader, src: Mapping[str, object]) -> tuple[tuple[str, s
 
 def _check_placeholders(ld: _Loader, wl: Workload) -> None:
     allowed = RESERVED | set(wl.params) | set(wl.inputs)
-    for key, items in (("command", wl.command),
+    for key, items in (("command", wl.command), ("counters", wl.count_command),
                        ("build", wl.source.build if not wl.source.extra else ()),
                        ("files", wl.source.files), ("ldflags", wl.source.ldflags),
                        ("setup", wl.setup), ("stdin", (wl.stdin or "",)),
