@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..analyse.report import Cell, Report, SetInfo, WorkloadBlock
+from ..analyse.report import MEMORY_NAMES, Cell, Report, SetInfo, WorkloadBlock
 from ..analyse.results import PairVerdict
 from ..analyse.xbench import GROUPS, Index
 from ..records import is_reference
@@ -91,8 +91,9 @@ def _workload(b: WorkloadBlock, con: Console) -> None:
     con.print(f"[bold]{e(res.id)}[/] — {e(res.title)}")
     con.print(f"  {e(res.primary)} in {e(res.unit or 'units')}, {fmt.better_words(res.better)}")
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for col in ("ABI", "n", "median", "min", "max", "outliers", "peak RSS", "file size",
-                "text"):
+    trees = any(row.tree_kb is not None for row in res.rows)
+    for col in ("ABI", "n", "median", "min", "max", "outliers", "peak RSS",
+                *(["tree peak"] if trees else []), "file size", "text"):
         table.add_column(col, justify="left" if col == "ABI" else "right")
     notes = []
     for row in res.rows:
@@ -106,7 +107,8 @@ def _workload(b: WorkloadBlock, con: Console) -> None:
             e(fmt.si(s.min, res.unit)) if s else "-",
             e(fmt.si(s.max, res.unit)) if s else "-",
             str(row.outliers) if s else "-",
-            fmt.kib(row.rss_kb), fmt.size(row.size), fmt.size(row.text))
+            fmt.kib(row.rss_kb), *([fmt.kib(row.tree_kb)] if trees else []),
+            fmt.size(row.size), fmt.size(row.text))
     con.print(table)
     for note in notes:
         con.print(note)
@@ -120,7 +122,8 @@ def _workload(b: WorkloadBlock, con: Console) -> None:
                   f" → [{colour}]{prefix}{e(c.verdict.text)}[/] "
                   f"(p={fmt.number(c.p_adjusted, '.3g')} Holm)")
     for c in res.memory:
-        con.print(f"  {e(c.a)}/{e(c.b)} peak RSS ratio {_ratio(c)} → {e(c.verdict.text)}")
+        con.print(f"  {e(c.a)}/{e(c.b)} {MEMORY_NAMES.get(c.metric, c.metric)} ratio "
+                  f"{_ratio(c)} → {e(c.verdict.text)}")
     counted = [(r.label, r.instructions) for r in res.rows if r.instructions]
     if counted:
         con.print("  instructions (valgrind, exact): " + e(", ".join(

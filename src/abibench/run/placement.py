@@ -21,6 +21,7 @@ from ..errors import AbiMismatchError
 from ..hashing import sha256_file
 from ..obtain.sysroot import Sysroot, debian_arch, resolve_inside
 from ..paths import MICRO_DIR
+from ..probe.memory import tree_accounting
 from ..records import Artifact, Target
 from ..workloads.confine import confined
 from ..workloads.profile import Workload, substitute
@@ -35,6 +36,8 @@ class ServerRun:
 
     port: int = 0
     peak_rss_kb: int | None = None
+    tree_peak_kb: int | None = None  # [run] memory = "tree": the server's whole tree
+    tree_memory: str | None = None
 
 
 @dataclass
@@ -197,10 +200,12 @@ class Placement:
             yield ServerRun()
             return
         run = ServerRun()
-        with MariaDBServer(self.datadir) as srv:
+        tree = tree_accounting() if self.wl.memory == "tree" else None
+        with MariaDBServer(self.datadir, tree=tree) as srv:
             run.port = srv.port
             yield run
             run.peak_rss_kb = srv.peak_rss_kb()
+            run.tree_peak_kb, run.tree_memory = srv.tree_peak()
 
     def warm_server(self, run: ServerRun, timeout_s: float) -> str | None:
         spec = self.wl.server

@@ -146,4 +146,5 @@ def sample_from(raw: RawResult, wl: Workload, run_id: str, target: str, rnd: int
                   stdout_digest=raw.stdout_digest, check=check, metrics=metrics, error=error,
                   started_at=started, env_pad=pad, design=design, cpu=cpu, repeat=raw.repeat,
                   foreign_cpu_s=raw.foreign_cpu_s(ours_s), steal_s=raw.steal_s,
-                  covariate=raw.covariate)
+                  covariate=raw.covariate, tree_peak_rss_kb=raw.tree_peak_kb,
+                  tree_memory=raw.tree_memory)

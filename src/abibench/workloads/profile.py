@@ -25,7 +25,10 @@ PLACEHOLDER_RE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 RESERVED = {"bin", "out", "cc", "cflags", "abi", "micro", "profile_dir", "work", "src",
             "host_triplet", "jobs", "host", "port", "program"}
 SERVER_KINDS = ("mariadb",)
-RUN_KEYS = ("command", "timeout", "setup", "stdin", "repeat", "threads", "short")
+RUN_KEYS = ("command", "timeout", "setup", "stdin", "repeat", "threads", "short", "memory")
+# [run] memory: "process" (wait4's peak RSS of the largest process, the default) or "tree" (the
+# whole process tree's peak as well: a browser, a server and its helpers, a compiler driver)
+MEMORY_KINDS = ("process", "tree")
 MAX_REPEAT = 1000
 
 
@@ -138,6 +141,8 @@ class Workload:
     threads: int = 1  # [run] threads: CPUs the program keeps busy (more than 1: never pinned)
     # [run] short = { param = value }: the parameters of the short design's smaller size
     short: dict[str, str] = field(default_factory=dict)
+    # [run] memory = "tree": also measure the peak of the whole process tree (run/treemem.py)
+    memory: str = "process"
 
     @property
     def validates(self) -> bool:
@@ -457,6 +462,9 @@ def load_profile(path: Path) -> Workload:
     if not isinstance(threads, int) or isinstance(threads, bool) or not 1 <= threads <= 4096:
         raise ld.fail("threads", f"threads must be a whole number from 1 to 4096, not "
                       f"{threads!r:.40}")
+    memory = run.get("memory", "process")
+    if memory not in MEMORY_KINDS:
+        raise ld.fail("memory", f"memory must be \"process\" or \"tree\", not {memory!r:.40}")
     short_tbl = run.get("short", {})
     if not isinstance(short_tbl, dict):
         raise ld.fail("short", "short must be a table of parameters, like short = { n = 1000 }")
@@ -487,6 +495,7 @@ def load_profile(path: Path) -> Workload:
         repeat=repeat,
         threads=threads,
         short=short,
+        memory=str(memory),
         stdout_digest=base_validation.stdout_digest,
         validate_files=base_validation.files,
         close=base_validation.close,
