@@ -180,9 +180,9 @@ def test_tree_memory_has_its_own_verdict_beside_peak_rss(run_doc: DocFactory) ->
     (res,) = analyse(doc)
     by_metric = {c.metric: c for c in res.memory}
     assert set(by_metric) == {"max_rss", "tree_peak_rss"}
-    tree = by_metric["tree_peak_rss"]
-    assert tree.ratio.ratio == pytest.approx(300_003 / 449_997)
-    assert tree.verdict.significant and "smaller" in tree.verdict.text
+    verdict = by_metric["tree_peak_rss"]
+    assert verdict.ratio.ratio == pytest.approx(300_003 / 449_997)
+    assert verdict.verdict.significant and "smaller" in verdict.verdict.text
     assert [r.tree_kb for r in res.rows] == [300_003, 449_997]
     assert any("cgroup v1" in p for p in res.provenance)
     rep = analysis.from_run(doc)

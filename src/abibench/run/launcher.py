@@ -66,6 +66,9 @@ class RawResult:
     # (probe/memory.py: cgroup-v2, cgroup-v1 or sampled)
     tree_peak_kb: int | None = None
     tree_memory: str | None = None
+    # Why the sample failed although the program may have exited 0 (a browser whose page
+    # failed: run/browser.py); None when nothing beyond the exit status is wrong.
+    failure: str | None = None
 
     def foreign_cpu_s(self, ours_s: float = 0.0) -> float:
         """CPU time that processes other than this sample (and `ours_s` more of abibench's
@@ -75,11 +78,13 @@ class RawResult:
 
     @property
     def ok(self) -> bool:
-        return self.status == "exited" and self.exit_code == 0
+        return self.status == "exited" and self.exit_code == 0 and self.failure is None
 
     def describe_failure(self) -> str:
         if self.status == "timeout":
             return "timed out"
+        if self.failure is not None:
+            return self.failure
         if self.status == "interrupted":
             return "interrupted"
         if self.status == "stopped":

@@ -63,7 +63,8 @@ class Placement:
             return Placement(wl, target, art, work, str(work), inputs,
                              {k: str(v) for k, v in inputs.items()}, stack=stack)
         root = Sysroot(Path(art.sysroot), debian_arch(target.abi), (), art.cache_key)
-        runner = SysrootRunner(root)
+        # A browser gets PID and mount namespaces of its own (/proc, /dev/shm): run/browser.py.
+        runner = SysrootRunner(root, private=wl.browser is not None)
         work, inner = stack.enter_context(runner.scratch(f"{wl.base_id or wl.id}-{label}"))
         inner_inputs: dict[str, str] = {}
         for name, path in inputs.items():
@@ -105,7 +106,10 @@ class Placement:
                 "program": f"{bin_dir}/{self.art.files[0]}" if self.art.files else ""}
 
     def argv(self, argv: list[str]) -> list[str]:
-        if self.runner is None or self.wl.server is not None:
+        """The command as it runs: wrapped to run inside the sysroot. A server workload's
+        command is the host's client; a browser's is completed per sample and wrapped then
+        (run/browser.py)."""
+        if self.runner is None or self.wl.server is not None or self.wl.browser is not None:
             return argv
         return self.runner.wrap(argv)
 

@@ -50,6 +50,8 @@ def parse_metrics(rules: Sequence[MetricRule], stdout: str) -> dict[str, float]:
                 except ValueError as exc:
                     raise ParseError(f"parser '{m.builtin}': {exc}") from None
             found_value = parsed[m.builtin].get(m.key or m.name)
+            if found_value is None and m.optional:
+                continue
             if found_value is None:
                 raise ParseError(f"metric '{m.name}': parser '{m.builtin}' found no '{m.key}' in "
                                  "the output")
@@ -58,6 +60,8 @@ def parse_metrics(rules: Sequence[MetricRule], stdout: str) -> dict[str, float]:
         if m.regex is None:
             continue
         found = m.regex.search(stdout)
+        if not found and m.optional:
+            continue
         if not found:
             raise ParseError(f"metric '{m.name}' not found in the output (pattern "
                              f"{m.regex.pattern!r})")

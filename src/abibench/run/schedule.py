@@ -24,6 +24,7 @@ from ..probe.noise import NoiseProfile
 from ..records import Artifact, Sample, Target
 from ..workloads.profile import Workload, substitute
 from ..workspace import owned_dir
+from .browser import run_browser_sample
 from .counters import count_instructions
 from .designs import Design, choose, repeats_for
 from .launcher import How, Job, RawResult, run_sample, run_together
@@ -307,9 +308,13 @@ class Session:
                     raise ServerError(failure)
                 prep = self._prepare(target, pos, srv)
                 started = now_iso()
-                raw = run_sample(prep.argv, cwd=pl.work, env=prep.env, timeout_s=self.wl.timeout,
-                                 launch=self.launch, stdin=prep.stdin, how=how,
-                                 tree=self._tree())
+                if self.wl.browser is not None:
+                    raw = run_browser_sample(pl, prep.argv, prep.env, self.wl.timeout,
+                                             self.launch, how, self._tree())
+                else:
+                    raw = run_sample(prep.argv, cwd=pl.work, env=prep.env,
+                                     timeout_s=self.wl.timeout, launch=self.launch,
+                                     stdin=prep.stdin, how=how, tree=self._tree())
                 # Again: the program may have removed {work} or put a link where an output
                 # belongs, and nothing is read through it.
                 prep.files, prep.close = pl.output_files(srv)
