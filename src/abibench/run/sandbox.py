@@ -52,11 +52,14 @@ class SysrootRunner:
     Programs that open data at absolute paths (Debian's Node.js: /usr/share/nodejs) or exec
     helpers escape the sysroot that way; check with foreign_mappings().
 
-    `private` gives the program a PID namespace and a mount namespace of its own, with /proc and
-    a tmpfs on /dev/shm (a browser needs both: it reads /proc/self/exe and shares memory through
-    /dev/shm). When the namespace's first process ends, the kernel kills every other process
-    in it, including those that called setsid(). chroot mode does it with unshare(1) and mounts
-    that exist only inside the namespace; bwrap with --unshare-pid (its /dev is a tmpfs).
+    `private` is for programs that need /proc and /dev/shm (a browser reads /proc/self/exe and
+    shares memory through /dev/shm). bwrap gives both in every mode (its /dev is a tmpfs). chroot
+    mode then runs in a mount and PID namespace of its own (unshare(1)), with /proc and a tmpfs
+    on /dev/shm mounted only there; when the namespace's first process ends, the kernel kills
+    every other process in it. unshare waits for its child, so wait4's rusage still covers the
+    program. bwrap gets no PID namespace: with --unshare-pid its outer process learns the exit
+    status without waiting for the program, and the rusage would be bwrap's own; what a bwrap
+    program leaves behind is killed by the launcher (a subreaper) and the sample's cgroup.
     """
 
     sysroot: Sysroot
@@ -95,9 +98,8 @@ class SysrootRunner:
             return [*self._unshare(), PRIVATE_CHROOT, root, self.tool(), *argv]
         if self.mode == "chroot":
             return [self.tool(), root, *argv]
-        pid = ["--unshare-pid"] if self.private else []
         return [self.tool(), "--bind", root, "/", "--proc", "/proc", "--dev", "/dev",
-                "--tmpfs", "/tmp", *pid, "--die-with-parent", "--chdir", "/", "--", *argv]
+                "--tmpfs", "/tmp", "--die-with-parent", "--chdir", "/", "--", *argv]
 
     def _unshare(self) -> list[str]:
         tools = {name: shutil.which(name) for name in ("unshare", "mount", "sh")}
