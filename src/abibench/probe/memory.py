@@ -35,10 +35,15 @@ MOUNTINFO = Path("/proc/self/mountinfo")
 SAMPLE_INTERVAL_S = 0.05
 
 # What each kind's number is, as reports and `probe` say it.
+# A group is charged what its processes allocate (anonymous and shared memory) and the page
+# cache they bring in; file pages already cached by others (a binary run before) are not
+# charged again, so a tree's peak can be below its largest process's RSS, which counts them.
 DESCRIPTIONS: dict[str, str] = {
-    "cgroup-v2": "cgroup v2 memory.peak of the sample's own group (exact high-water mark)",
-    "cgroup-v1": "cgroup v1 memory.max_usage_in_bytes of the sample's own group (exact "
-                 "high-water mark; page cache charged to the group included)",
+    "cgroup-v2": "cgroup v2 memory.peak of the sample's own group: the exact high-water mark "
+                 "of what the tree was charged (its memory and the page cache it brought in)",
+    "cgroup-v1": "cgroup v1 memory.max_usage_in_bytes of the sample's own group: the exact "
+                 "high-water mark of what the tree was charged (its memory and the page cache "
+                 "it brought in)",
     "sampled": "sampled: the sum of PSS over the process tree every 50 ms (a shorter peak "
                "can be missed)",
 }
