@@ -17,6 +17,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -252,3 +253,23 @@ def test_octane_runs_in_the_browser(cli: Cli, env: dict[str, str], debian_cache:
     assert set(metrics) == {"score", "richards"}
     assert metrics["richards"] > 0 and metrics["score"] == pytest.approx(metrics["richards"])
     assert settled(pid, env[MARK], debian_cache) == []
+
+
+def test_the_pages_result_becomes_the_samples_output_or_its_failure() -> None:
+    from abibench.run.browser import PageOutcome, with_result
+    from abibench.run.launcher import RawResult
+
+    raw = RawResult(status="exited", exit_code=0, signal=0, wall_s=1.0, user_s=0.5, sys_s=0.1,
+                    max_rss_kb=1000, minflt=0, majflt=0, errno=0, stdout_digest="d",
+                    stdout="chromium's own noise", stderr_tail="")
+    ok = with_result(raw, PageOutcome(result={"score": 2.0, "checksum": "0a1b",
+                                              "tests": {"t": {"checksum": "ffff"}}}))
+    assert ok.ok and parse_json(ok.stdout) == {"score": 2.0}
+    assert ok.stdout.splitlines()[1] == ' "checksum": "0a1b",'  # top level: one space
+    assert ok.stdout_digest != "d"
+    failed = with_result(raw, PageOutcome(result={"error": "Error: boom\n  at main"}))
+    assert not failed.ok and failed.describe_failure() == "the page failed: Error: boom   at main"
+    lost = with_result(raw, PageOutcome(error="the browser closed its DevTools connection"))
+    assert not lost.ok and "closed its DevTools connection" in lost.describe_failure()
+    timed_out = with_result(replace(raw, status="timeout"), PageOutcome())
+    assert timed_out.describe_failure() == "timed out"

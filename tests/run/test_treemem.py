@@ -26,7 +26,7 @@ from abibench.probe.memory import (
     parse_mountinfo,
     tree_accounting,
 )
-from abibench.run.launcher import run_sample
+from abibench.run.launcher import Stopper, run_sample
 from abibench.run.treemem import SampleGroup, clean_stale_groups, remove_group
 from abibench.workspace import current, owner_of
 
@@ -255,3 +255,20 @@ def test_a_stale_group_with_a_live_process_is_emptied_and_removed(
         assert not group.exists()
     finally:
         remove_group(group)
+
+
+def test_a_stopped_sample_is_killed_with_its_tree(c_program: Program, sample_launcher: Path,
+                                                  tmp_path: Path, reaper: list[int]) -> None:
+    """What a browser's driver does when its page fails: the launcher kills the tree."""
+    pidfile = tmp_path / "pids"
+    stopper = Stopper()
+    stopper.stop()  # asked before the launcher even runs: it is told once it can hear it
+    r = run_sample([str(c_program("escape")), str(pidfile), "hang"], cwd=tmp_path,
+                   env=dict(os.environ), timeout_s=600, launch=sample_launcher,
+                   tree=tree_accounting(), stopper=stopper)
+    assert r.status == "stopped" and not r.ok
+    assert r.describe_failure() == "stopped by abibench"
+    if pidfile.exists():
+        pids = [int(x) for x in pidfile.read_text().split()]
+        reaper.extend(pids)
+        assert not any(alive(p) for p in pids)

@@ -23,6 +23,7 @@ import shutil
 import signal
 import subprocess
 import threading
+import time
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
@@ -37,6 +38,7 @@ STDOUT_PARSE_LIMIT = 16 * 1024 * 1024  # metrics are parsed from at most this mu
 # The PID the launcher must find as its parent; it removes the variable before the program runs.
 PARENT_ENV = "ABIBENCH_LAUNCH_PARENT"
 GUARD_GRACE_S = 10.0  # a launcher that ignores SIGTERM this long is killed
+STOP_READY_S = 5.0  # how long a stop waits for a just-started launcher to block SIGUSR1
 
 
 @dataclass(frozen=True)
@@ -188,8 +190,25 @@ class Stopper:
 
     def _signal(self) -> None:
         # The launcher is our child and unreaped until we wait for it: its PID is still ours.
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.send_signal(signal.SIGUSR1)
+        # Until it has blocked SIGUSR1 (its first steps), the signal would kill it outright.
+        proc = self._proc
+        end = time.monotonic() + STOP_READY_S
+        while proc is not None and proc.poll() is None:
+            if _blocks(proc.pid, signal.SIGUSR1) or time.monotonic() > end:
+                proc.send_signal(signal.SIGUSR1)
+                return
+            time.sleep(0.001)
+
+
+def _blocks(pid: int, sig: int) -> bool:
+    """Whether a process has blocked a signal (SigBlk of /proc/PID/status)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("SigBlk:"):
+                return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+    except (OSError, ValueError, IndexError):
+        return False
+    return False
 
 
 @dataclass(frozen=True)
