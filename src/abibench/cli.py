@@ -32,6 +32,7 @@ from .paths import cache_dir, default_db
 from .probe import host, noise
 from .probe.abis import probe_all
 from .probe.counters import counters_status
+from .probe.memory import tree_accounting
 from .records import RunDoc, Sample
 from .report import Output, render, write, write_file
 from .report import formatting as fmt
@@ -322,10 +323,12 @@ def cmd_probe(args: argparse.Namespace) -> int:
     statuses = probe_all()
     ctx = host.capture()
     counters = counters_status()
+    tree = tree_accounting()
     if args.json:
         cached = noise.cached(cache_dir())
         _print_json({"abis": [s.to_dict() for s in statuses], "host": ctx.to_dict(),
-                     "counters": counters.to_dict(), "warnings": host.context_warnings(ctx),
+                     "counters": counters.to_dict(), "tree_memory": tree.to_dict(),
+                     "warnings": host.context_warnings(ctx),
                      "noise": cached.to_dict() if cached is not None else None})
         return EXIT_OK
     con = _console()
@@ -346,6 +349,8 @@ def cmd_probe(args: argparse.Namespace) -> int:
     perf = counters.perf
     con.print(e(f"instruction counts: perf {'yes' if perf.available else f'no ({perf.reason})'}"
                 f"; valgrind {'yes' if counters.valgrind.available else 'no'}"))
+    con.print(e(f"process-tree memory: {tree.kind} — {tree.description}"
+                + (f" ({tree.reason})" if tree.reason != "available" else "")))
     profile = noise.cached(cache_dir())
     con.print(e(f"noise: {profile.summary()}" if profile is not None else
                 "noise: not measured in the last hour (`abibench calibrate`)"))

@@ -55,7 +55,11 @@ BUILTIN_METRICS: dict[str, Metric] = {
     "user": Metric("user", "s", "lower"),
     "sys": Metric("sys", "s", "lower"),
     "max_rss": Metric("max_rss", "KiB", "lower"),
+    # [run] memory = "tree": the whole process tree's peak (a browser's dozen processes)
+    "tree_peak_rss": Metric("tree_peak_rss", "KiB", "lower"),
 }
+# Quantities of memory, not of speed: a covariate of the machine's speed says nothing of them.
+MEMORY_METRICS = ("max_rss", "tree_peak_rss")
 
 # The reference ("b" of every ratio): the 64-bit ABI of each host family.
 REFERENCE_ABIS = ("x86_64", "aarch64")
@@ -206,6 +210,10 @@ class Sample:
     foreign_cpu_s: float | None = None
     steal_s: float | None = None
     covariate: float | None = None
+    # [run] memory = "tree": the whole process tree's peak memory (KiB) and how it was measured
+    # (probe/memory.py: cgroup-v2, cgroup-v1, sampled); None for other workloads
+    tree_peak_rss_kb: int | None = None
+    tree_memory: str | None = None
 
     @property
     def counted(self) -> bool:
@@ -226,6 +234,8 @@ class Sample:
         if metric in ("minflt", "majflt"):
             faults = self.minflt if metric == "minflt" else self.majflt
             return None if faults is None else float(faults)
+        if metric == "tree_peak_rss":
+            return None if self.tree_peak_rss_kb is None else float(self.tree_peak_rss_kb)
         return self.metrics.get(metric)
 
     def to_dict(self) -> JSONDict:
@@ -270,7 +280,10 @@ class Sample:
             repeat=int(cast(int, d.get("repeat", 1))),
             foreign_cpu_s=_opt_float(d.get("foreign_cpu_s")),
             steal_s=_opt_float(d.get("steal_s")),
-            covariate=_opt_float(d.get("covariate")))
+            covariate=_opt_float(d.get("covariate")),
+            tree_peak_rss_kb=None if d.get("tree_peak_rss_kb") is None
+            else int(cast(int, d["tree_peak_rss_kb"])),
+            tree_memory=None if d.get("tree_memory") is None else str(d["tree_memory"]))
 
 
 def _opt_float(v: object) -> float | None:
@@ -313,7 +326,7 @@ def pair_by_round(a: Iterable[Sample], b: Iterable[Sample], metric: str) -> Pair
     if va and set(va) == set(vb):
         rounds = sorted(va)
         ca, cb = _covariates(sa, rounds), _covariates(sb, rounds)
-        if metric == "max_rss" or ca is None or cb is None:
+        if metric in MEMORY_METRICS or ca is None or cb is None:
             ca = cb = ()
         return Paired(tuple(va[r] for r in rounds), tuple(vb[r] for r in rounds), True, ca, cb)
     return Paired(tuple(va.values()), tuple(vb.values()), False)

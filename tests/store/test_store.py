@@ -157,6 +157,42 @@ def test_imported_run_has_no_owner(tmp_path: Path, make_doc: Callable[..., dict[
     assert store.load_run(res.run_id).run.status == "running"
 
 
+def test_version_5_database_gains_tree_memory(tmp_path: Path) -> None:
+    """A database as the version before tree memory wrote it: its samples have none, new ones
+    keep theirs, and both export and import again."""
+    path = tmp_path / "v5.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(_SCHEMA)
+    for step in _MIGRATIONS[:4]:
+        for statement in step:
+            db.execute(statement)
+    db.execute("INSERT INTO meta VALUES ('schema_version', '5')")
+    db.execute("INSERT INTO runs(id, started, finished, status, tool_version, host_json, "
+               "config_json) VALUES ('v5', 's', NULL, 'complete', '0', '{}', "
+               "'{\"workloads\": {\"w\": {\"primary\": \"wall\", \"metrics\": {}, "
+               "\"targets\": [\"i386\"]}}}')")
+    db.execute("INSERT INTO samples(run_id, workload, target, round, position, warmup, status, "
+               "exit_code, wall_s, user_s, sys_s, max_rss_kb, stdout_digest, metrics_json, "
+               "started_at, env_pad, design, repeat) VALUES ('v5','w','i386',1,0,0,'ok',0,1,1,"
+               "0,10,'d','{}','',0,'sequential',1)")
+    db.commit()
+    db.close()
+    store = Store(path)
+    store.add_sample(_sample("v5", round=2, tree_peak_rss_kb=512_000, tree_memory="cgroup-v1"))
+    old, new = store.samples("v5")
+    assert (old.tree_peak_rss_kb, old.tree_memory) == (None, None)
+    assert (new.tree_peak_rss_kb, new.tree_memory) == (512_000, "cgroup-v1")
+    assert new.value("tree_peak_rss") == 512_000.0 and old.value("tree_peak_rss") is None
+    exported = json.loads(json.dumps(store.load_run("v5").to_dict()))
+    again = RunDoc.from_dict(validate(exported, "x.json"))
+    assert [s.tree_peak_rss_kb for s in again.samples] == [None, 512_000]
+    # A document without the fields (an older export) still imports.
+    for sample in exported["samples"]:
+        del sample["tree_peak_rss_kb"], sample["tree_memory"]
+    assert all(s.tree_memory is None for s in
+               RunDoc.from_dict(validate(exported, "x.json")).samples)
+
+
 # --------------------------------------------------------------------------- discarded samples
 
 
@@ -249,7 +285,7 @@ def test_version_5_database_gets_page_faults_and_counters(tmp_path: Path) -> Non
     read.close()
     store = Store(path)
     version = store.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
-    assert int(version) == SCHEMA_VERSION == 6
+    assert int(version) == SCHEMA_VERSION >= 6
     assert {"design", "covariate", "minflt", "majflt", "counters_json"} <= _columns(store)
     (migrated,) = store.samples("v5")
     assert migrated == old

@@ -19,6 +19,7 @@ from .. import __version__, stats
 from ..errors import UsageError
 from ..records import (
     BUILTIN_METRICS,
+    MEMORY_METRICS,
     Artifact,
     Better,
     HostContext,
@@ -222,6 +223,8 @@ class Report:
 
 
 MEMORY_UNITS = ("B", "bytes", "KiB", "MiB", "GiB", "kB", "KB", "MB", "GB")
+# How reports name the memory abibench measures itself.
+MEMORY_NAMES = {"max_rss": "peak RSS", "tree_peak_rss": "tree peak RSS"}
 TIME_UNITS = ("s", "ms", "us", "µs", "ns", "cycles")
 
 
@@ -265,9 +268,10 @@ def _block(res: WorkloadResult, doc: RunDoc, reference: str | None) -> WorkloadB
     order = [res.primary] + [m for m in meta.metrics
                              if m != res.primary and m not in BUILTIN_METRICS]
     panels: list[Panel] = []
-    for metric in [*order, "max_rss"]:
+    trees = any(s.tree_peak_rss_kb is not None for s in counted)
+    for metric in [*order, "max_rss", *(["tree_peak_rss"] if trees else [])]:
         info = meta.metric(metric)
-        better = better_of("lower" if metric == "max_rss" else info.better)
+        better = better_of("lower" if metric in MEMORY_METRICS else info.better)
         bars = []
         for row in res.rows:
             vals = [v for s in counted if s.target == row.label

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from html import escape
 
 from ..analyse.footprint import Difference
-from ..analyse.report import Cell, Diff, Report, WorkloadBlock
+from ..analyse.report import MEMORY_NAMES, Cell, Diff, Report, WorkloadBlock
 from ..analyse.results import PairVerdict
 from . import charts, csvout, why
 from . import formatting as fmt
@@ -259,7 +259,7 @@ class _Page:
         res = b.result
         figs = []
         for pi, panel in enumerate(b.panels):
-            name = "peak RSS" if panel.metric == "max_rss" else panel.metric
+            name = MEMORY_NAMES.get(panel.metric, panel.metric)
             title = f"{res.id}: {name}" + (" (primary)" if panel.primary else "")
             svg = charts.bars_svg(panel, title, self.colours, salt=f"w{bi}p{pi}")
             figs.append(h("figure", Html(svg), h("figcaption", f"{name} in {panel.unit or 'units'}"
@@ -289,7 +289,7 @@ class _Page:
                            h("span", ("INVALID (outputs differ) — " if not d.valid else "")
                              + d.verdict, class_=cls), f" ({p})"))
         for c in res.memory:
-            comps.append(h("li", "peak RSS ", f"{c.a}/{c.b} ratio "
+            comps.append(h("li", f"{MEMORY_NAMES.get(c.metric, c.metric)} ", f"{c.a}/{c.b} ratio "
                            f"{fmt.ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high)} → "
                            f"{c.verdict.text}"))
         check_cls = {"miscompare": "bad", "ok": "ok"}.get(res.validation, "muted")
@@ -411,21 +411,27 @@ class _Page:
         rows = []
         for b in self.r.workloads:
             res = b.result
-            mem = {c.a: c for c in res.memory}
-            for row in res.rows:
-                c = mem.get(row.label)
-                pct = "-"
-                if c is not None and math.isfinite(c.ratio.ratio):
-                    pct = f"{fmt.number((c.ratio.ratio - 1) * 100, '+.1f')}%"
-                rows.append([res.id, self.swatch(row.label), row.n or "-", fmt.kib(row.rss_kb),
-                             "reference" if row.label == b.reference and res.memory else
-                             (fmt.ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high)
-                              if c else "-"), pct, c.verdict.text if c else ""])
+            for metric, name in MEMORY_NAMES.items():
+                mem = {c.a: c for c in res.memory if c.metric == metric}
+                for row in res.rows:
+                    value = row.rss_kb if metric == "max_rss" else row.tree_kb
+                    if metric != "max_rss" and value is None:
+                        continue
+                    c = mem.get(row.label)
+                    pct = "-"
+                    if c is not None and math.isfinite(c.ratio.ratio):
+                        pct = f"{fmt.number((c.ratio.ratio - 1) * 100, '+.1f')}%"
+                    rows.append([res.id, name, self.swatch(row.label), row.n or "-",
+                                 fmt.kib(value),
+                                 "reference" if row.label == b.reference and mem else
+                                 (fmt.ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high)
+                                  if c else "-"), pct, c.verdict.text if c else ""])
         return h("section", h("h2", "Peak memory"),
                  h("p", "Median peak resident set size of the measured process (lower is "
-                        "better); ratio to the reference with its 95% CI.", class_="muted"),
-                 _table(["workload", "target", "n", "peak RSS", "ratio [95% CI]", "change",
-                         "verdict"], rows, num={2, 3, 4, 5}), id="memory")
+                        "better), and for workloads that measure their whole process tree the "
+                        "tree's peak; ratio to the reference with its 95% CI.", class_="muted"),
+                 _table(["workload", "memory", "target", "n", "median", "ratio [95% CI]",
+                         "change", "verdict"], rows, num={3, 4, 5, 6}), id="memory")
 
     # ----------------------------------------------------------------- footprint and index
     def footprint(self) -> Html | None:

@@ -64,7 +64,8 @@ def _workload(b: WorkloadBlock) -> dict[str, object]:
         "provenance": list(b.result.provenance),
         "targets": [{"label": r.label, "state": r.state, "reason": r.reason, "n": r.n,
                      "summary": r.summary.to_dict() if r.summary else None, "outliers": r.outliers,
-                     "peak_rss_kb": r.rss_kb, "file": r.size, "text": r.text,
+                     "peak_rss_kb": r.rss_kb, "tree_peak_rss_kb": r.tree_kb,
+                     "file": r.size, "text": r.text,
                      "data": r.data, "bss": r.bss, "stripped": r.stripped,
                      "instructions": r.instructions} for r in b.result.rows],
         "comparisons": [{
@@ -75,7 +76,8 @@ def _workload(b: WorkloadBlock) -> dict[str, object]:
             "percent_low": d.pct_low, "percent_high": d.pct_high,
             "significant": d.significant, "verdict": d.verdict, "valid": d.valid}
             for d in b.diffs],
-        "memory": [{"a": c.a, "b": c.b, "ratio": c.ratio.ratio, "ci_low": c.ratio.ci_low,
+        "memory": [{"metric": c.metric, "a": c.a, "b": c.b, "ratio": c.ratio.ratio,
+                    "ci_low": c.ratio.ci_low,
                     "ci_high": c.ratio.ci_high, "p_value": c.ratio.p_value,
                     "verdict": c.verdict.text} for c in b.result.memory],
         "charts": [{"metric": p.metric, "unit": p.unit, "better": p.better,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 
-from ..analyse.report import Cell, Diff, Report, WorkloadBlock
+from ..analyse.report import MEMORY_NAMES, Cell, Diff, Report, WorkloadBlock
 from . import formatting as fmt
 from . import why
 from .formatting import better_words, footprint_percent, index_rows
@@ -140,17 +140,21 @@ def render(report: Report) -> str:
 
     mem = []
     for b in r.workloads:
-        comps = {c.a: c for c in b.result.memory}
-        for row in b.result.rows:
-            mc = comps.get(row.label)
-            mem.append([_esc(b.result.id), _esc(row.label), fmt.kib(row.rss_kb),
-                        "reference" if row.label == b.reference and comps else
-                        (fmt.ratio(mc.ratio.ratio, mc.ratio.ci_low, mc.ratio.ci_high) if mc else "-"),
-                        _esc(mc.verdict.text) if mc else ""])
-    out += ["## Peak memory", "", "Median peak RSS of the measured process (lower is better).",
-            ""]
-    out += _table(["workload", "target", "peak RSS", "ratio [95% CI]", "verdict"], mem,
-                  right={2, 3})
+        for metric, name in MEMORY_NAMES.items():
+            comps = {c.a: c for c in b.result.memory if c.metric == metric}
+            for row in b.result.rows:
+                value = row.rss_kb if metric == "max_rss" else row.tree_kb
+                if metric != "max_rss" and value is None:
+                    continue
+                mc = comps.get(row.label)
+                mem.append([_esc(b.result.id), name, _esc(row.label), fmt.kib(value),
+                            "reference" if row.label == b.reference and comps else
+                            (fmt.ratio(mc.ratio.ratio, mc.ratio.ci_low, mc.ratio.ci_high)
+                             if mc else "-"), _esc(mc.verdict.text) if mc else ""])
+    out += ["## Peak memory", "", "Median peak RSS of the measured process (lower is better); "
+            "for workloads that measure their whole process tree, also the tree's peak.", ""]
+    out += _table(["workload", "memory", "target", "median", "ratio [95% CI]", "verdict"], mem,
+                  right={3, 4})
 
     if r.index is not None:
         out += ["## XBench-style index", "",
@@ -256,7 +260,7 @@ def _workload(b: WorkloadBlock) -> list[str]:
         out.append(f"- {_code(d.metric)} {_esc(d.label)}/{_esc(d.reference)} ratio "
                    f"{fmt.ratio(d.ratio, d.ci_low, d.ci_high)}: {invalid}{_esc(d.verdict)}")
     for c in res.memory:
-        out.append(f"- peak RSS {_esc(c.a)}/{_esc(c.b)} ratio "
+        out.append(f"- {MEMORY_NAMES.get(c.metric, c.metric)} {_esc(c.a)}/{_esc(c.b)} ratio "
                    f"{fmt.ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high)}: "
                    f"{_esc(c.verdict.text)}")
     check = "**MISCOMPARE**" if res.validation == "miscompare" else _esc(res.validation)

@@ -17,7 +17,7 @@ from rich.table import Table
 
 from ..analyse.advise import Advice
 from ..analyse.explain import Explanation
-from ..analyse.report import Cell, Report, SetInfo, WorkloadBlock
+from ..analyse.report import MEMORY_NAMES, Cell, Report, SetInfo, WorkloadBlock
 from ..analyse.results import PairVerdict
 from ..analyse.xbench import GROUPS, Index
 from ..records import is_reference
@@ -158,8 +158,9 @@ def _workload(b: WorkloadBlock, con: Console, explanations: Sequence[Explanation
     con.print(f"  {e(res.primary)} in {e(res.unit or 'units')}, {fmt.better_words(res.better)}")
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
     explained = {x.a: x for x in explanations}
-    for col in ("ABI", "n", "median", "min", "max", "outliers", "peak RSS", "file size",
-                "text", "explanation"):
+    trees = any(row.tree_kb is not None for row in res.rows)
+    for col in ("ABI", "n", "median", "min", "max", "outliers", "peak RSS",
+                *(["tree peak"] if trees else []), "file size", "text", "explanation"):
         table.add_column(col, justify="left" if col in ("ABI", "explanation") else "right")
     notes = []
     for row in res.rows:
@@ -173,7 +174,8 @@ def _workload(b: WorkloadBlock, con: Console, explanations: Sequence[Explanation
             e(fmt.si(s.min, res.unit)) if s else "-",
             e(fmt.si(s.max, res.unit)) if s else "-",
             str(row.outliers) if s else "-",
-            fmt.kib(row.rss_kb), fmt.size(row.size), fmt.size(row.text),
+            fmt.kib(row.rss_kb), *([fmt.kib(row.tree_kb)] if trees else []),
+            fmt.size(row.size), fmt.size(row.text),
             e(explained[row.label].short) if row.label in explained else
             ("reference" if explained and row.label == b.reference else ""))
     con.print(table)
@@ -189,7 +191,8 @@ def _workload(b: WorkloadBlock, con: Console, explanations: Sequence[Explanation
                   f" → [{colour}]{prefix}{e(c.verdict.text)}[/] "
                   f"(p={fmt.number(c.p_adjusted, '.3g')} Holm)")
     for c in res.memory:
-        con.print(f"  {e(c.a)}/{e(c.b)} peak RSS ratio {_ratio(c)} → {e(c.verdict.text)}")
+        con.print(f"  {e(c.a)}/{e(c.b)} {MEMORY_NAMES.get(c.metric, c.metric)} ratio "
+                  f"{_ratio(c)} → {e(c.verdict.text)}")
     counted = [(r.label, r.instructions) for r in res.rows if r.instructions]
     if counted:
         differed = [r.label for r in res.rows if r.instructions and not r.instructions_exact]

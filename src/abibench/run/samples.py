@@ -50,6 +50,8 @@ def parse_metrics(rules: Sequence[MetricRule], stdout: str) -> dict[str, float]:
                 except ValueError as exc:
                     raise ParseError(f"parser '{m.builtin}': {exc}") from None
             found_value = parsed[m.builtin].get(m.key or m.name)
+            if found_value is None and m.optional:
+                continue
             if found_value is None:
                 raise ParseError(f"metric '{m.name}': parser '{m.builtin}' found no '{m.key}' in "
                                  "the output")
@@ -58,6 +60,8 @@ def parse_metrics(rules: Sequence[MetricRule], stdout: str) -> dict[str, float]:
         if m.regex is None:
             continue
         found = m.regex.search(stdout)
+        if not found and m.optional:
+            continue
         if not found:
             raise ParseError(f"metric '{m.name}' not found in the output (pattern "
                              f"{m.regex.pattern!r})")
@@ -147,4 +151,5 @@ def sample_from(raw: RawResult, wl: Workload, run_id: str, target: str, rnd: int
                   started_at=started, env_pad=pad, minflt=raw.minflt, majflt=raw.majflt,
                   design=design, cpu=cpu, repeat=raw.repeat,
                   foreign_cpu_s=raw.foreign_cpu_s(ours_s), steal_s=raw.steal_s,
-                  covariate=raw.covariate)
+                  covariate=raw.covariate, tree_peak_rss_kb=raw.tree_peak_kb,
+                  tree_memory=raw.tree_memory)

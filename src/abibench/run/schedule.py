@@ -19,10 +19,12 @@ from pathlib import Path
 from typing import Protocol
 
 from ..errors import UsageError
+from ..probe.memory import TreeAccounting, tree_accounting
 from ..probe.noise import NoiseProfile
 from ..records import Artifact, Sample, Target
 from ..workloads.profile import Workload, substitute
 from ..workspace import owned_dir
+from .browser import run_browser_sample
 from .counters import MAX_ATTEMPTS, agreement, count_events, profile_of
 from .designs import Design, choose, repeats_for
 from .launcher import How, Job, RawResult, run_sample, run_together
@@ -308,15 +310,21 @@ class Session:
                     raise ServerError(failure)
                 prep = self._prepare(target, pos, srv)
                 started = now_iso()
-                raw = run_sample(prep.argv, cwd=pl.work, env=prep.env, timeout_s=self.wl.timeout,
-                                 launch=self.launch, stdin=prep.stdin, how=how)
+                if self.wl.browser is not None:
+                    raw = run_browser_sample(pl, prep.argv, prep.env, self.wl.timeout,
+                                             self.launch, how, self._tree())
+                else:
+                    raw = run_sample(prep.argv, cwd=pl.work, env=prep.env,
+                                     timeout_s=self.wl.timeout, launch=self.launch,
+                                     stdin=prep.stdin, how=how, tree=self._tree())
                 # Again: the program may have removed {work} or put a link where an output
                 # belongs, and nothing is read through it.
                 prep.files, prep.close = pl.output_files(srv)
             self.outcome.count_escaped(target.label, raw)
             if srv.peak_rss_kb is not None:
                 # What a server workload compares is the server's memory, not the client's.
-                raw = replace(raw, max_rss_kb=srv.peak_rss_kb)
+                raw = replace(raw, max_rss_kb=srv.peak_rss_kb, tree_peak_kb=srv.tree_peak_kb,
+                              tree_memory=srv.tree_memory)
         except (ServerError, UsageError) as exc:
             self.outcome.failed[target.label] = str(exc)
             return
@@ -330,7 +338,8 @@ class Session:
         """Both targets at the same moment, each pinned to its CPU (swapped every round)."""
         preps = [self._prepare(t, pos) for pos, t in enumerate(order)]
         hows = [self.design.how(p.pos, number, self.repeat) for p in preps]
-        jobs = [Job(p.argv, self.places[p.target.label].work, p.env, self.wl.timeout, p.stdin, h)
+        jobs = [Job(p.argv, self.places[p.target.label].work, p.env, self.wl.timeout, p.stdin, h,
+                    self._tree())
                 for p, h in zip(preps, hows, strict=True)]
         started = now_iso()
         try:
@@ -353,6 +362,13 @@ class Session:
             # The other program of the pair is abibench's own work, not a neighbour's.
             ours = (other.user_s + other.sys_s) * other.repeat
             self._keep(raw, prep, number, False, started, "simultaneous", how.cpu, ours)
+
+    def _tree(self) -> TreeAccounting | None:
+        """How the program's whole tree is measured ([run] memory = "tree"); for a server
+        workload the server's tree is (run/placement.py), not the client's."""
+        if self.wl.memory != "tree" or self.wl.server is not None:
+            return None
+        return tree_accounting()
 
     def _keep(self, raw: RawResult, prep: _Prepared, number: int, warm: bool, started: str,
               design: str, cpu: int | None, ours_s: float = 0.0) -> None:

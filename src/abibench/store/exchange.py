@@ -201,13 +201,14 @@ _SAMPLE = _obj({"workload": _str, "target": _str, "round": _int, "position": _in
                 "discarded": _opt(_str), "minflt": _opt(_COUNT), "majflt": _opt(_COUNT),
                 "counters": _opt(_COUNTERS), "design": _enum(*DESIGNS), "cpu": _opt(_COUNT),
                 "repeat": _POSITIVE_COUNT, "foreign_cpu_s": _opt(_AMOUNT),
-                "steal_s": _opt(_AMOUNT), "covariate": _opt(_AMOUNT)})
+                "steal_s": _opt(_AMOUNT), "covariate": _opt(_AMOUNT),
+                "tree_peak_rss_kb": _opt(_COUNT), "tree_memory": _opt(_str)})
 _DOC = _obj({"format": _str, "version": _any, "run": _RUN, "host": _HOST,
              "samples": _list(_SAMPLE)},
             {"artifacts": _list(_ARTIFACT), "target_status": _list(_STATUS),
              "warnings": _list(_WARNING), "outcomes": _map(_OUTCOME)})
 
-_BUILTIN_METRICS = ("wall", "user", "sys", "max_rss")
+_BUILTIN_METRICS = ("wall", "user", "sys", "max_rss", "tree_peak_rss")
 
 
 def check_version(doc: Any, source: str) -> None:

@@ -36,7 +36,7 @@ from ..records import (
 from . import faults, owner
 from .owner import Owner
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 
 @dataclass(frozen=True)
@@ -105,6 +105,10 @@ _MIGRATIONS: list[tuple[str, ...]] = [
     ("ALTER TABLE samples ADD COLUMN minflt INTEGER",
      "ALTER TABLE samples ADD COLUMN majflt INTEGER",
      "ALTER TABLE samples ADD COLUMN counters_json TEXT"),
+    # 7: the peak memory of a sample's whole process tree ([run] memory = "tree") and how it
+    # was measured (cgroup-v2, cgroup-v1, sampled)
+    ("ALTER TABLE samples ADD COLUMN tree_peak_rss_kb INTEGER",
+     "ALTER TABLE samples ADD COLUMN tree_memory TEXT"),
 ]
 assert len(_MIGRATIONS) == SCHEMA_VERSION - 1
 
@@ -115,6 +119,7 @@ _ADDED_DEFAULTS: dict[str, Any] = {"kind": "timed", "discarded": None, "design":
                                    "cpu": None, "repeat": 1, "foreign_cpu_s": None,
                                    "steal_s": None, "covariate": None, "minflt": None,
                                    "majflt": None, "counters_json": None, "owner_pid": None,
+                                   "tree_peak_rss_kb": None, "tree_memory": None,
                                    "owner_start": None, "owner_boot": None, "owner_host": None}
 
 
@@ -366,14 +371,16 @@ class Store:
             "INSERT INTO samples(run_id, workload, target, round, position, warmup, status, "
             "exit_code, wall_s, user_s, sys_s, max_rss_kb, stdout_digest, check_value, "
             "metrics_json, error, started_at, env_pad, instructions, kind, discarded, design, "
-            "cpu, repeat, foreign_cpu_s, steal_s, covariate, minflt, majflt, counters_json) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "cpu, repeat, foreign_cpu_s, steal_s, covariate, minflt, majflt, counters_json, "
+            "tree_peak_rss_kb, tree_memory) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (s.run_id, s.workload, s.target, s.round, s.position, int(s.warmup), s.status,
              s.exit_code, s.wall_s, s.user_s, s.sys_s, s.max_rss_kb, s.stdout_digest, s.check,
              json.dumps(s.metrics), s.error, s.started_at, s.env_pad, s.instructions, s.kind,
              s.discarded, s.design, s.cpu, s.repeat, s.foreign_cpu_s, s.steal_s, s.covariate,
              s.minflt, s.majflt,
-             None if s.counters is None else json.dumps(s.counters.to_dict())))
+             None if s.counters is None else json.dumps(s.counters.to_dict()),
+             s.tree_peak_rss_kb, s.tree_memory))
 
     @_writer
     def discard_samples(self, run_id: str, workload: str, rounds: Iterable[int],
@@ -447,7 +454,9 @@ class Store:
                    foreign_cpu_s=_field(r, "foreign_cpu_s"), steal_s=_field(r, "steal_s"),
                    covariate=_field(r, "covariate"),
                    minflt=_field(r, "minflt"), majflt=_field(r, "majflt"),
-                   counters=_counters(_field(r, "counters_json")))
+                   counters=_counters(_field(r, "counters_json")),
+                   tree_peak_rss_kb=_field(r, "tree_peak_rss_kb"),
+                   tree_memory=_field(r, "tree_memory"))
             for r in rows
         ]
 
