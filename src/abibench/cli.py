@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import re
 import sys
@@ -28,7 +29,7 @@ from .errors import (
 )
 from .obtain.build import DEFAULT_CFLAGS
 from .paths import cache_dir, default_db
-from .probe import host
+from .probe import host, noise
 from .probe.abis import probe_all
 from .probe.counters import counters_status
 from .records import RunDoc, Sample
@@ -75,24 +76,23 @@ def _duration(text: str) -> float:
     return seconds
 
 
-def _count(text: str) -> int:
+def _whole(text: str, least: int) -> int:
     try:
         n = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"{n} must be 0 or more")
+    if n < least:
+        raise argparse.ArgumentTypeError(f"{n} must be 0 or more" if least == 0 else
+                                         f"{n} must be at least {least}")
     return n
+
+
+def _count(text: str) -> int:
+    return _whole(text, 0)
 
 
 def _positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{n} must be at least 1")
-    return n
+    return _whole(text, 1)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -110,6 +110,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     pr = sub.add_parser("probe", help="what this host can build and run for each ABI")
     pr.add_argument("--json", action="store_true")
+
+    cal = sub.add_parser("calibrate", help="measure this machine's noise: how steadily each CPU "
+                         "runs, how long it stays at one speed, and what each sampling design "
+                         "would make of it (kept for an hour, used by adaptive runs)")
+    cal.add_argument("--duration", type=_duration, default=None,
+                     help="how long to measure (default 60s)")
+    cal.add_argument("--json", action="store_true")
 
     ls = sub.add_parser("list", help="the built-in workloads and their suites")
     ls.add_argument("--json", action="store_true")
@@ -284,13 +291,42 @@ def _print_json(data: Any) -> None:
     sys.stdout.write("\n")
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    duration = args.duration if args.duration is not None else noise.FULL_S
+    if not 5.0 <= duration <= 3600.0:
+        raise UsageError(f"--duration {duration:g}s: give 5s to 1h (the default is "
+                         f"{noise.FULL_S:g}s)")
+    if not args.json:
+        print(f"abibench: measuring this machine's noise for {duration:g} s (a fixed loop on "
+              "one CPU alone, then on every CPU at once)", file=sys.stderr)
+    profile = noise.measure(cache_dir(), duration)
+    noise.store(cache_dir(), profile)
+    if args.json:
+        _print_json(profile.to_dict())
+        return EXIT_OK
+    con = _console()
+    con.print(e(profile.summary()))
+    con.print(e("window  one after the other  two CPUs at once  with a loop covariate  pairs"))
+    for window, pair in sorted(profile.pairs.items(), key=lambda kv: float(kv[0])):
+        def pct(v: float) -> str:
+            return f"{v * 100:.2f}%" if math.isfinite(v) else "-"
+        con.print(e(f"{float(window):>5g}s  {pct(pair.sequential):>19}  "
+                    f"{pct(pair.simultaneous):>16}  {pct(pair.covariate):>21}  "
+                    f"{pair.windows:>5}"))
+    con.print(e("(the sd of log(a/b) of two samples of one program taken each way; "
+                "run/designs.py picks by sd² x time a round takes)"))
+    return EXIT_OK
+
+
 def cmd_probe(args: argparse.Namespace) -> int:
     statuses = probe_all()
     ctx = host.capture()
     counters = counters_status()
     if args.json:
+        cached = noise.cached(cache_dir())
         _print_json({"abis": [s.to_dict() for s in statuses], "host": ctx.to_dict(),
-                     "counters": counters.to_dict(), "warnings": host.context_warnings(ctx)})
+                     "counters": counters.to_dict(), "warnings": host.context_warnings(ctx),
+                     "noise": cached.to_dict() if cached is not None else None})
         return EXIT_OK
     con = _console()
     load = ctx.load_average[0] if ctx.load_average else 0.0
@@ -310,6 +346,9 @@ def cmd_probe(args: argparse.Namespace) -> int:
     perf = counters.perf
     con.print(e(f"instruction counts: perf {'yes' if perf.available else f'no ({perf.reason})'}"
                 f"; valgrind {'yes' if counters.valgrind.available else 'no'}"))
+    profile = noise.cached(cache_dir())
+    con.print(e(f"noise: {profile.summary()}" if profile is not None else
+                "noise: not measured in the last hour (`abibench calibrate`)"))
     for w in host.context_warnings(ctx):
         con.print(e(f"warning: {w}"))
     return EXIT_OK
@@ -694,6 +733,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_probe(args)
         if args.command == "inspect":
             return cmd_inspect(args)
+        if args.command == "calibrate":
+            return cmd_calibrate(args)
         if args.command == "list":
             return cmd_list(args)
         db = args.db or default_db()

@@ -50,6 +50,10 @@ def pick(standings: Sequence[Standing], asked: float, left_s: float) -> int | No
     open_ = [i for i, s in enumerate(standings) if s.half_width > asked]
     if not open_:
         return None
+    # Without a spread there is no prediction: such a workload is measured until there is one.
+    unknown = [i for i in open_ if not math.isfinite(standings[i].half_width * standings[i].spread)]
+    if unknown:
+        return unknown[0]
     reachable = [i for i in open_ if standings[i].seconds_to_precision(asked) <= left_s]
     pool = reachable or open_
     return max(pool, key=lambda i: worth(standings[i]))

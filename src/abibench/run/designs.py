@@ -45,8 +45,9 @@ class Design:
     def how(self, slot: int, rnd: int, repeat: int) -> How:
         """How the target in position `slot` of round `rnd` is launched."""
         if self.name == "simultaneous" and self.cpus is not None:
-            # Swapped every round: a CPU that is faster than the other favours neither target.
-            return How(cpu=self.cpus[(slot + rnd) % 2], repeat=repeat)
+            # By position in the round, and the order of a round alternates (A B, B A): each
+            # target has each CPU every other round, so a faster CPU favours neither.
+            return How(cpu=self.cpus[slot % 2], repeat=repeat)
         if self.name == "covariate" and self.cpus is not None:
             return How(cpu=self.cpus[0], repeat=repeat,
                        covariate=(self.cpus[1], self.loop_iters))

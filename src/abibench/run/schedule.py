@@ -174,6 +174,9 @@ class Session:
                  on_sample: Callable[[Sample], None] | None = None,
                  inputs: dict[str, Path] | None = None, resume: Continuation | None = None,
                  noise: NoiseProfile | None = None, cpus: list[int] | None = None) -> None:
+        if plan.design == "short" and wl.short:
+            # The short design measures the profile's smaller size, warm-ups included.
+            wl = wl.with_params(wl.short)
         self.wl, self.targets, self.plan, self.store = wl, targets, plan, store
         self.run_id, self.launch, self.on_sample = run_id, launch, on_sample
         self.inputs = inputs or {}
