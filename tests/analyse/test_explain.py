@@ -77,6 +77,8 @@ def test_within_noise_gives_the_instruction_difference(cachegrind_profile: Profi
     x = _one(doc)
     assert x.rule == "noise" and x.winner is None
     assert x.text.startswith("the difference is within noise (time ratio ")
+    # the verdict's p-value, Holm-corrected (this data is a mirror image: p = 1)
+    assert x.p_adjusted > 0.05 and re.search(r"\], p=(1|0\.\d+) Holm\); ", x.text), x.text
     assert x.text.endswith("instruction counts differ by 8.2%")
 
 

@@ -135,6 +135,7 @@ class Explanation:
     functions: tuple[FunctionDiff, ...] = ()
     simulation: str | None = None  # insn | cache: what the counted runs simulated
     cache_model: tuple[str, ...] = ()
+    p_adjusted: float = math.nan  # the verdict's Holm-corrected p-value of the time ratio
 
     @property
     def short(self) -> str:
@@ -301,9 +302,12 @@ def choose_words(x: Explanation) -> tuple[str, str, str | None]:
     ins, tpi, cost = x.instructions, x.per_instruction, x.cost
     diff_pct = abs(ins.value - 1) * 100
     if not x.significant:
+        # The p-value goes with the interval: over several workloads, one that excludes 1 can
+        # still be noise once corrected for the number of comparisons (Holm).
+        p = f", p={stats.short(x.p_adjusted, '.2g')} Holm" if math.isfinite(x.p_adjusted) else ""
         return ("noise", f"the difference is within noise (time ratio "
                 f"{stats.short(cost.value, '.3f')} [{stats.short(cost.low, '.3f')}, "
-                f"{stats.short(cost.high, '.3f')}]); instruction counts differ by "
+                f"{stats.short(cost.high, '.3f')}]{p}); instruction counts differ by "
                 f"{stats.short(diff_pct, '.1f')}%" + _inexact(x), None)
     winner, loser = (x.a, x.b) if cost.value < 1 else (x.b, x.a)
     # Everything as the loser's over the winner's (>= 1 means the winner has less).
@@ -374,7 +378,7 @@ def explain_pair(doc: RunDoc, res: WorkloadResult, comparison: PairVerdict,
     significant = comparison.verdict.significant
     base = Explanation(res.id, a, b, "", "", None, cost, significant, None, False, None,
                        simulation=pa.simulation if pa else None,
-                       cache_model=pa.cache if pa else ())
+                       cache_model=pa.cache if pa else (), p_adjusted=comparison.p_adjusted)
     if res.validation == "miscompare":
         return _with(base, "invalid", "no explanation: the outputs differ between ABIs, so "
                      "the programs did different work")
@@ -390,7 +394,7 @@ def explain_pair(doc: RunDoc, res: WorkloadResult, comparison: PairVerdict,
     x = Explanation(res.id, a, b, "", "", None, cost, significant, ins, exact, tpi,
                     pa.total(INSTRUCTIONS), pb.total(INSTRUCTIONS), evidence,
                     function_diff(pa, pb), pa.simulation if pa.simulation == pb.simulation
-                    else "insn", pa.cache)
+                    else "insn", pa.cache, comparison.p_adjusted)
     rule, text, winner = choose_words(x)
     return _with(x, rule, text, winner)
 
