@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -29,26 +28,10 @@ from abibench.probe.memory import (
 from abibench.run.launcher import Stopper, run_sample
 from abibench.run.treemem import SampleGroup, clean_stale_groups, remove_group
 from abibench.workspace import current, owner_of
+from tests.processes import alive, wait_until
 
 Program = Callable[[str], Path]
 MB = 1024  # KiB
-
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
-
-
-def wait_until(cond: Callable[[], bool], deadline_s: float) -> bool:
-    end = time.monotonic() + deadline_s
-    while not cond():
-        if time.monotonic() > end:
-            return cond()
-        time.sleep(0.02)
-    return True
 
 
 def accounting(kind: TreeKind) -> TreeAccounting:
