@@ -21,6 +21,13 @@ PKGS=(
   util-linux   # unshare: a browser sample's own PID and mount namespaces (chroot mode)
 )
 
+# A package whose only use to us is one command is not needed when that command
+# is already there from elsewhere: a machine with Node.js installed from another
+# packaging has npm bundled, and Debian's npm package conflicts with that nodejs.
+declare -A SATISFIED_BY_COMMAND=(
+  [npm]=npm
+)
+
 say() { printf 'setup: %s\n' "$*" >&2; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 3; }
 
@@ -33,6 +40,9 @@ fi
 missing_pkgs() {
   local p
   for p in "${PKGS[@]}"; do
+    if [ -n "${SATISFIED_BY_COMMAND[$p]:-}" ] && command -v "${SATISFIED_BY_COMMAND[$p]}" >/dev/null; then
+      continue
+    fi
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || printf '%s\n' "$p"
   done
 }
