@@ -20,6 +20,10 @@ import pytest
 from abibench.paths import cache_dir
 from abibench.records import HostContext, Run, RunConfig, RunDoc, Sample, WorkloadMeta
 from abibench.run.launcher import launcher
+from abibench.store.open import open_store
+from abibench.store.sql import SqlStore
+
+from .servers import PgCluster, SshFleet, pg_cluster, postgres_bindir, sshd_hosts
 
 TESTS = Path(__file__).parent
 
@@ -401,3 +405,65 @@ def make_run() -> Callable[..., Run]:
         return Run(run_id, started, None, status, "0", RunConfig({}))
 
     return run
+
+
+# --------------------------------------------------------------------------- real servers
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgCluster]:
+    """One throw-away PostgreSQL cluster for the whole session (tests/servers.py): each test
+    that needs a database gets its own in it (`pg_url`)."""
+    if postgres_bindir() is None:
+        pytest.skip("PostgreSQL is not installed (bash setup.sh installs it)")
+    # fsync off: a test's data need not survive a power cut, and the suite is faster.
+    with pg_cluster({"fsync": "off", "synchronous_commit": "off",
+                     "full_page_writes": "off"}) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def pg_url(pg_server: PgCluster) -> str:
+    """The URL (password included: never print it) of a new empty database."""
+    return pg_server.url(pg_server.new_database())
+
+
+BACKENDS = ("sqlite", "postgresql")
+
+
+@pytest.fixture(params=BACKENDS)
+def db_ref(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A new results database of each backend: a SQLite file, a PostgreSQL URL. A test that
+    takes it runs once per backend."""
+    if request.param == "sqlite":
+        return str(tmp_path / "results.sqlite")
+    cluster: PgCluster = request.getfixturevalue("pg_server")
+    return cluster.url(cluster.new_database())
+
+
+OpenDb = Callable[..., SqlStore]
+
+
+@pytest.fixture
+def open_db(db_ref: str) -> Iterator[OpenDb]:
+    """open_db(readonly=False): the store at db_ref, closed when the test ends."""
+    opened: list[SqlStore] = []
+
+    def get(readonly: bool = False) -> SqlStore:
+        store = open_store(db_ref, readonly=readonly)
+        opened.append(store)
+        return store
+
+    yield get
+    for store in opened:
+        store.close()
+
+
+@pytest.fixture(scope="session")
+def ssh_fleet() -> Iterator[SshFleet]:
+    """Two fleet "hosts": sshd on 127.0.0.2 and 127.0.0.3, free ports, own host keys, only the
+    key generated for the tests accepted (tests/servers.py)."""
+    if os.geteuid() != 0 or not Path("/usr/sbin/sshd").exists():
+        pytest.skip("fleet hosts need root and openssh-server (bash setup.sh installs it)")
+    with sshd_hosts({"hostA": "127.0.0.2", "hostB": "127.0.0.3"}) as fleet:
+        yield fleet

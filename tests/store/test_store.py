@@ -10,11 +10,16 @@ from typing import Any
 
 import pytest
 
-from abibench.errors import EXIT_STORE_READONLY, StoreError, UsageError
+from abibench.errors import EXIT_STORE_READONLY, EXIT_USAGE, StoreError, UsageError
 from abibench.records import HostContext, Run, RunConfig, RunDoc, Sample
 from abibench.store import owner
 from abibench.store.exchange import import_doc, validate
+from abibench.store.open import open_store
+from abibench.store.schema import POSTGRESQL, SCHEMA_TEMPLATE
+from abibench.store.sql import SqlStore
 from abibench.store.sqlite import _SCHEMA, SCHEMA_VERSION, Store
+
+OpenDb = Callable[..., SqlStore]
 
 
 def _sample(run_id: str, **kw: object) -> Sample:
@@ -30,13 +35,13 @@ def _run(run_id: str, started: str = "2026-01-01T00:00:00") -> Run:
     return Run(run_id, started, None, "running", "0", RunConfig({}))
 
 
-def test_every_sample_is_visible_to_another_connection_at_once(tmp_path: Path) -> None:
-    store = Store(tmp_path / "r.sqlite")
+def test_every_sample_is_visible_to_another_connection_at_once(open_db: OpenDb) -> None:
+    store = open_db()
     store.create_run(_run("r1"), HostContext(cpu_model="x"))
     store.add_sample(_sample("r1"))
     # A second reader (as after a crash of the writer) sees the sample without any close/commit.
-    other = sqlite3.connect(tmp_path / "r.sqlite")
-    assert other.execute("SELECT COUNT(*) FROM samples").fetchone()[0] == 1
+    other = open_db(readonly=True)
+    assert other.runs()[0].samples == 1
     doc = store.load_run("r1")
     assert doc.to_dict()["format"] == "abibench-run" and doc.run.status == "running"
     assert doc.samples[0].metrics == {"rate": 3.0}
@@ -60,15 +65,34 @@ def test_version_1_database_is_migrated(tmp_path: Path) -> None:
     assert int(version) == SCHEMA_VERSION
 
 
-def test_newer_database_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "new.sqlite"
-    Store(path).db.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
-    with pytest.raises(UsageError, match="newer abibench"):
-        Store(path)
+def test_version_1_postgresql_database_is_migrated(pg_url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(pg_url, autocommit=True) as db:
+        for statement in _SCHEMA_PG:
+            db.execute(statement)
+        db.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+        db.execute("INSERT INTO runs VALUES ('old', 's', NULL, 'complete', '0', '{}', '{}')")
+    store = open_store(pg_url)
+    store.add_sample(_sample("old"))
+    assert store.samples("old")[0].kind == "timed"
+    assert store.check_version() == SCHEMA_VERSION
+    store.close()
 
 
-def test_run_references(tmp_path: Path) -> None:
-    store = Store(tmp_path / "r.sqlite")
+_SCHEMA_PG = [s.strip() for s in POSTGRESQL.render(SCHEMA_TEMPLATE).split(";") if s.strip()]
+
+
+def test_newer_database_is_refused(open_db: OpenDb, db_ref: str) -> None:
+    open_db().execute("UPDATE meta SET value='99' WHERE key='schema_version'")
+    for readonly in (False, True):
+        with pytest.raises(UsageError, match=r"newer abibench \(schema 99; this one knows") as e:
+            open_store(db_ref, readonly=readonly)
+        assert e.value.exit_code == EXIT_USAGE
+
+
+def test_run_references(open_db: OpenDb) -> None:
+    store = open_db()
     with pytest.raises(UsageError, match="no runs"):
         store.resolve_run(None)
     store.create_run(_run("20260101-a", "1"), HostContext())
@@ -82,15 +106,15 @@ def test_run_references(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- owners
 
 
-def _set(store: Store, run_id: str, **values: object) -> None:
+def _set(store: SqlStore, run_id: str, **values: object) -> None:
     for column, value in values.items():
-        store.db.execute(f"UPDATE runs SET {column}=? WHERE id=?", (value, run_id))
+        store.execute(f"UPDATE runs SET {column}=? WHERE id=?", (value, run_id))
 
 
-def test_a_run_records_its_owner_and_reads_running_while_it_lives(tmp_path: Path) -> None:
-    store = Store(tmp_path / "r.sqlite")
+def test_a_run_records_its_owner_and_reads_running_while_it_lives(open_db: OpenDb) -> None:
+    store = open_db()
     store.create_run(_run("r1"), HostContext())
-    row = store.db.execute("SELECT * FROM runs").fetchone()
+    row = store.execute("SELECT * FROM runs").fetchone()
     assert row["owner_pid"] == os.getpid() and row["owner_host"] == socket.gethostname()
     assert row["owner_start"] == owner.start_time(os.getpid())
     assert row["owner_boot"] == owner.boot_id()
@@ -105,30 +129,30 @@ def test_a_run_records_its_owner_and_reads_running_while_it_lives(tmp_path: Path
     ({"owner_host": "elsewhere", "owner_boot": "another boot"}, "running"),  # cannot be judged
     ({"owner_pid": None}, "running"),  # no owner recorded (an older abibench)
 ])
-def test_owner_judged_when_read(tmp_path: Path, change: dict[str, object], status: str) -> None:
-    store = Store(tmp_path / "r.sqlite")
+def test_owner_judged_when_read(open_db: OpenDb, change: dict[str, object], status: str) -> None:
+    store = open_db()
     store.create_run(_run("r1"), HostContext())
     _set(store, "r1", **change)
     assert store.runs()[0].status == status
     assert store.load_run("r1").run.status == status
-    assert store.db.execute("SELECT status FROM runs").fetchone()[0] == "running"  # never written
+    assert store.execute("SELECT status FROM runs").fetchone()["status"] == "running"  # as stored
 
 
-def test_only_running_runs_can_be_abandoned(tmp_path: Path) -> None:
-    store = Store(tmp_path / "r.sqlite")
+def test_only_running_runs_can_be_abandoned(open_db: OpenDb) -> None:
+    store = open_db()
     store.create_run(_run("r1"), HostContext())
     store.finish_run("r1", "2026-01-01T00:01:00", "interrupted")
     _set(store, "r1", owner_start=-1)
     assert store.runs()[0].status == "interrupted"
 
 
-def test_claim_run(tmp_path: Path) -> None:
-    store = Store(tmp_path / "r.sqlite")
+def test_claim_run(open_db: OpenDb) -> None:
+    store = open_db()
     store.create_run(_run("dead"), HostContext())
     _set(store, "dead", owner_pid=2**22 + 7)
     store.finish_run("dead", "2026-01-01T00:01:00", "running")  # as a killed writer left it
     store.claim_run("dead")
-    row = store.db.execute("SELECT * FROM runs WHERE id='dead'").fetchone()
+    row = store.execute("SELECT * FROM runs WHERE id='dead'").fetchone()
     assert (row["status"], row["owner_pid"], row["finished"]) == ("running", os.getpid(), None)
     with pytest.raises(UsageError, match=r"run dead is still running \(pid \d+ on "):
         store.claim_run("dead")  # now this live process owns it
@@ -148,21 +172,22 @@ def test_claim_run(tmp_path: Path) -> None:
         store.claim_run("nope")
 
 
-def test_imported_run_has_no_owner(tmp_path: Path, make_doc: Callable[..., dict[str, Any]]) -> None:
+def test_imported_run_has_no_owner(open_db: OpenDb,
+                                   make_doc: Callable[..., dict[str, Any]]) -> None:
     doc = make_doc()
     doc["run"]["status"] = "running"  # exported while it ran elsewhere
-    store = Store(tmp_path / "r.sqlite")
+    store = open_db()
     res = import_doc(store, RunDoc.from_dict(doc), "x.json")
-    assert store.db.execute("SELECT owner_pid FROM runs").fetchone()[0] is None
+    assert store.execute("SELECT owner_pid FROM runs").fetchone()["owner_pid"] is None
     assert store.load_run(res.run_id).run.status == "running"
 
 
 # --------------------------------------------------------------------------- discarded samples
 
 
-def test_discarded_samples_are_kept_and_exported(tmp_path: Path,
+def test_discarded_samples_are_kept_and_exported(open_db: OpenDb,
                                                  make_doc: Callable[..., dict[str, Any]]) -> None:
-    store = Store(tmp_path / "r.sqlite")
+    store = open_db()
     run_id = import_doc(store, RunDoc.from_dict(make_doc(rounds=3)), "x.json").run_id
     assert store.discard_samples(run_id, "alpha", [2, 3, 9], "round cut short") == 4
     assert store.discard_samples(run_id, "alpha", [3], "again") == 0  # the first reason stays
@@ -228,27 +253,32 @@ def test_no_sqlite_error_leaves_the_store(tmp_path: Path) -> None:
     (tmp_path / "dir.sqlite").mkdir()
     with pytest.raises(StoreError, match=r"dir\.sqlite"):
         Store(tmp_path / "dir.sqlite")
-    store = Store(tmp_path / "r.sqlite")
+
+
+def test_no_engine_error_leaves_the_store(open_db: OpenDb) -> None:
+    store = open_db()
     store.create_run(_run("r1"), HostContext())
-    with pytest.raises(StoreError, match="UNIQUE constraint failed"):
+    with pytest.raises(StoreError, match=r"UNIQUE constraint failed|duplicate key value"):
         store.create_run(_run("r1"), HostContext())
     with pytest.raises(StoreError), store.transaction():
         store.create_run(_run("r2"), HostContext())
         store.create_run(_run("r2"), HostContext())
     assert store.run_ids() == ["r1"]  # the transaction was undone as a whole
     store.close()
-    with pytest.raises(StoreError, match="closed database"):
+    with pytest.raises(StoreError, match=r"closed database|connection is closed"):
         store.runs()
 
 
 @pytest.mark.parametrize(("value", "ok"), [("0.25", True), ("", True), ("soon", False),
                                             ("-1", False)])
-def test_busy_timeout_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_busy_timeout_from_the_environment(db_ref: str, monkeypatch: pytest.MonkeyPatch,
                                            value: str, ok: bool) -> None:
     monkeypatch.setenv("ABIBENCH_DB_TIMEOUT", value)
     if ok:
-        assert Store(tmp_path / "r.sqlite").timeout == (0.25 if value else 30.0)
+        store = open_store(db_ref)
+        assert store.timeout == (0.25 if value else 30.0)
+        store.close()
     else:
         with pytest.raises(StoreError, match="ABIBENCH_DB_TIMEOUT") as caught:
-            Store(tmp_path / "r.sqlite")
+            open_store(db_ref)
         assert caught.value.exit_code == 2

@@ -7,7 +7,7 @@ from pathlib import Path
 from ..analyse.merge import ResultSet
 from ..errors import UsageError
 from .exchange import load_file
-from .sqlite import Store
+from .sql import SqlStore
 
 
 def is_file_ref(ref: str) -> bool:
@@ -16,7 +16,7 @@ def is_file_ref(ref: str) -> bool:
     return path.suffix.lower() == ".json" or path.is_file()
 
 
-def load_sources(refs: list[str], store: Store | None) -> list[ResultSet]:
+def load_sources(refs: list[str], store: SqlStore | None) -> list[ResultSet]:
     """Each ref is a path to an exported JSON file or a run id (prefix, `latest`) in the DB.
 
     store: None when there is no database; then every ref must be a file.
