@@ -9,7 +9,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -40,8 +40,10 @@ from .run.resume import request_of
 from .run.schedule import Plan
 from .run.signals import signals_as_interrupt
 from .run.suite import Request, measure_suite
+from .store.open import DB_ENV, db_ref, open_store
 from .store.sources import is_file_ref, load_sources
-from .store.sqlite import Store
+from .store.sql import SqlStore
+from .store.url import is_url
 from .text import one_line
 from .workloads.oneliner import parse_binary, parse_metric, profile_text
 from .workloads.profile import (
@@ -51,6 +53,12 @@ from .workloads.profile import (
     load_workloads,
     parse_duration,
 )
+
+if TYPE_CHECKING:
+    from .store.spool import SpoolingSink
+
+    # What a run writes to and reads back from: a store, or a shared one through its spool.
+    RunStore = SqlStore | SpoolingSink
 
 
 def _percent(text: str) -> float:
@@ -103,8 +111,9 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="abibench", description="Is the 32-bit or the 64-bit build faster here?")
     p.add_argument("--version", action="version", version=f"abibench {__version__}")
-    p.add_argument("--db", type=Path, default=None,
-                   help=f"results database (default {default_db()})")
+    p.add_argument("--db", default=None, metavar="PATH_OR_URL",
+                   help=f"results database: a SQLite file (default {default_db()}) or a shared "
+                   f"PostgreSQL server, postgresql://USER@HOST:PORT/DBNAME (or ${DB_ENV})")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     pr = sub.add_parser("probe", help="what this host can build and run for each ABI")
@@ -193,6 +202,10 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--json", action="store_true", help="JSON (the only format; accepted for "
                     "clarity)")
     ex.add_argument("-o", "--output", type=Path, default=None)
+
+    pu = sub.add_parser("push", help="upload what runs kept in the local spool while the shared "
+                        "PostgreSQL database (--db postgresql://...) could not be reached")
+    pu.add_argument("--json", action="store_true")
 
     ins = sub.add_parser("inspect", help="ELF class, machine, interpreter, sizes and libraries "
                          "of binaries, resolved for their own ABI")
@@ -293,7 +306,7 @@ def _parse_sets(items: list[str]) -> dict[str, str]:
     return out
 
 
-def _binary_profile(args: argparse.Namespace, store: Store) -> Path:
+def _binary_profile(args: argparse.Namespace, store: RunStore) -> Path:
     """The profile a --binary command line stands for, written beside the results."""
     binaries = [parse_binary(b) for b in args.binary]
     for abi, _ in binaries:
@@ -308,7 +321,7 @@ def _binary_profile(args: argparse.Namespace, store: Store) -> Path:
     text = profile_text(name, [(a, str(Path(p).absolute())) for a, p in binaries],
                         args.program_args, metrics, args.check_stdout, f"{args.timeout:g}s")
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
-    path = store.path.parent / "profiles" / f"{name}-{digest}.toml"
+    path = store.local_dir / "profiles" / f"{name}-{digest}.toml"
     write_file(path, text)
     return path
 
@@ -334,7 +347,7 @@ PLAN_OPTIONS = ("workloads", "workload", "suite", "abi", "rounds", "min_rounds",
                 "name", "check_stdout", "timeout", "program_args")
 
 
-def _resume_request(args: argparse.Namespace, store: Store) -> tuple[Request, RunDoc]:
+def _resume_request(args: argparse.Namespace, store: RunStore) -> tuple[Request, RunDoc]:
     defaults = build_parser().parse_args(["run"])
     defaults.program_args = []
     given = [o for o in PLAN_OPTIONS if getattr(args, o, None) != getattr(defaults, o, None)]
@@ -345,7 +358,7 @@ def _resume_request(args: argparse.Namespace, store: Store) -> tuple[Request, Ru
     return request_of(doc), doc
 
 
-def cmd_run(args: argparse.Namespace, store: Store) -> int:
+def cmd_run(args: argparse.Namespace, store: RunStore) -> int:
     check_plan_numbers(args.warmup, args.min_rounds, args.max_rounds)
     _check_outputs(args.report, args.html)
     if args.resume is not None:
@@ -373,7 +386,7 @@ def cmd_run(args: argparse.Namespace, store: Store) -> int:
     return _measure(args, store, req, None)
 
 
-def _measure(args: argparse.Namespace, store: Store, req: Request, resume: RunDoc | None) -> int:
+def _measure(args: argparse.Namespace, store: RunStore, req: Request, resume: RunDoc | None) -> int:
     workloads, abis, plan = req.workloads, req.abis, req.plan
     err = sys.stderr
     show = err.isatty() and os.environ.get("CI") != "true"
@@ -427,7 +440,7 @@ def _measure(args: argparse.Namespace, store: Store, req: Request, resume: RunDo
         _write_run_html(args, store, doc, rep, sys.stderr if args.json else sys.stdout)
     if result.interrupted:
         _say(f"abibench: interrupted; {len(doc.samples)} samples of run {result.run_id} are "
-             f"stored in {store.path}; `abibench run --resume {result.run_id}` measures the "
+             f"stored in {store.label}; `abibench run --resume {result.run_id}` measures the "
              "rest", err)
         return EXIT_INTERRUPTED
     problems = list(result.failures)
@@ -457,9 +470,9 @@ def _print_terminal(rep: analysis.Report) -> None:
     sys.stdout.write(terminal.render(rep, color=sys.stdout.isatty(), width=con.width))
 
 
-def _write_run_html(args: argparse.Namespace, store: Store, doc: RunDoc,
+def _write_run_html(args: argparse.Namespace, store: RunStore, doc: RunDoc,
                     rep: analysis.Report, out: Any) -> None:
-    path = args.html or store.path.parent / "reports" / f"{doc.run.id}.html"
+    path = args.html or store.local_dir / "reports" / f"{doc.run.id}.html"
     try:
         write(rep, [Output("html", path)])
     except AbibenchError as exc:  # the results are stored; only the file is missing
@@ -470,7 +483,70 @@ def _write_run_html(args: argparse.Namespace, store: Store, doc: RunDoc,
          f"{doc.run.id} --markdown/--csv/--json)", out)
 
 
-def cmd_runs(args: argparse.Namespace, store: Store) -> int:
+def _with_run_store(args: argparse.Namespace, ref: str) -> int:
+    """`run` writes a SQLite file, or a shared server through its local spool (store/spool.py)."""
+    if not is_url(ref):
+        from .store.sqlite import Store
+
+        sqlite_store = Store(Path(ref))
+        try:
+            return cmd_run(args, sqlite_store)
+        finally:
+            sqlite_store.close()
+    from .store.spool import SpoolingSink
+
+    sink = SpoolingSink(ref, lambda msg: _say(f"abibench: warning: {msg}", sys.stderr))
+    try:
+        for pushed in sink.pushed:
+            _say(f"pushed run {pushed.run_id} from the spool to {sink.label} "
+                 f"({pushed.new_samples} of its {pushed.samples} samples were new there)",
+                 sys.stderr)
+        return cmd_run(args, sink)
+    finally:
+        sink.close()
+
+
+def cmd_push(args: argparse.Namespace, ref: str) -> int:
+    """Upload the local spool of a shared database (what runs could not store there)."""
+    from .store.postgres import PgStore
+    from .store.spool import push, spool_path
+    from .store.sqlite import Store
+    from .store.url import safe_url
+
+    if not is_url(ref):
+        raise UsageError("push uploads the local spool of a shared database: give it with "
+                         f"--db postgresql://USER@HOST:PORT/DBNAME (or ${DB_ENV})")
+    path = spool_path(ref)
+    if not path.exists():
+        if args.json:
+            _print_json([])
+        else:
+            _say(f"nothing to push: no spool for {safe_url(ref)} at {path}")
+        return EXIT_OK
+    spool = Store(path)
+    try:
+        remote = PgStore(ref)
+        try:
+            done = push(spool, remote)
+            waiting = [r.id for r in spool.runs()]
+        finally:
+            remote.close()
+    finally:
+        spool.close()
+    if args.json:
+        _print_json([p.to_dict() for p in done])
+        return EXIT_OK
+    for p in done:
+        _say(f"pushed run {p.run_id} to {safe_url(ref)}: {p.new_samples} new samples of "
+             f"{p.samples} ({p.samples - p.new_samples} were there already)")
+    if not done:
+        _say("nothing to push: the spool holds no finished run")
+    if waiting:
+        _say(f"still in the spool (their runs are still writing): {', '.join(waiting)}")
+    return EXIT_OK
+
+
+def cmd_runs(args: argparse.Namespace, store: SqlStore) -> int:
     runs = store.runs()
     if args.json:
         _print_json([r.to_dict() for r in runs])
@@ -488,7 +564,7 @@ def _report_sources(args: argparse.Namespace) -> list[str]:
     return sources
 
 
-def cmd_report(args: argparse.Namespace, store: Store | None) -> int:
+def cmd_report(args: argparse.Namespace, store: SqlStore | None) -> int:
     """store: None when every source is an exported file and there is no database."""
     sources = _report_sources(args)
     if args.command == "compare" and len(sources) < 2:
@@ -510,7 +586,7 @@ def cmd_report(args: argparse.Namespace, store: Store | None) -> int:
     return EXIT_OK
 
 
-def cmd_import(args: argparse.Namespace, store: Store) -> int:
+def cmd_import(args: argparse.Namespace, store: SqlStore) -> int:
     from .store.exchange import import_doc, load_file
 
     docs = [(path, load_file(path)) for path in args.files]  # every file checked before storing
@@ -529,7 +605,7 @@ def cmd_import(args: argparse.Namespace, store: Store) -> int:
     return EXIT_OK
 
 
-def cmd_export(args: argparse.Namespace, store: Store) -> int:
+def cmd_export(args: argparse.Namespace, store: SqlStore) -> int:
     doc = store.load_run(store.resolve_run(args.run)).to_dict()
     if args.output:
         write_file(args.output, json.dumps(doc, indent=1, default=str) + "\n")
@@ -598,17 +674,20 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_inspect(args)
         if args.command == "list":
             return cmd_list(args)
-        db = args.db or default_db()
-        if args.command in ("report", "compare") and not db.exists() and \
-                all(is_file_ref(ref) for ref in _report_sources(args)):
+        ref = db_ref(args.db)
+        if args.command in ("report", "compare") and not is_url(ref) and \
+                not Path(ref).exists() and all(is_file_ref(r) for r in _report_sources(args)):
             return cmd_report(args, None)  # exported files only: no database needed
+        if args.command == "run":
+            return _with_run_store(args, ref)
+        if args.command == "push":
+            return cmd_push(args, ref)
         # The commands that only read open it read-only: they work on a read-only file,
-        # directory or mount, and never migrate or write it.
-        store = Store(db, readonly=args.command in _READ_COMMANDS)
+        # directory or mount (or a read-only role), and never migrate or write it.
+        store = open_store(ref, readonly=args.command in _READ_COMMANDS)
         try:
-            handler = {"run": cmd_run, "runs": cmd_runs, "report": cmd_report,
-                       "compare": cmd_report, "import": cmd_import,
-                       "export": cmd_export}[args.command]
+            handler = {"runs": cmd_runs, "report": cmd_report, "compare": cmd_report,
+                       "import": cmd_import, "export": cmd_export}[args.command]
             return handler(args, store)
         finally:
             store.close()

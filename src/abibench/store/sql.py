@@ -235,6 +235,16 @@ class SqlStore:
         return seq
 
     @guarded
+    def take_seq(self, table: str, run_id: str) -> int:
+        """The number the run's next row in this table gets; counted as used."""
+        return self._seq(table, run_id, None)
+
+    def seed_seqs(self, run_id: str, nexts: dict[str, int]) -> None:
+        """Number the run's next rows from these on (a writer that resumes another's run)."""
+        for table, n in nexts.items():
+            self._seqs[(table, run_id)] = n
+
+    @guarded
     def next_seqs(self, run_id: str) -> dict[str, int]:
         """The next row number of a run in each numbered table, as stored."""
         return {table: self._stored_next(table, run_id) for table in SEQ_TABLES}
