@@ -26,7 +26,7 @@ from .errors import (
     UsageError,
 )
 from .obtain.build import DEFAULT_CFLAGS
-from .paths import cache_dir, default_db
+from .paths import cache_dir, data_dir, default_db
 from .probe import host
 from .probe.abis import probe_all
 from .probe.counters import counters_status
@@ -41,7 +41,7 @@ from .run.schedule import Plan
 from .run.signals import signals_as_interrupt
 from .run.suite import Request, measure_suite
 from .store.open import DB_ENV, db_ref, open_store
-from .store.sources import is_file_ref, load_sources
+from .store.sources import is_file_ref, latest_fleet, load_sources
 from .store.sql import SqlStore
 from .store.url import is_url
 from .text import one_line
@@ -123,6 +123,88 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("--json", action="store_true")
 
     r = sub.add_parser("run", help="build and measure workloads per ABI")
+    _plan_options(r)
+    r.add_argument("--report", type=Path, default=None, help="also write a Markdown report")
+    r.add_argument("--html", type=Path, default=None, help="write the HTML report here (default: "
+                   "reports/RUN.html beside the results database)")
+    r.add_argument("--no-html", action="store_true", help="do not write the HTML report")
+    r.add_argument("--json", action="store_true", help="print the run document as JSON")
+    r.add_argument("--resume", default=None, metavar="RUN",
+                   help="continue an interrupted or abandoned run with its own plan, measuring "
+                   "only what it lacks")
+    r.add_argument("--label", default=None, metavar="NAME",
+                   help="this host's name in comparisons (default: its hostname); abibench fleet "
+                   "gives each host its inventory name")
+    r.add_argument("--fleet", default=None, metavar="ID", help=argparse.SUPPRESS)
+    r.add_argument("--binary", action="append", default=[], metavar="ABI=PATH",
+                   help="compare prebuilt programs, one per ABI, instead of building: e.g. "
+                   "--binary i386=./prog32 --binary x86_64=./prog64 -- ARGS")
+    r.add_argument("--metric", action="append", default=[],
+                   metavar="NAME[:UNIT[:higher|lower]]=REGEX",
+                   help="with --binary: a metric the program prints (group 1 of REGEX); the "
+                   "first is the verdict's; default: wall time")
+    r.add_argument("--name", default=None, help="with --binary: the workload's id")
+    r.add_argument("--check-stdout", action="store_true",
+                   help="with --binary: the programs' standard output must be identical")
+    r.add_argument("--timeout", type=_duration, default=600.0,
+                   help="with --binary: a sample's time limit (default 600s)")
+
+    fl = sub.add_parser("fleet", help="the same run on every host of an Ansible inventory, "
+                        "then one comparison of them all")
+    fsub = fl.add_subparsers(dest="fleet_command", required=True, parser_class=_Parser)
+    fr = fsub.add_parser("run", help="run on every host of INVENTORY (Ansible's INI or YAML); "
+                         "results into --db, then the N-way comparison")
+    _fleet_run_options(fr)
+    fsub.add_parser("playbook", help="print where the playbook is (to run it with "
+                    "ansible-playbook yourself)")
+    fs = fsub.add_parser("sdist", help="build the sdist the playbook copies to every host")
+    fs.add_argument("outdir", type=Path, nargs="?", default=Path("dist"))
+
+    rs = sub.add_parser("runs", help="list stored runs")
+    rs.add_argument("--json", action="store_true")
+
+    rp = sub.add_parser("report", help="show stored runs or result files; write HTML, Markdown, "
+                        "CSV or JSON")
+    rp.add_argument("run", nargs="*", default=["latest"], metavar="RUN_OR_FILE",
+                    help="run ids (default: latest) or exported .json files; two or more are "
+                    "merged into one comparison")
+    _report_options(rp)
+
+    cp = sub.add_parser("compare", help="merge result sets from different machines, kernels or "
+                        "days into one N-way comparison")
+    cp.add_argument("sources", nargs="*", metavar="RUN_OR_FILE",
+                    help="two or more run ids or exported .json files (default: the runs of the "
+                    "last `abibench fleet run`)")
+    _report_options(cp)
+
+    im = sub.add_parser("import", help="store others' exported results (validated, never run)")
+    im.add_argument("files", nargs="+", type=Path, metavar="FILE.json")
+    im.add_argument("--json", action="store_true")
+
+    ex = sub.add_parser("export", help="write a run as a versioned JSON document")
+    ex.add_argument("run", nargs="?", default="latest")
+    ex.add_argument("--json", action="store_true", help="JSON (the only format; accepted for "
+                    "clarity)")
+    ex.add_argument("-o", "--output", type=Path, default=None)
+
+    pu = sub.add_parser("push", help="upload what runs kept in the local spool while the shared "
+                        "PostgreSQL database (--db postgresql://...) could not be reached")
+    pu.add_argument("--json", action="store_true")
+
+    ins = sub.add_parser("inspect", help="ELF class, machine, interpreter, sizes and libraries "
+                         "of binaries, resolved for their own ABI")
+    ins.add_argument("binaries", nargs="+", type=Path, metavar="BINARY")
+    ins.add_argument("--sysroot", type=Path, default=None,
+                     help="resolve everything inside this root (an unpacked Debian system)")
+    ins.add_argument("--library-path", action="append", default=[], metavar="DIR[:DIR...]",
+                     help="searched where LD_LIBRARY_PATH is (the environment's one is used too, "
+                     "unless --sysroot)")
+    ins.add_argument("--json", action="store_true")
+    return p
+
+
+def _plan_options(r: argparse.ArgumentParser) -> None:
+    """What a run measures and how: the options `run` and `fleet run` share."""
     r.add_argument("workloads", nargs="*", metavar="WORKLOAD",
                    help="built-in workload ids or paths to .toml profiles (default: --suite)")
     r.add_argument("--workload", action="append", default=[], help="same as a positional id")
@@ -154,69 +236,22 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=0, help="seed for environment-size randomisation")
     r.add_argument("--counters", action="store_true",
                    help="also count instructions: one run per target under valgrind")
-    r.add_argument("--report", type=Path, default=None, help="also write a Markdown report")
-    r.add_argument("--html", type=Path, default=None, help="write the HTML report here (default: "
-                   "reports/RUN.html beside the results database)")
-    r.add_argument("--no-html", action="store_true", help="do not write the HTML report")
-    r.add_argument("--json", action="store_true", help="print the run document as JSON")
-    r.add_argument("--resume", default=None, metavar="RUN",
-                   help="continue an interrupted or abandoned run with its own plan, measuring "
-                   "only what it lacks")
     r.add_argument("--keep-going", action="store_true",
                    help="when one ABI's build fails, still measure the others")
-    r.add_argument("--binary", action="append", default=[], metavar="ABI=PATH",
-                   help="compare prebuilt programs, one per ABI, instead of building: e.g. "
-                   "--binary i386=./prog32 --binary x86_64=./prog64 -- ARGS")
-    r.add_argument("--metric", action="append", default=[],
-                   metavar="NAME[:UNIT[:higher|lower]]=REGEX",
-                   help="with --binary: a metric the program prints (group 1 of REGEX); the "
-                   "first is the verdict's; default: wall time")
-    r.add_argument("--name", default=None, help="with --binary: the workload's id")
-    r.add_argument("--check-stdout", action="store_true",
-                   help="with --binary: the programs' standard output must be identical")
-    r.add_argument("--timeout", type=_duration, default=600.0,
-                   help="with --binary: a sample's time limit (default 600s)")
 
-    rs = sub.add_parser("runs", help="list stored runs")
-    rs.add_argument("--json", action="store_true")
 
-    rp = sub.add_parser("report", help="show stored runs or result files; write HTML, Markdown, "
-                        "CSV or JSON")
-    rp.add_argument("run", nargs="*", default=["latest"], metavar="RUN_OR_FILE",
-                    help="run ids (default: latest) or exported .json files; two or more are "
-                    "merged into one comparison")
-    _report_options(rp)
-
-    cp = sub.add_parser("compare", help="merge result sets from different machines, kernels or "
-                        "days into one N-way comparison")
-    cp.add_argument("sources", nargs="+", metavar="RUN_OR_FILE",
-                    help="two or more run ids or exported .json files")
-    _report_options(cp)
-
-    im = sub.add_parser("import", help="store others' exported results (validated, never run)")
-    im.add_argument("files", nargs="+", type=Path, metavar="FILE.json")
-    im.add_argument("--json", action="store_true")
-
-    ex = sub.add_parser("export", help="write a run as a versioned JSON document")
-    ex.add_argument("run", nargs="?", default="latest")
-    ex.add_argument("--json", action="store_true", help="JSON (the only format; accepted for "
-                    "clarity)")
-    ex.add_argument("-o", "--output", type=Path, default=None)
-
-    pu = sub.add_parser("push", help="upload what runs kept in the local spool while the shared "
-                        "PostgreSQL database (--db postgresql://...) could not be reached")
-    pu.add_argument("--json", action="store_true")
-
-    ins = sub.add_parser("inspect", help="ELF class, machine, interpreter, sizes and libraries "
-                         "of binaries, resolved for their own ABI")
-    ins.add_argument("binaries", nargs="+", type=Path, metavar="BINARY")
-    ins.add_argument("--sysroot", type=Path, default=None,
-                     help="resolve everything inside this root (an unpacked Debian system)")
-    ins.add_argument("--library-path", action="append", default=[], metavar="DIR[:DIR...]",
-                     help="searched where LD_LIBRARY_PATH is (the environment's one is used too, "
-                     "unless --sysroot)")
-    ins.add_argument("--json", action="store_true")
-    return p
+def _fleet_run_options(fr: argparse.ArgumentParser) -> None:
+    fr.add_argument("inventory", type=Path, metavar="INVENTORY")
+    _plan_options(fr)
+    fr.add_argument("--serial", action="store_true",
+                    help="one host at a time (hosts that share hardware, e.g. VMs on one box); "
+                    "default: all at once")
+    fr.add_argument("--forks", type=_positive, default=None,
+                    help="hosts at once (default: all of them)")
+    fr.add_argument("--html", type=Path, default=None, help="write the comparison's HTML report "
+                    "here (default: reports/FLEET.html in the data directory)")
+    fr.add_argument("--baseline", default=None, metavar="SERIES",
+                    help="the series every other is compared with (as for compare)")
 
 
 def _report_options(p: argparse.ArgumentParser) -> None:
@@ -344,6 +379,7 @@ def _check_outputs(*paths: Path | None) -> None:
 PLAN_OPTIONS = ("workloads", "workload", "suite", "abi", "rounds", "min_rounds", "max_rounds",
                 "precision", "max_time", "warmup", "cflags", "cc", "provenance",
                 "allow_version_skew", "set", "seed", "counters", "keep_going", "binary", "metric",
+                "label", "fleet",
                 "name", "check_stdout", "timeout", "program_args")
 
 
@@ -382,7 +418,8 @@ def cmd_run(args: argparse.Namespace, store: RunStore) -> int:
                 warmup=args.warmup, seed=args.seed, counters=args.counters)
     req = Request(workloads=workloads, abis=abis, plan=plan, cflags=tuple(args.cflags.split()),
                   cc=args.cc, provenance=args.provenance,
-                  allow_version_skew=args.allow_version_skew, keep_going=args.keep_going)
+                  allow_version_skew=args.allow_version_skew, keep_going=args.keep_going,
+                  label=args.label or None, fleet=args.fleet or None)
     return _measure(args, store, req, None)
 
 
@@ -546,6 +583,119 @@ def cmd_push(args: argparse.Namespace, ref: str) -> int:
     return EXIT_OK
 
 
+# Options of `fleet run` that are the fleet's own; every other one goes to `abibench run` on
+# each host, as typed.
+FLEET_FLAGS = {"--serial"}
+FLEET_VALUES = {"--forks", "--html", "--baseline"}
+
+
+def _value_options(parser: argparse.ArgumentParser) -> set[str]:
+    return {o for a in parser._actions if a.option_strings and a.nargs != 0
+            for o in a.option_strings}
+
+
+def fleet_run_args(tokens: list[str]) -> list[str]:
+    """The `abibench run` options in a `fleet run` command line (after `fleet run`): the
+    inventory (the first positional) and the fleet's own options left out."""
+    takes_value = _value_options(_fleet_run_parser()) | FLEET_VALUES
+    out: list[str] = []
+    inventory_seen = False
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        name = tok.split("=", 1)[0]
+        if name in FLEET_FLAGS or name in FLEET_VALUES:
+            i += 1 if ("=" in tok or name in FLEET_FLAGS) else 2
+            continue
+        if tok.startswith("-") and tok != "-":
+            step = 2 if name in takes_value and "=" not in tok else 1
+            out += tokens[i:i + step]
+            i += step
+            continue
+        if not inventory_seen:
+            inventory_seen = True
+        else:
+            out.append(tok)
+        i += 1
+    return out
+
+
+def _fleet_run_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="abibench fleet run")
+    _fleet_run_options(parser)
+    return parser
+
+
+def cmd_fleet(args: argparse.Namespace, tokens: list[str]) -> int:
+    from .fleet.ansible import PLAYBOOK
+    from .fleet.package import build_sdist
+
+    if args.fleet_command == "playbook":
+        _say(str(PLAYBOOK))
+        return EXIT_OK
+    if args.fleet_command == "sdist":
+        built = build_sdist(args.outdir.absolute() / ".abibench-sdist")
+        args.outdir.mkdir(parents=True, exist_ok=True)
+        target = args.outdir / built.name
+        built.replace(target)
+        _say(f"sdist: {target}")
+        return EXIT_OK
+    return cmd_fleet_run(args, tokens)
+
+
+def cmd_fleet_run(args: argparse.Namespace, tokens: list[str]) -> int:
+    from .fleet.controller import run_fleet
+
+    check_plan_numbers(args.warmup, args.min_rounds, args.max_rounds)
+    _check_outputs(args.html)
+    # Checked here, before any host is touched: the hosts run this same abibench.
+    load_workloads([*args.workloads, *args.workload] or None, args.suite, _parse_sets(args.set))
+    if args.abi:
+        parse_abi_list(args.abi)
+    ref = db_ref(args.db)
+    err = sys.stderr
+    start = tokens.index("fleet") + 2
+    result = run_fleet(args.inventory, fleet_run_args(tokens[start:]), ref,
+                       lambda line: _say(line, err), serial=args.serial, forks=args.forks)
+    sets = result.sets()
+    con = _console()
+    table = [("host", "status", "run", "samples", "stored / reason")]
+    for h in result.hosts:
+        why = h.stored if h.status == "ok" else f"at '{h.task or '?'}': {h.reason or '?'}"
+        table.append((h.name, h.status, h.run_id or "-", str(h.samples), why))
+    widths = [max(len(row[i]) for row in table) for i in range(4)]
+    _say(f"fleet {result.fleet_id}: {len(result.hosts) - len(result.failed)} of "
+         f"{len(result.hosts)} hosts done in {result.wall_s:.1f}s")
+    for row in table:
+        con.print(e("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False))
+                    + "  " + row[4][:300]))
+    if result.kept is not None:
+        _say(f"run documents fetched from the hosts: {result.kept}")
+    if len(sets) >= 2:
+        rep = analysis.from_sets(sets, args.baseline, None)
+        _print_terminal(rep)
+        path = args.html or data_dir() / "reports" / f"{result.fleet_id}.html"
+        try:
+            write(rep, [Output("html", path)])
+            _say(f"report: {path} (again: abibench --db {_shown(ref)} compare "
+                 f"{' '.join(d.id for d in result.docs)})")
+        except AbibenchError as exc:
+            _say(f"abibench: warning: {exc}", err)
+    elif len(sets) == 1:
+        _print_terminal(analysis.from_run(sets[0].doc))
+    if result.failed:
+        _say(f"abibench: error: fleet {result.fleet_id}: "
+             f"{', '.join(f'{h.name} {h.status}' for h in result.failed)} (table above)", err)
+        return EXIT_WORKLOAD
+    return EXIT_OK
+
+
+def _shown(ref: str) -> str:
+    from .store.url import safe_url
+
+    return safe_url(ref) if is_url(ref) else ref
+
+
 def cmd_runs(args: argparse.Namespace, store: SqlStore) -> int:
     runs = store.runs()
     if args.json:
@@ -567,6 +717,8 @@ def _report_sources(args: argparse.Namespace) -> list[str]:
 def cmd_report(args: argparse.Namespace, store: SqlStore | None) -> int:
     """store: None when every source is an exported file and there is no database."""
     sources = _report_sources(args)
+    if args.command == "compare" and not sources and store is not None:
+        sources = latest_fleet(store)  # `compare` alone: every host of the last fleet run
     if args.command == "compare" and len(sources) < 2:
         raise UsageError("compare needs two or more result sets: pass run ids (`abibench runs`)"
                          " or exported .json files")
@@ -674,6 +826,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_inspect(args)
         if args.command == "list":
             return cmd_list(args)
+        if args.command == "fleet":
+            return cmd_fleet(args, own)
         ref = db_ref(args.db)
         if args.command in ("report", "compare") and not is_url(ref) and \
                 not Path(ref).exists() and all(is_file_ref(r) for r in _report_sources(args)):

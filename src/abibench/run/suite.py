@@ -92,6 +92,8 @@ class Request:
     provenance: str = "source"  # or "debian": Debian's own per-arch builds in sysroots
     allow_version_skew: bool = False  # debian: compare different versions (a warning each)
     keep_going: bool = False  # measure the other ABIs when one ABI's build fails
+    label: str | None = None  # this host's name in comparisons (a fleet's inventory name)
+    fleet: str | None = None  # the fleet run this run is part of (abibench fleet)
 
 
 @dataclass
@@ -208,6 +210,8 @@ def _measure(req: Request, store: RunSink, cache_root: Path, progress: Progress,
                                      if probes[a.name].can_run}
     ctx = host.capture().with_extra(probe=[s.to_dict() for s in probes.values()],
                                     runtime_libc=runtime_libc)
+    if req.label:
+        ctx = ctx.with_extra(label=req.label)
     run_id = resume.run.id if resume is not None else new_run_id()
     metas = {wl.id: _workload_meta(wl, [t.label for t in targets_of(req, wl)])
              for wl in req.workloads}
@@ -244,7 +248,8 @@ def _measure(req: Request, store: RunSink, cache_root: Path, progress: Progress,
                        cflags=tuple(req.cflags), cc=req.cc, provenance=req.provenance,
                        plan=dict(asdict(req.plan)),
                        extra={"allow_version_skew": req.allow_version_skew,
-                              "keep_going": req.keep_going})
+                              "keep_going": req.keep_going,
+                              **({"fleet": req.fleet} if req.fleet else {})})
     # Debian's binaries are resolved, downloaded and unpacked before the run, never beside
     # timed samples; a package that cannot be had refuses the run (exit 5) before it exists.
     debian_arts = _obtain_debian(req, probes, cache_root, progress)

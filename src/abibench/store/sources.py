@@ -33,3 +33,13 @@ def load_sources(refs: list[str], store: SqlStore | None) -> list[ResultSet]:
             run_id = store.resolve_run(ref)
             sets.append(ResultSet(store.load_run(run_id), f"run {run_id}"))
     return sets
+
+
+def latest_fleet(store: SqlStore) -> list[str]:
+    """The runs of the last fleet run in the database (abibench fleet), oldest first."""
+    newest = None
+    for run_id in store.runs_with('"fleet": "'):  # oldest first: the last one seen is newest
+        fleet = store.run_config(run_id).get("fleet")
+        if isinstance(fleet, str):
+            newest = fleet
+    return [] if newest is None else store.runs_with(f'"fleet": "{newest}"')

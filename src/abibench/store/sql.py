@@ -433,6 +433,15 @@ class SqlStore:
             (f"%{text}%",))]
 
     @guarded
+    def run_config(self, run_id: str) -> dict[str, Any]:
+        """What a run recorded it was asked to do, without loading its samples."""
+        row = self.execute("SELECT config_json FROM runs WHERE id=?", (run_id,)).fetchone()
+        if row is None:
+            raise UsageError(f"run '{run_id}' not found in {self.label}")
+        config: dict[str, Any] = json.loads(row["config_json"])
+        return config
+
+    @guarded
     def samples(self, run_id: str) -> list[Sample]:
         rows = self.execute("SELECT * FROM samples WHERE run_id=? ORDER BY id", (run_id,))
         return [
