@@ -467,3 +467,16 @@ def ssh_fleet() -> Iterator[SshFleet]:
         pytest.skip("fleet hosts need root and openssh-server (bash setup.sh installs it)")
     with sshd_hosts({"hostA": "127.0.0.2", "hostB": "127.0.0.3"}) as fleet:
         yield fleet
+
+
+@pytest.fixture
+def fleet_env(ssh_fleet: SshFleet, cli_env: dict[str, str]) -> dict[str, str]:
+    """The environment tests/fleet/inventory.ini reads: each host's port, the test key, and the
+    hosts' work directories. Those persist (abibench's own cache, like the Debian sysroots), so
+    the virtual environment setup.sh makes on each "host" is made once per machine, not per
+    session; ABIBENCH_TEST_FLEET_DIR puts them elsewhere."""
+    workdir = os.environ.get("ABIBENCH_TEST_FLEET_DIR") or str(cache_dir() / "test-fleet")
+    for name, host in ssh_fleet.hosts.items():
+        host.start()  # a test that stopped one has it back
+        Path(workdir, name).mkdir(parents=True, exist_ok=True)
+    return {**cli_env, **ssh_fleet.env(), "ABIBENCH_TEST_WORKDIR": workdir}

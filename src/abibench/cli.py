@@ -658,7 +658,6 @@ def cmd_fleet_run(args: argparse.Namespace, tokens: list[str]) -> int:
     result = run_fleet(args.inventory, fleet_run_args(tokens[start:]), ref,
                        lambda line: _say(line, err), serial=args.serial, forks=args.forks)
     sets = result.sets()
-    con = _console()
     table = [("host", "status", "run", "samples", "stored / reason")]
     for h in result.hosts:
         why = h.stored if h.status == "ok" else f"at '{h.task or '?'}': {h.reason or '?'}"
@@ -666,9 +665,9 @@ def cmd_fleet_run(args: argparse.Namespace, tokens: list[str]) -> int:
     widths = [max(len(row[i]) for row in table) for i in range(4)]
     _say(f"fleet {result.fleet_id}: {len(result.hosts) - len(result.failed)} of "
          f"{len(result.hosts)} hosts done in {result.wall_s:.1f}s")
-    for row in table:
-        con.print(e("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False))
-                    + "  " + row[4][:300]))
+    for row in table:  # host names and reasons come from the inventory and the hosts: _say
+        _say("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + "  "
+             + row[4][:400])
     if result.kept is not None:
         _say(f"run documents fetched from the hosts: {result.kept}")
     if len(sets) >= 2:

@@ -1,0 +1,85 @@
+"""abibench fleet for real: two sshd "hosts" on 127.0.0.2 and 127.0.0.3, Ansible, a throw-away
+PostgreSQL cluster (tests/servers.py, fixtures in tests/conftest.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+
+from ..servers import PgCluster, SshFleet
+
+REPO = Path(__file__).resolve().parents[2]
+INVENTORY = REPO / "tests" / "fleet" / "inventory.ini"
+# Small enough for a test, both workloads measured for real on both ABIs.
+SMALL = ["--workload", "ptrtree", "--workload", "nbody", "--abi", "i386,x86_64", "--rounds", "3",
+         "--set", "nodes=20000", "--set", "steps=100000"]
+
+
+def _abibench(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "abibench", *args], capture_output=True,
+                          text=True, env=env, cwd=REPO, timeout=1200, check=False)
+
+
+def _table(stdout: str) -> dict[str, list[str]]:
+    """The per-host summary rows: host -> its columns."""
+    rows = {}
+    for line in stdout.splitlines():
+        cols = line.split()
+        if len(cols) >= 4 and cols[0] in ("hostA", "hostB") and \
+                cols[1] in ("ok", "failed", "unreachable", "not"):
+            rows[cols[0]] = cols
+    return rows
+
+
+def test_fleet_run_into_postgresql(fleet_env: dict[str, str], pg_server: PgCluster,
+                                   tmp_path: Path) -> None:
+    url = pg_server.url(pg_server.new_database("fleet"))
+    html = tmp_path / "fleet.html"
+    t0 = time.monotonic()
+    r = _abibench(fleet_env, "--db", url, "fleet", "run", str(INVENTORY), *SMALL,
+                  "--html", str(html))
+    wall = time.monotonic() - t0
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    rows = _table(r.stdout)
+    assert rows["hostA"][1] == rows["hostB"][1] == "ok", r.stdout
+    assert "written straight into the shared database" in r.stdout
+    # Live progress per host, on stderr as it happens.
+    for host in ("hostA", "hostB"):
+        assert f"[{host}] Measure (abibench run) ..." in r.stderr
+    assert pg_server.password not in r.stdout + r.stderr
+    # Both runs are in PostgreSQL, every sample of them (2 workloads x 2 ABIs x (3 + 1 warm-up)).
+    with psycopg.connect(url) as db:
+        stored = db.execute("SELECT r.host_json, COUNT(s.id) FROM runs r JOIN samples s ON "
+                            "s.run_id = r.id GROUP BY r.id, r.host_json").fetchall()
+    assert sorted((json.loads(h)["label"], n) for h, n in stored) == [("hostA", 16), ("hostB", 16)]
+    assert html.is_file() and "hostA k" in html.read_text() and "hostB k" in html.read_text()
+    # `compare` alone: every host of the last fleet, side by side.
+    c = _abibench(fleet_env, "--db", url, "compare")
+    assert c.returncode == 0, c.stderr
+    header = next(line for line in c.stdout.splitlines() if "hostA k64 i386" in line)
+    assert "hostA k64 x86_64" in header and "hostB k64 i386" in header and \
+        "hostB k64 x86_64" in header
+    print(f"fleet wall time (2 hosts, parallel): {wall:.1f}s")
+
+
+def test_unreachable_host_is_reported_and_the_other_completes(
+        fleet_env: dict[str, str], ssh_fleet: SshFleet, tmp_path: Path) -> None:
+    db = tmp_path / "results.sqlite"
+    # The first host of the inventory is down, and hosts go one at a time: the second still runs.
+    ssh_fleet.hosts["hostA"].stop()
+    r = _abibench(fleet_env, "--db", str(db), "fleet", "run", str(INVENTORY), *SMALL, "--serial")
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
+    rows = _table(r.stdout)
+    assert rows["hostA"][1] == "unreachable" and rows["hostB"][1] == "ok", r.stdout
+    line = next(x for x in r.stdout.splitlines() if x.split()[:2] == ["hostA", "unreachable"])
+    assert "127.0.0.2" in line and "Work directory" in line  # the reason, and where
+    assert "fetched and imported" in r.stdout
+    assert "abibench: error: fleet" in r.stderr and "hostA unreachable" in r.stderr
+    listed = _abibench(fleet_env, "--db", str(db), "runs", "--json")
+    runs = json.loads(listed.stdout)
+    assert [(x["status"], x["samples"]) for x in runs] == [("complete", 16)]
