@@ -43,7 +43,7 @@ from .run.suite import Request, measure_suite
 from .store.open import DB_ENV, db_ref, open_store
 from .store.sources import is_file_ref, latest_fleet, load_sources
 from .store.sql import SqlStore
-from .store.url import is_url
+from .store.url import is_url, looks_like_url, sqlite_file
 from .text import one_line
 from .workloads.oneliner import parse_binary, parse_metric, profile_text
 from .workloads.profile import (
@@ -525,7 +525,7 @@ def _with_run_store(args: argparse.Namespace, ref: str) -> int:
     if not is_url(ref):
         from .store.sqlite import Store
 
-        sqlite_store = Store(Path(ref))
+        sqlite_store = Store(sqlite_file(ref))
         try:
             return cmd_run(args, sqlite_store)
         finally:
@@ -828,7 +828,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "fleet":
             return cmd_fleet(args, own)
         ref = db_ref(args.db)
-        if args.command in ("report", "compare") and not is_url(ref) and \
+        if args.command in ("report", "compare") and not looks_like_url(ref) and \
                 not Path(ref).exists() and all(is_file_ref(r) for r in _report_sources(args)):
             return cmd_report(args, None)  # exported files only: no database needed
         if args.command == "run":

@@ -282,3 +282,30 @@ def test_busy_timeout_from_the_environment(db_ref: str, monkeypatch: pytest.Monk
         with pytest.raises(StoreError, match="ABIBENCH_DB_TIMEOUT") as caught:
             open_store(db_ref)
         assert caught.value.exit_code == 2
+
+
+@pytest.mark.parametrize("url", [
+    "postgresql://someone:s3cret@127.0.0.1:1/results",
+    "postgresql:/someone:s3cret@127.0.0.1:1/results",  # as pathlib folds it
+    "sqlite:///results.sqlite", "mysql://someone:s3cret@db.example/results"])
+def test_a_url_is_never_a_file(url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                               main_in_process: Callable[..., tuple[int, str, str]],
+                               error_line: Callable[[int, str, int], str]) -> None:
+    """Made into a path, a URL would become directories named after its user, password and
+    host in the current directory, and a SQLite file named after its database."""
+    here = tmp_path / "cwd"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    monkeypatch.setenv("ABIBENCH_DATA", str(tmp_path / "data"))
+    for readonly in (False, True):
+        with pytest.raises(UsageError, match="is a URL") as refused:
+            Store(Path(url), readonly=readonly)
+        assert "s3cret" not in str(refused.value)
+    if not url.startswith("postgresql://"):  # a server URL proper goes to the server
+        doc = tmp_path / "doc.json"
+        doc.write_text("{}")
+        for args in (["runs"], ["import", str(doc)], ["run", "--workload", "nothing"],
+                     ["compare", str(doc), str(doc)]):
+            code, _, err = main_in_process("--db", url, *args)
+            assert "s3cret" not in error_line(code, err, EXIT_USAGE)
+    assert list(here.iterdir()) == []

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from ..paths import default_db
 from .sql import SqlStore
-from .url import is_url
+from .url import is_url, sqlite_file
 
 DB_ENV = "ABIBENCH_DB"
 
@@ -24,4 +23,4 @@ def open_store(ref: str, readonly: bool = False) -> SqlStore:
         return PgStore(ref, readonly=readonly)
     from .sqlite import Store
 
-    return Store(Path(ref), readonly=readonly)
+    return Store(sqlite_file(ref), readonly=readonly)

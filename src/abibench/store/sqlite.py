@@ -23,6 +23,7 @@ from ..errors import StoreError, UsageError
 from . import faults
 from .schema import SCHEMA_TEMPLATE, SCHEMA_VERSION, SQLITE
 from .sql import Cursor, RunListing, SqlStore
+from .url import sqlite_file
 
 __all__ = ["SCHEMA_VERSION", "_SCHEMA", "RunListing", "Store"]
 
@@ -40,7 +41,8 @@ class Store(SqlStore):
     dialect = SQLITE
 
     def __init__(self, path: Path, readonly: bool = False, timeout: float | None = None) -> None:
-        self.path = path
+        # Checked before anything is created: this store makes the file's directory.
+        self.path = sqlite_file(path)
         self.label = str(path)
         self.local_dir = path.parent
         self.readonly = readonly

@@ -8,8 +8,15 @@ from PGPASSWORD. abibench never prints one: every message that names the databas
 from __future__ import annotations
 
 import re
+from os import PathLike
+from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
+from ..errors import UsageError
+
+# Any URL, also once pathlib has folded its "//" into "/" (Path("postgresql://h/db") is
+# "postgresql:/h/db"): a scheme, a colon and a slash.
+_ANY_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):/")
 _SCHEME = re.compile(r"^postgres(ql)?://", re.IGNORECASE)
 _URL_PASSWORD = re.compile(r"(postgres(?:ql)?://[^:/@\s]*:)[^@\s]*@", re.IGNORECASE)
 _KEYWORD_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]+)", re.IGNORECASE)
@@ -18,6 +25,25 @@ _KEYWORD_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]+)", 
 def is_url(ref: str) -> bool:
     """Whether a --db value names a PostgreSQL server rather than a SQLite file."""
     return bool(_SCHEME.match(ref))
+
+
+def looks_like_url(ref: str | PathLike[str]) -> bool:
+    """Whether a --db value (or a path made from one) is a URL of any kind."""
+    return bool(_ANY_URL.match(str(ref)))
+
+
+def sqlite_file(ref: str | PathLike[str]) -> Path:
+    """The SQLite file a --db value names. A URL is never one: made into a path, it would
+    become directories named after its scheme, user, password and host in the current
+    directory, and a database file named after the database."""
+    match = _ANY_URL.match(str(ref))
+    if match:
+        # Only the scheme is shown: the rest may carry a password, and a folded URL is not
+        # one `redact` recognises.
+        raise UsageError(f"--db {match.group(1)}:... is a URL, and abibench knows only "
+                         "postgresql://USER@HOST:PORT/DBNAME (a shared PostgreSQL database); a "
+                         "SQLite database is given as a file path")
+    return Path(ref)
 
 
 def safe_url(url: str) -> str:
