@@ -298,8 +298,21 @@ def hyperfine_batch(argv: list[str], k: int, out_json: Path) -> tuple[list[float
     return times, elapsed
 
 
-def part_p1(sz: Sizes, launch: Path, tmp: Path) -> dict[str, Any]:
+def part_p1(sz: Sizes, launch: Path, tmp: Path, busy: int = 0) -> dict[str, Any]:
+    """With `busy`, that many busy-loop processes run for the whole part: a neighbour's load,
+    to see whether abibench's Python parent suffers from it more than hyperfine does."""
     spin = build_spin(tmp / "p1")
+    hog: dict[str, Any] = {}
+    with cpu_hog(spin, busy, hog) as start_hog:
+        if busy:
+            start_hog()
+        out = _p1(sz, launch, tmp, spin)
+    out["busy_loops"] = busy
+    out["hog"] = hog
+    return out
+
+
+def _p1(sz: Sizes, launch: Path, tmp: Path, spin: Path) -> dict[str, Any]:
     cal = calibrate_spin(spin, launch, tmp, sz.p1_spin_s)
     log(f"P1: spin {cal['millions']} takes {fmt_ms(cal['check_median_s'])} here "
         f"(target {fmt_ms(sz.p1_spin_s)})")
@@ -336,6 +349,7 @@ def part_p1(sz: Sizes, launch: Path, tmp: Path) -> dict[str, Any]:
             "ratio_abibench_over_hyperfine": ratio_dict(r),
             "verdict": stats.verdict(r, better="lower", name_a="abibench", name_b="hyperfine",
                                      words=("lower", "higher")).text,
+            "median_ratio": float(np.median(ab_all) / np.median(hf_all)),
             "abibench_elapsed_per_sample_s": ab_elapsed / n,
             "hyperfine_elapsed_per_sample_s": hf_elapsed / n,
             "goal_met": bool(r.ratio <= 1.0 or r.ci_low <= 1.0),
@@ -772,6 +786,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="P1,P2,P3", help="comma-separated parts (P1,P2,P3)")
     ap.add_argument("--quick", action="store_true", help="small sizes: about 1-2 minutes in all")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "harness.json")
+    ap.add_argument("--busy", type=int, default=0,
+                    help="P1: busy-loop processes running for the whole part (a neighbour)")
     ap.add_argument("--hog-at", type=float, default=0.5,
                     help="P2: fraction of the schedule after which the hog starts (default 0.5)")
     args = ap.parse_args(argv)
@@ -807,7 +823,7 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.monotonic()
             log(f"{part}: start")
             if part == "P1":
-                res = part_p1(sz, launch, tmp)
+                res = part_p1(sz, launch, tmp, args.busy)
             elif part == "P2":
                 res = part_p2(sz, launch, tmp, args.hog_at)
             else:

@@ -19,6 +19,7 @@ PACKAGE = Path(abibench.__file__).resolve().parent
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("abibench", "abibench.errors", "abibench.paths", "abibench.records",
               "abibench.abi", "abibench.elf", "abibench.stats", "abibench.text", "abibench.hashing",
+              "abibench.tools",
               "abibench.workspace",
               "abibench.workloads")),
     ("probe", ("abibench.probe",)),

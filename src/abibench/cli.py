@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import re
 import sys
@@ -27,7 +28,7 @@ from .errors import (
 )
 from .obtain.build import DEFAULT_CFLAGS
 from .paths import cache_dir, data_dir, default_db
-from .probe import host
+from .probe import host, noise
 from .probe.abis import probe_all
 from .probe.counters import counters_status
 from .records import RunDoc, Sample
@@ -118,6 +119,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     pr = sub.add_parser("probe", help="what this host can build and run for each ABI")
     pr.add_argument("--json", action="store_true")
+
+    cal = sub.add_parser("calibrate", help="measure this machine's noise: how steadily each CPU "
+                         "runs, how long it stays at one speed, and what each sampling design "
+                         "would make of it (kept for an hour, used by adaptive runs)")
+    cal.add_argument("--duration", type=_duration, default=None,
+                     help="how long to measure (default 60s)")
+    cal.add_argument("--json", action="store_true")
 
     ls = sub.add_parser("list", help="the built-in workloads and their suites")
     ls.add_argument("--json", action="store_true")
@@ -215,11 +223,19 @@ def _plan_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--rounds", type=_positive, default=None,
                    help="exactly N counted rounds (turns off adaptive stopping)")
     r.add_argument("--min-rounds", type=_positive, default=5)
-    r.add_argument("--max-rounds", type=_positive, default=30)
+    r.add_argument("--max-rounds", type=_positive, default=None,
+                   help="at most N counted rounds per workload (default: as the budget allows)")
     r.add_argument("--precision", type=_percent, default=0.02,
                    help="stop when every ratio's 95%% CI is within ±this (default 2%%)")
-    r.add_argument("--max-time", type=_duration, default=120.0,
-                   help="time budget per workload (default 120s)")
+    r.add_argument("--budget", type=_duration, default=None,
+                   help="time for the whole run's adaptive rounds, given to the workloads "
+                   "furthest from --precision per second (default 2m per workload)")
+    r.add_argument("--max-time", type=_duration, default=None,
+                   help="time limit per workload, within the budget (default: none)")
+    r.add_argument("--design", choices=("auto", "sequential", "simultaneous", "covariate",
+                                        "short"), default="auto",
+                   help="how rounds are sampled (default auto: chosen from the machine's "
+                   "measured noise, see docs/method.md)")
     r.add_argument("--warmup", type=_count, default=1,
                    help="warm-up runs per target (default 1; 0 for none)")
     r.add_argument("--cflags", default=" ".join(DEFAULT_CFLAGS),
@@ -283,13 +299,42 @@ def _print_json(data: Any) -> None:
     sys.stdout.write("\n")
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    duration = args.duration if args.duration is not None else noise.FULL_S
+    if not 5.0 <= duration <= 3600.0:
+        raise UsageError(f"--duration {duration:g}s: give 5s to 1h (the default is "
+                         f"{noise.FULL_S:g}s)")
+    if not args.json:
+        print(f"abibench: measuring this machine's noise for {duration:g} s (a fixed loop on "
+              "one CPU alone, then on every CPU at once)", file=sys.stderr)
+    profile = noise.measure(cache_dir(), duration)
+    noise.store(cache_dir(), profile)
+    if args.json:
+        _print_json(profile.to_dict())
+        return EXIT_OK
+    con = _console()
+    con.print(e(profile.summary()))
+    con.print(e("window  one after the other  two CPUs at once  with a loop covariate  pairs"))
+    for window, pair in sorted(profile.pairs.items(), key=lambda kv: float(kv[0])):
+        def pct(v: float) -> str:
+            return f"{v * 100:.2f}%" if math.isfinite(v) else "-"
+        con.print(e(f"{float(window):>5g}s  {pct(pair.sequential):>19}  "
+                    f"{pct(pair.simultaneous):>16}  {pct(pair.covariate):>21}  "
+                    f"{pair.windows:>5}"))
+    con.print(e("(the sd of log(a/b) of two samples of one program taken each way; "
+                "run/designs.py picks by sd² x time a round takes)"))
+    return EXIT_OK
+
+
 def cmd_probe(args: argparse.Namespace) -> int:
     statuses = probe_all()
     ctx = host.capture()
     counters = counters_status()
     if args.json:
+        cached = noise.cached(cache_dir())
         _print_json({"abis": [s.to_dict() for s in statuses], "host": ctx.to_dict(),
-                     "counters": counters.to_dict(), "warnings": host.context_warnings(ctx)})
+                     "counters": counters.to_dict(), "warnings": host.context_warnings(ctx),
+                     "noise": cached.to_dict() if cached is not None else None})
         return EXIT_OK
     con = _console()
     load = ctx.load_average[0] if ctx.load_average else 0.0
@@ -309,6 +354,9 @@ def cmd_probe(args: argparse.Namespace) -> int:
     perf = counters.perf
     con.print(e(f"instruction counts: perf {'yes' if perf.available else f'no ({perf.reason})'}"
                 f"; valgrind {'yes' if counters.valgrind.available else 'no'}"))
+    profile = noise.cached(cache_dir())
+    con.print(e(f"noise: {profile.summary()}" if profile is not None else
+                "noise: not measured in the last hour (`abibench calibrate`)"))
     for w in host.context_warnings(ctx):
         con.print(e(f"warning: {w}"))
     return EXIT_OK
@@ -376,8 +424,11 @@ def _check_outputs(*paths: Path | None) -> None:
                              "choose another path")
 
 
+# A run without --budget has this much time per workload for its adaptive rounds, as the
+# per-workload limit used to be; spent wherever precision is furthest.
+DEFAULT_BUDGET_PER_WORKLOAD_S = 120.0
 PLAN_OPTIONS = ("workloads", "workload", "suite", "abi", "rounds", "min_rounds", "max_rounds",
-                "precision", "max_time", "warmup", "cflags", "cc", "provenance",
+                "precision", "max_time", "budget", "design", "warmup", "cflags", "cc", "provenance",
                 "allow_version_skew", "set", "seed", "counters", "keep_going", "binary", "metric",
                 "label", "fleet",
                 "name", "check_stdout", "timeout", "program_args")
@@ -413,9 +464,12 @@ def cmd_run(args: argparse.Namespace, store: RunStore) -> int:
                              "go with --binary")
         abis = parse_abi_list(args.abi or _default_abis())
     workloads = load_workloads(selection or None, args.suite, _parse_sets(args.set))
+    budget = args.budget if args.budget is not None else \
+        DEFAULT_BUDGET_PER_WORKLOAD_S * len(workloads)
     plan = Plan(min_rounds=args.min_rounds, max_rounds=args.max_rounds,
                 fixed_rounds=args.rounds, precision=args.precision, max_time_s=args.max_time,
-                warmup=args.warmup, seed=args.seed, counters=args.counters)
+                warmup=args.warmup, seed=args.seed, counters=args.counters,
+                budget_s=None if args.rounds is not None else budget, design=args.design)
     req = Request(workloads=workloads, abis=abis, plan=plan, cflags=tuple(args.cflags.split()),
                   cc=args.cc, provenance=args.provenance,
                   allow_version_skew=args.allow_version_skew, keep_going=args.keep_going,
@@ -823,6 +877,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_probe(args)
         if args.command == "inspect":
             return cmd_inspect(args)
+        if args.command == "calibrate":
+            return cmd_calibrate(args)
         if args.command == "list":
             return cmd_list(args)
         if args.command == "fleet":

@@ -84,6 +84,14 @@ def pick_reference(labels: Sequence[str]) -> str:
 
 # --------------------------------------------------------------------------- samples
 
+# How a round's samples are taken (run/designs.py says when each is used):
+# sequential    one target after the other, the order alternating (A B, B A, ...)
+# simultaneous  both targets at the same moment, each pinned to its own CPU, swapped each round
+# covariate     sequential, with a fixed loop on another CPU measuring the machine's speed
+# short         sequential, at the profile's shorter size, so a pair falls within the time the
+#               machine stays at one speed
+DESIGNS = ("sequential", "simultaneous", "covariate", "short")
+
 
 @dataclass(frozen=True)
 class Sample:
@@ -110,6 +118,16 @@ class Sample:
     # Why a stored sample no longer counts (e.g. its round was cut short and measured again
     # after `run --resume`); the sample itself is kept as it was measured.
     discarded: str | None = None
+    # How the sample was measured (run/designs.py): the design of its round, the CPU it was
+    # pinned to, and how many back-to-back runs its times are the mean of.
+    design: str = "sequential"
+    cpu: int | None = None
+    repeat: int = 1
+    # The machine around the sample: CPU time other processes used while it ran, time the
+    # hypervisor stole, and the covariate loop's speed on another CPU (iterations per second).
+    foreign_cpu_s: float | None = None
+    steal_s: float | None = None
+    covariate: float | None = None
 
     @property
     def counted(self) -> bool:
@@ -156,7 +174,17 @@ class Sample:
             started_at=str(d.get("started_at", "")), env_pad=int(cast(int, d.get("env_pad", 0))),
             instructions=None if instructions is None else int(cast(int, instructions)),
             kind=str(d.get("kind", "timed")),
-            discarded=None if d.get("discarded") is None else str(d["discarded"]))
+            discarded=None if d.get("discarded") is None else str(d["discarded"]),
+            design=str(d.get("design", "sequential")),
+            cpu=None if d.get("cpu") is None else int(cast(int, d["cpu"])),
+            repeat=int(cast(int, d.get("repeat", 1))),
+            foreign_cpu_s=_opt_float(d.get("foreign_cpu_s")),
+            steal_s=_opt_float(d.get("steal_s")),
+            covariate=_opt_float(d.get("covariate")))
+
+
+def _opt_float(v: object) -> float | None:
+    return None if v is None else float(cast(float, v))
 
 
 @dataclass(frozen=True)
@@ -166,6 +194,14 @@ class Paired:
     a: tuple[float, ...]
     b: tuple[float, ...]
     paired: bool
+    # The covariate design: the machine loop's speed during each paired sample (empty unless
+    # every round of both has one). A speed, so it bears on times and rates, not on memory.
+    cov_a: tuple[float, ...] = ()
+    cov_b: tuple[float, ...] = ()
+
+    @property
+    def covariate(self) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+        return (self.cov_a, self.cov_b) if self.cov_a else None
 
 
 def pair_by_round(a: Iterable[Sample], b: Iterable[Sample], metric: str) -> Paired:
@@ -182,11 +218,24 @@ def pair_by_round(a: Iterable[Sample], b: Iterable[Sample], metric: str) -> Pair
                 out[s.round] = v
         return out
 
-    va, vb = by_round(a), by_round(b)
+    sa, sb = list(a), list(b)
+    va, vb = by_round(sa), by_round(sb)
     if va and set(va) == set(vb):
         rounds = sorted(va)
-        return Paired(tuple(va[r] for r in rounds), tuple(vb[r] for r in rounds), True)
+        ca, cb = _covariates(sa, rounds), _covariates(sb, rounds)
+        if metric == "max_rss" or ca is None or cb is None:
+            ca = cb = ()
+        return Paired(tuple(va[r] for r in rounds), tuple(vb[r] for r in rounds), True, ca, cb)
     return Paired(tuple(va.values()), tuple(vb.values()), False)
+
+
+def _covariates(samples: list[Sample], rounds: list[int]) -> tuple[float, ...] | None:
+    """The covariate of each round's sample, or None unless all were taken with one."""
+    by_round = {s.round: s.covariate for s in samples if s.design == "covariate"}
+    values = [by_round.get(r) for r in rounds]
+    if any(v is None or not math.isfinite(v) or v <= 0 for v in values):
+        return None
+    return tuple(float(v) for v in values if v is not None)
 
 
 # --------------------------------------------------------------------------- targets, artifacts

@@ -7,14 +7,13 @@ targets) so the drift cancels instead of inflating the interval.
 
 Decisions worth knowing:
 
-* Confidence intervals are bootstrap **percentile** intervals (not BCa). The
-  statistic is a ratio of medians; BCa's jackknife acceleration is erratic for
-  medians of small samples, and the percentile interval is invariant under the
-  log transform, so it is equally valid for the ratio and for its inverse.
-* Bootstraps use ``numpy.random.Generator(PCG64(seed))``: same input and seed,
-  same interval, on every run and machine.
-* The p-value is a two-sided Mann-Whitney U test, as the design asks, also for
-  paired data. It ignores pairing, so under strong drift it is conservative.
+* Every ratio is made on the log scale, and its interval and p-value come from one method
+  (abibench.estimators), so "the CI excludes 1" and "p < 0.05" always agree. Paired by round,
+  it is the t interval of the per-round log ratios (bench/estimators.py measured its coverage
+  against the trimmed mean, Hodges-Lehmann and the bootstrap median: docs/method.md);
+  unpaired, Welch's interval of the difference of the mean logs.
+* A covariate, the speed of a fixed loop on another CPU during each sample, adjusts a paired
+  ratio by regression when (and only when) its slope is significant.
 * Non-finite samples (nan, inf) are rejected: a failed run must be dropped by
   the caller, never averaged in silently.
 * A ratio is made of positive values only. A metric with a zero or negative
@@ -39,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats as _sps
 
+from . import estimators
 from .records import Better
 
 FloatArray = npt.NDArray[np.float64]
@@ -163,9 +163,11 @@ def summarize(values: Sequence[float]) -> Summary:
 
 @dataclass(frozen=True)
 class Ratio:
-    """How many times a's typical value is b's, with a bootstrap percentile CI.
+    """How many times a's typical value is b's, with its CI and p-value from one method.
 
-    Paired: the median of per-round ratios; unpaired: median(a) / median(b) (see ratio_of).
+    Paired: the geometric mean of the per-round ratios with Student's t interval on the log
+    ratios (``method`` "t", or "t+covariate" when a machine-speed covariate adjusted it);
+    unpaired: the ratio of geometric means with Welch's interval ("welch"). See ratio_of.
 
     ``hodges_lehmann`` is exp(median over all i, j of log a_i - log b_j), the
     two-sample HL shift on the log scale expressed as a ratio; it is nan when
@@ -181,119 +183,18 @@ class Ratio:
     n_b: int
     paired: bool
     confidence: float
+    method: str = "t"
+    spread: float = math.nan  # sd of the per-round log ratios (paired), what precision costs
 
     def half_width(self) -> float:
         """Relative half-width of the CI, e.g. 0.02 for about ±2%."""
         return (self.ci_high - self.ci_low) / 2.0 / abs(self.ratio)
 
 
-def _row_medians(x: FloatArray) -> FloatArray:
-    # A full SIMD sort along rows is ~4x faster than np.median's partition on
-    # numpy 2.x for a (4000, 200) matrix, and inputs are known to be finite.
-    s = np.sort(x, axis=1)
-    k = x.shape[1] // 2
-    if x.shape[1] % 2:
-        return s[:, k]
-    return _midpoint(s[:, k - 1], s[:, k])
-
-
-def _bootstrap_ratios(
-    rng: np.random.Generator, a: FloatArray, b: FloatArray, *, paired: bool, resamples: int
-) -> FloatArray:
-    """Bootstrap replicates of median(a*) / median(b*), one per resample."""
-    idx_a = rng.integers(0, a.size, size=(resamples, a.size))
-    # Paired: the same round indices for both, so a round's drift stays in
-    # both numerator and denominator and divides out.
-    idx_b = idx_a if paired else rng.integers(0, b.size, size=(resamples, b.size))
-    med_a = _row_medians(a[idx_a])
-    med_b = _row_medians(b[idx_b])
-    # b may contain zeros even though its median is not zero; such replicates
-    # become inf and land in the tails, which is where they belong.
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out: FloatArray = med_a / med_b
-    return out
-
-
-def _percentile_ci(replicates: FloatArray, confidence: float) -> tuple[float, float]:
-    # Bounds are actual replicates, rounded outwards, rather than interpolated:
-    # interpolating between two inf replicates would give nan, and with
-    # thousands of resamples the extra width is negligible.
-    tail = (1.0 - confidence) / 2.0
-    lo = np.nanquantile(replicates, tail, method="lower")
-    hi = np.nanquantile(replicates, 1.0 - tail, method="higher")
-    return float(lo), float(hi)
-
-
-def _mann_whitney_p(a: FloatArray, b: FloatArray) -> float:
-    # scipy yields nan (zero variance) when every value is the same; identical
-    # constant samples are the clearest possible "no difference".
-    if np.all(a == a[0]) and np.all(b == a[0]):
-        return 1.0
-    res = _sps.mannwhitneyu(a, b, alternative="two-sided", method="auto")
-    return float(res.pvalue)
-
-
 def _hodges_lehmann_ratio(a: FloatArray, b: FloatArray) -> float:
     diffs = np.log(a)[:, None] - np.log(b)[None, :]
     with np.errstate(over="ignore"):
         return float(np.exp(np.median(diffs)))
-
-
-def _pairable(a: FloatArray, b: FloatArray, paired: bool) -> bool:
-    """Paired data (positive, as every ratio's) use per-round log ratios; unpaired medians."""
-    return paired and a.size == b.size
-
-
-def _estimate(
-    rng: np.random.Generator | None, a: FloatArray, b: FloatArray, *, paired: bool,
-    resamples: int, name_b: str = "b",
-) -> tuple[float, FloatArray | None]:
-    """The ratio estimate and, given a generator, its bootstrap replicates.
-
-    Paired by round, the estimate is the median of the per-round ratios a_r / b_r: a drift that
-    hits both targets of a round divides out of every term, even a step change halfway through,
-    where a ratio of two medians would swing with whichever side of the step each median lands
-    on. Unpaired, it is the ratio of medians.
-    """
-    if _pairable(a, b, paired):
-        d = np.log(a) - np.log(b)
-        # exp of a log ratio above 709 is inf: the caller refuses such a ratio.
-        with np.errstate(over="ignore"):
-            point = float(np.exp(median(d)))
-            if rng is None:
-                return point, None
-            idx = rng.integers(0, d.size, size=(resamples, d.size))
-            reps: FloatArray = np.exp(_row_medians(d[idx]))
-        return point, reps
-    point = _median_ratio(a, b, name_b)
-    if rng is None:
-        return point, None
-    return point, _bootstrap_ratios(rng, a, b, paired=paired, resamples=resamples)
-
-
-def _paired_p(a: FloatArray, b: FloatArray) -> float:
-    """Two-sided paired t-test on the per-round log ratios.
-
-    Not Wilcoxon's signed-rank test: with the 5 rounds abibench starts from, its smallest
-    possible two-sided p is 2/32 = 0.0625, so no paired comparison could ever be called
-    significant, however large and consistent the difference. Log ratios of run times are
-    close to symmetric, which is what the t-test needs.
-    """
-    d = np.log(a) - np.log(b)
-    if np.all(d == d[0]):
-        # No spread: identical rounds say "same" when d is 0, and are as certain as data gets
-        # otherwise.
-        return 1.0 if d[0] == 0.0 else 0.0
-    res = _sps.ttest_1samp(d, 0.0)
-    return float(res.pvalue)
-
-
-def _median_ratio(a: FloatArray, b: FloatArray, name_b: str = "b") -> float:
-    med_b = median(b)
-    if med_b == 0.0:
-        raise ValueError(f"median of {name_b} is 0; a ratio of medians is undefined")
-    with np.errstate(over="ignore", under="ignore"):
-        return float(np.float64(median(a)) / np.float64(med_b))
 
 
 def _check_range(name_a: str, name_b: str, *values: float) -> None:
@@ -313,14 +214,19 @@ def ratio_of(
     seed: int = 0,
     name_a: str = "a",
     name_b: str = "b",
+    covariate: tuple[Sequence[float], Sequence[float]] | None = None,
+    method: str = estimators.DEFAULT,
 ) -> Ratio:
     """Compare a against b: how many times a's typical value is b's.
 
-    Unpaired: the ratio of medians median(a) / median(b), Mann-Whitney U p-value.
-    With ``paired=True`` sample k of a and b must come from the same round: the estimate is the
-    median of the per-round ratios (rounds resampled for the CI) and the p-value a paired
-    t-test on the per-round log ratios, so drift shared by a round cancels. With fewer than 2
-    samples on either side the CI and the p-value are nan.
+    With ``paired=True`` sample k of a and b must come from the same round; the per-round log
+    ratios d_k = log a_k - log b_k carry the comparison, so drift shared by a round cancels.
+    Their centre, interval and p-value come from one method of abibench.estimators
+    (``method``, by default the one bench/estimators.py chose), and a covariate (the machine
+    loop's speed during each of the round's samples) adjusts them when it predicts d.
+    Unpaired: the ratio of geometric means with Welch's interval and test. With fewer than 2
+    samples on either side the CI and the p-value are nan. ``resamples`` and ``seed`` only
+    matter to the bootstrap method ("median").
 
     Raises ValueError, with a reason that names ``name_a`` or ``name_b``, when a side is empty
     or not finite, when a value is zero or negative (a ratio of them means nothing: a negative
@@ -336,32 +242,39 @@ def ratio_of(
             f"got {arr_a.size} ({name_a}) and {arr_b.size} ({name_b})"
         )
     hl = _hodges_lehmann_ratio(arr_a, arr_b)
-
-    if arr_a.size < 2 or arr_b.size < 2:
-        ratio, _ = _estimate(None, arr_a, arr_b, paired=paired, resamples=resamples, name_b=name_b)
-        ci_low = ci_high = p_value = math.nan
-        _check_range(name_a, name_b, ratio)
+    la, lb = np.log(arr_a), np.log(arr_b)
+    spread = math.nan
+    if paired:
+        d = la - lb
+        if d.size >= 2:
+            spread = float(np.std(d, ddof=1))
+        cov = _covariate(covariate, d.size)
+        est = (estimators.covariate_interval(d, cov, confidence) if cov is not None
+               else estimators.interval(d, method, confidence, seed))
     else:
-        rng = np.random.default_rng(seed)
-        ratio, reps = _estimate(rng, arr_a, arr_b, paired=paired, resamples=resamples,
-                                name_b=name_b)
-        assert reps is not None
-        ci_low, ci_high = _percentile_ci(reps, confidence)
-        _check_range(name_a, name_b, ratio, ci_low, ci_high)
-        p_value = (_paired_p(arr_a, arr_b) if _pairable(arr_a, arr_b, paired)
-                   else _mann_whitney_p(arr_a, arr_b))
+        est = estimators.welch_interval(la, lb, confidence)
+    # exp of a log ratio above 709 is inf: refused below, as a ratio beyond floating point.
+    with np.errstate(over="ignore"):
+        ratio = float(np.exp(est.centre))
+        ci_low, ci_high = float(np.exp(est.low)), float(np.exp(est.high))
+    _check_range(name_a, name_b, ratio, *(v for v in (ci_low, ci_high) if not math.isnan(v)))
+    return Ratio(ratio=ratio, ci_low=ci_low, ci_high=ci_high, p_value=est.p_value,
+                 hodges_lehmann=hl, n_a=int(arr_a.size), n_b=int(arr_b.size), paired=paired,
+                 confidence=confidence, method=est.method, spread=spread)
 
-    return Ratio(
-        ratio=ratio,
-        ci_low=ci_low,
-        ci_high=ci_high,
-        p_value=p_value,
-        hodges_lehmann=hl,
-        n_a=int(arr_a.size),
-        n_b=int(arr_b.size),
-        paired=paired,
-        confidence=confidence,
-    )
+
+def _covariate(cov: tuple[Sequence[float], Sequence[float]] | None, n: int) -> FloatArray | None:
+    """log(loop speed during a's sample / during b's), per round; None unless every round has
+    both, positive and finite."""
+    if cov is None or len(cov[0]) != n or len(cov[1]) != n or n == 0:
+        return None
+    ca = np.asarray(cov[0], dtype=np.float64)
+    cb = np.asarray(cov[1], dtype=np.float64)
+    if not (np.all(np.isfinite(ca)) and np.all(np.isfinite(cb)) and np.all(ca > 0)
+            and np.all(cb > 0)):
+        return None
+    out: FloatArray = np.log(ca) - np.log(cb)
+    return out
 
 
 # --------------------------------------------------------------------------- verdict
@@ -546,11 +459,12 @@ def geomean_ratio(
     resamples: int = 4000,
     seed: int = 0,
 ) -> GeoMean:
-    """Suite summary: geometric mean over workloads of median(a) / median(b).
+    """Suite summary: geometric mean over workloads of each workload's ratio.
 
-    Each group is (a, b, paired). The CI comes from resampling inside every
-    workload (jointly by round when paired) and taking the geometric mean per
-    bootstrap replicate; workloads themselves are fixed, not resampled.
+    Each group is (a, b, paired) and its ratio is what :func:`ratio_of` gives (the mean log
+    ratio per round, or the difference of mean logs unpaired). The CI is the t interval of the
+    mean of those logs, its variance the sum of the groups' (they are independent samples),
+    its degrees of freedom Welch-Satterthwaite's; workloads themselves are fixed, not sampled.
 
     With ``better`` given (one entry per group), ratios of "higher"-is-better
     groups are inverted, so every ratio reads as a's *cost* relative to b and
@@ -565,43 +479,53 @@ def geomean_ratio(
     if better is not None and len(better) != len(groups):
         raise ValueError(f"better has {len(better)} entries for {len(groups)} groups")
     _check_confidence(confidence, resamples)
-
-    rng = np.random.default_rng(seed)
-    log_ratios = np.empty(len(groups))
-    log_reps = np.zeros(resamples)
-    can_bootstrap = True
+    logs, variances, dfs = [], [], []
     for i, (a_raw, b_raw, paired) in enumerate(groups):
         a = _positive(_as_array(a_raw, f"group {i} a"), f"group {i} a")
         b = _positive(_as_array(b_raw, f"group {i} b"), f"group {i} b")
         if paired and a.size != b.size:
             raise ValueError(f"group {i} is paired but has {a.size} and {b.size} samples")
-        ratio, _ = _estimate(None, a, b, paired=paired, resamples=resamples,
-                             name_b=f"group {i} b")
-        if ratio <= 0.0 or math.isinf(ratio):
-            raise ValueError(f"group {i} ratio is {ratio}; a geometric mean needs finite ratios > 0")
+        centre, var, df = _log_ratio_variance(np.log(a), np.log(b), paired)
+        if not math.isfinite(centre) or abs(centre) > 709:
+            raise ValueError(f"group {i} ratio is beyond floating point; a geometric mean needs "
+                             "finite ratios > 0")
         sign = -1.0 if better is not None and better[i] == "higher" else 1.0
-        log_ratios[i] = sign * math.log(ratio)
-        if a.size < 2 or b.size < 2:
-            can_bootstrap = False
-        if can_bootstrap:
-            _, group_reps = _estimate(rng, a, b, paired=paired, resamples=resamples)
-            assert group_reps is not None
-            reps = group_reps
-            # A replicate of <= 0 (median of b* at 0 or negative) has no log;
-            # nan marks it and the quantiles skip it.
-            with np.errstate(divide="ignore", invalid="ignore"):
-                log_reps += sign * np.where(reps > 0.0, np.log(np.abs(reps)), np.nan)
-
-    value = float(np.exp(np.mean(log_ratios)))  # between the smallest and largest ratio
-    if not can_bootstrap:
-        return GeoMean(value=value, ci_low=math.nan, ci_high=math.nan, n=len(groups))
-    lo, hi = _percentile_ci(log_reps / len(groups), confidence)
+        logs.append(sign * centre)
+        variances.append(var)
+        dfs.append(df)
+    k = len(groups)
+    mean = float(np.mean(logs))
+    value = float(np.exp(mean))  # between the smallest and largest ratio
+    if any(math.isnan(v) for v in variances):
+        return GeoMean(value=value, ci_low=math.nan, ci_high=math.nan, n=k)
+    total = sum(variances)
+    if total == 0.0:
+        return GeoMean(value=value, ci_low=value, ci_high=value, n=k)
+    df = total ** 2 / sum(v * v / d for v, d in zip(variances, dfs, strict=True) if v > 0)
+    half = float(_sps.t.ppf(0.5 + confidence / 2, df)) * math.sqrt(total) / k
     with np.errstate(over="ignore"):
-        ci_low, ci_high = float(np.exp(lo)), float(np.exp(hi))
+        ci_low, ci_high = float(np.exp(mean - half)), float(np.exp(mean + half))
     if not (ci_low > 0.0 and math.isfinite(ci_high)):
-        # A replicate beyond floating point: no interval rather than an infinite one.
-        ci_low = ci_high = math.nan
-    return GeoMean(value=value, ci_low=ci_low, ci_high=ci_high, n=len(groups))
+        ci_low = ci_high = math.nan  # beyond floating point: no interval, not an infinite one
+    return GeoMean(value=value, ci_low=ci_low, ci_high=ci_high, n=k)
+
+
+def _log_ratio_variance(la: FloatArray, lb: FloatArray, paired: bool) -> tuple[float, float, float]:
+    """(log ratio, its variance, degrees of freedom) as ratio_of estimates them; the variance
+    is nan with fewer than 2 samples on a side."""
+    if paired:
+        d = la - lb
+        if d.size < 2:
+            return float(np.mean(d)), math.nan, math.nan
+        return float(np.mean(d)), float(np.var(d, ddof=1)) / d.size, float(d.size - 1)
+    centre = float(np.mean(la) - np.mean(lb))
+    if la.size < 2 or lb.size < 2:
+        return centre, math.nan, math.nan
+    va, vb = float(np.var(la, ddof=1)) / la.size, float(np.var(lb, ddof=1)) / lb.size
+    if va + vb == 0.0:
+        return centre, 0.0, 1.0
+    df = (va + vb) ** 2 / ((va * va / (la.size - 1)) + (vb * vb / (lb.size - 1)))
+    return centre, va + vb, df
 
 
 # --------------------------------------------------------------------------- report helpers

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -95,3 +96,29 @@ def test_result_line_parsing() -> None:
             "minflt=71 majflt=1 nvcsw=3 nivcsw=1 errno=0\n")
     r = parse_result_line(line)
     assert r["status"] == "exited" and r["wall_ns"] == "1475694" and r["maxrss_kb"] == "980"
+
+
+def test_a_kill_while_the_guard_starts_leaves_nothing_waiting(
+        launch: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGTERM comes as KeyboardInterrupt (run/signals.py), and a polite kill tends to land
+    right after a sample was stored, while the next one starts: if it lands inside the guard
+    thread's start, that thread must still be cancelled, or abibench waits out the sample's
+    whole timeout at exit."""
+    started: list[threading.Timer] = []
+    real_start = threading.Timer.start
+
+    def start_then_interrupted(timer: threading.Timer) -> None:
+        real_start(timer)
+        started.append(timer)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(threading.Timer, "start", start_then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_sample(["/bin/true"], cwd=tmp_path, env=dict(os.environ), timeout_s=600,
+                   launch=launch)
+    (guard,) = started
+    try:
+        guard.join(timeout=10)  # cancelled: it ends at once (else it would wait 660 s)
+        assert not guard.is_alive() and guard.daemon
+    finally:
+        guard.cancel()  # a failure here must not keep pytest waiting for it at exit

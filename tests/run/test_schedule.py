@@ -55,3 +55,61 @@ def test_counters_repeat_exactly(cli: Cli) -> None:
         timed = [s for s in doc["samples"] if s["kind"] == "timed"]
         assert len(timed) == 4  # the valgrind runs are not timing samples
     assert counts[0] == counts[1]
+
+
+def test_the_budget_goes_where_precision_is_furthest_and_says_what_noise_costs(
+        cli: Cli) -> None:
+    r = cli("run", str(FIXTURES / "quiet.toml"), str(FIXTURES / "noisy.toml"), "--abi",
+            "i386,x86_64", "--precision", "1%", "--budget", "15s", "--design", "sequential",
+            "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    quiet, noisy = doc["outcomes"]["quiet"], doc["outcomes"]["noisy"]
+    assert quiet["rounds"] == 5 and quiet["stop_reason"].startswith("precision reached")
+    # Every round after the opening went to the noisy one, until the budget ended.
+    assert noisy["rounds"] > 5
+    assert noisy["stop_reason"].startswith("run budget 15s ended at ±")
+    assert "machine noise floor: rounds vary" in noisy["stop_reason"]
+    assert "--counters" in noisy["stop_reason"]
+
+
+def test_simultaneous_and_covariate_designs_record_how_each_sample_was_taken(cli: Cli) -> None:
+    for design in ("simultaneous", "covariate"):
+        r = cli("run", str(FIXTURES / "spin.toml"), "--abi", "i386,x86_64", "--rounds", "4",
+                "--set", "millions=10", "--design", design, "--json")
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(r.stdout)
+        timed = [s for s in doc["samples"] if s["kind"] == "timed" and not s["warmup"]]
+        assert len(timed) == 8 and {s["design"] for s in timed} == {design}
+        assert all(s["foreign_cpu_s"] is not None and s["foreign_cpu_s"] >= 0 for s in timed)
+        if design == "simultaneous":
+            # Each target has each CPU in turn: swapped every round.
+            for target in ("i386", "x86_64"):
+                cpus = [s["cpu"] for s in sorted(timed, key=lambda s: s["round"])
+                        if s["target"] == target]
+                assert cpus[0] != cpus[1] and set(cpus) == {0, 1}
+            by_round: dict[int, set[int]] = {}
+            for s in timed:
+                by_round.setdefault(s["round"], set()).add(s["cpu"])
+            assert all(v == {0, 1} for v in by_round.values())
+        else:
+            assert all(s["cpu"] == 0 and s["covariate"] > 0 for s in timed)
+        assert f"sampled {design}" in doc["outcomes"]["spin"]["stop_reason"]
+
+
+def test_repeat_auto_runs_a_short_program_until_a_sample_lasts(cli: Cli, tmp_path: Path) -> None:
+    prof = tmp_path / "tiny.toml"
+    prof.write_text((FIXTURES / "spin.toml").read_text().replace(
+        'timeout = "60s"', 'timeout = "60s"\nrepeat = "auto"'))
+    (tmp_path / "spin.c").write_bytes((FIXTURES / "spin.c").read_bytes())
+    r = cli("run", str(prof), "--abi", "i386,x86_64", "--rounds", "2", "--set", "millions=0",
+            "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    counted = [s for s in doc["samples"] if s["kind"] == "timed" and not s["warmup"]]
+    warm = [s for s in doc["samples"] if s["warmup"]]
+    assert all(s["repeat"] == 1 for s in warm)
+    # A program of a few milliseconds: tens of runs a sample, to last about 100 ms.
+    assert all(s["repeat"] >= 10 for s in counted), [s["repeat"] for s in counted]
+    # The times stored are per run: the sample's total divided by its runs.
+    assert all(s["wall_s"] < 0.05 for s in counted)

@@ -15,7 +15,7 @@ from abibench.records import HostContext, Run, RunConfig, RunDoc, Sample
 from abibench.store import owner
 from abibench.store.exchange import import_doc, validate
 from abibench.store.open import open_store
-from abibench.store.schema import POSTGRESQL, SCHEMA_TEMPLATE
+from abibench.store.schema import POSTGRESQL, SCHEMA_TEMPLATE, SQLITE, migrations, schema
 from abibench.store.sql import SqlStore
 from abibench.store.sqlite import _SCHEMA, SCHEMA_VERSION, Store
 
@@ -81,6 +81,63 @@ def test_version_1_postgresql_database_is_migrated(pg_url: str) -> None:
 
 
 _SCHEMA_PG = [s.strip() for s in POSTGRESQL.render(SCHEMA_TEMPLATE).split(";") if s.strip()]
+
+
+def _raw_execute(db_ref: str, statements: list[tuple[str, tuple[object, ...]]]) -> None:
+    """Statements (with `?`) straight into the database, around abibench's store."""
+    if db_ref.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(db_ref, autocommit=True) as pg:
+            for query, params in statements:
+                pg.execute(query.replace("?", "%s"), params)
+        return
+    db = sqlite3.connect(db_ref)
+    for query, params in statements:
+        db.execute(query, params)
+    db.commit()
+    db.close()
+
+
+def test_a_database_of_schema_5_is_migrated_and_its_rows_numbered(db_ref: str) -> None:
+    """Schema 5 is what the one-machine abibench before the shared store writes (samples with
+    their design, CPU, repeats and the machine around them): it migrates in place, every row
+    is numbered per run in the order it was written, and new rows continue the numbering."""
+    dialect = POSTGRESQL if db_ref.startswith("postgresql://") else SQLITE
+    statements: list[tuple[str, tuple[object, ...]]] = [
+        (s, ()) for s in [*schema(dialect), *(q for step in migrations(dialect)[:4] for q in step)]]
+    statements.append(("INSERT INTO meta VALUES ('schema_version', '5')", ()))
+    columns = ("run_id, workload, target, round, position, warmup, status, exit_code, wall_s, "
+               "user_s, sys_s, max_rss_kb, stdout_digest, check_value, metrics_json, error, "
+               "started_at, env_pad, instructions, kind, discarded, design, cpu, repeat, "
+               "foreign_cpu_s, steal_s, covariate")
+    for run_id in ("a", "b"):
+        statements.append(("INSERT INTO runs(id, started, finished, status, tool_version, "
+                           "host_json, config_json) VALUES (?, 's', 'f', 'complete', '0', '{}', "
+                           "'{}')", (run_id,)))
+        statements.append(("INSERT INTO warnings(run_id, workload, target, message) VALUES "
+                           "(?, NULL, NULL, 'm')", (run_id,)))
+    for i in range(6):  # the two runs' samples interleaved, as two writers would store them
+        run_id = "ab"[i % 2]
+        statements.append((f"INSERT INTO samples({columns}) VALUES (?, 'w', ?, ?, 0, 0, 'ok', 0, "
+                           "1.5, 1.0, 0.1, 2048, 'd', NULL, '{}', NULL, 's', 0, NULL, 'timed', "
+                           "NULL, 'simultaneous', ?, 3, 0.25, 0.0, 1e6)",
+                           (run_id, "i386" if i < 4 else "x86_64", i // 2, i % 2)))
+    _raw_execute(db_ref, statements)
+
+    store = open_store(db_ref)
+    assert store.check_version() == SCHEMA_VERSION
+    for run_id in ("a", "b"):
+        samples = store.samples(run_id)
+        assert [(s.round, s.design, s.cpu, s.repeat, s.foreign_cpu_s, s.covariate)
+                for s in samples] == [(r, "simultaneous", "ab".index(run_id), 3, 0.25, 1e6)
+                                      for r in range(3)]
+        assert [row[1] for row in store.rows("samples", run_id)] == [0, 1, 2]
+        assert [row[1] for row in store.rows("warnings", run_id)] == [0]
+    store.add_sample(_sample("a", round=9, design="covariate", covariate=2.5))
+    assert [row[1] for row in store.rows("samples", "a")] == [0, 1, 2, 3]
+    assert store.samples("a")[-1].covariate == 2.5
+    store.close()
 
 
 def test_newer_database_is_refused(open_db: OpenDb, db_ref: str) -> None:

@@ -233,7 +233,8 @@ def _secondary_diff(counted: list[Sample], wid: str, metric: str, unit: str, bet
     if len(pair.a) < 2 or len(pair.b) < 2:
         return None
     try:
-        r = stats.ratio_of(pair.a, pair.b, paired=pair.paired, name_a=label, name_b=ref)
+        r = stats.ratio_of(pair.a, pair.b, paired=pair.paired, name_a=label, name_b=ref,
+                           covariate=pair.covariate)
     except ValueError as exc:
         return f"{metric}: {exc}"
     words = verdict_words(unit, better)

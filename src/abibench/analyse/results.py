@@ -89,6 +89,29 @@ class WorkloadResult:
     provenance: list[str] = field(default_factory=list)  # e.g. the Debian versions compared
 
 
+def sampling_conditions(counted: Sequence[Sample]) -> str:
+    """How the counted rounds were taken and what else ran meanwhile: the designs, repeats,
+    and the CPU time other processes (and the hypervisor) took per round."""
+    timed = [s for s in counted if s.kind == "timed"]
+    if not timed:
+        return ""
+    designs = sorted({s.design for s in timed})
+    repeats = sorted({s.repeat for s in timed})
+    rounds = {s.round for s in timed}
+    foreign = [s.foreign_cpu_s for s in timed if s.foreign_cpu_s is not None]
+    steal = [s.steal_s for s in timed if s.steal_s is not None]
+    text = f"sampled {', '.join(designs)}"
+    if repeats != [1]:
+        text += f", {'/'.join(map(str, repeats))} runs a sample"
+    if foreign:
+        per_round = sum(foreign) / len(rounds)
+        text += (f"; other processes used {per_round:.2f} CPU-s a round (up to "
+                 f"{max(foreign):.2f} in one sample)")
+    if steal and sum(steal) > 0:
+        text += f"; the hypervisor stole {sum(steal) / len(rounds):.2f} CPU-s a round"
+    return text
+
+
 def validate_outputs(samples: Sequence[Sample], labels: Sequence[str],
                      validates: bool | None = None) -> tuple[str, str]:
     """ok, miscompare or unchecked, and the detail: every ok sample's check value compared.
@@ -176,6 +199,9 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
         res.warnings.extend(_sample_warnings(rows, counted, res.stop_reason))
         notes, skew = debian_versions([a for a in doc.artifacts if a.workload == wid])
         res.provenance.extend(notes)
+        conditions = sampling_conditions(counted)
+        if conditions:
+            res.provenance.append(conditions)
         res.warnings.extend(skew)
         res.validation, res.validation_detail = validate_outputs(doc.of_workload(wid), labels,
                                                                  meta.validates)
@@ -194,7 +220,8 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
                     pair = doc.paired(wid, metric, other, ref)
                     try:
                         ratio = stats.ratio_of(pair.a, pair.b, paired=pair.paired,
-                                               name_a=other, name_b=ref)
+                                               name_a=other, name_b=ref,
+                                               covariate=pair.covariate)
                     except ValueError as exc:
                         # e.g. "rate: i386 has values <= 0: ...": no ratio, so no verdict
                         res.warnings.append(f"{metric}: {exc}")

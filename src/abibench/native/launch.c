@@ -6,13 +6,28 @@
  * parent makes a 2 MB program look like 30 MB.  This launcher is a few hundred
  * kilobytes, so what it reports is the measured program's own peak.
  *
- * Usage: abibench-launch RESULT_FILE TIMEOUT_MS PROGRAM [ARG...]   (PROGRAM: a path, no PATH search)
+ * Usage: abibench-launch [-c CPU] [-r REPEAT] [-g FD] [-v CPU:ITERS]
+ *                        RESULT_FILE TIMEOUT_MS PROGRAM [ARG...]   (PROGRAM: a path, no PATH search)
+ *   -c CPU       pin the program (and the launcher) to this CPU
+ *   -r REPEAT    run the program REPEAT times back to back (a short program's sample); only the
+ *                first run's stdout is kept, the others' goes to /dev/null; stdin, a regular
+ *                file, is rewound for each run.  The first run that fails ends the sample.
+ *   -g FD        wait for end-of-file on FD before starting: the caller starts two launchers
+ *                and closes the pipe's other end, and both programs start at the same moment
+ *   -v CPU:ITERS the covariate: while the program runs, a thread pinned to CPU runs chunks of
+ *                ITERS iterations of a fixed integer loop; how many it completed tells how fast
+ *                the machine was during this very sample
  * The program inherits stdin/stdout/stderr and the environment, runs in its own
  * process group (so a timeout or Ctrl-C kills everything it started), and the
  * launcher writes one line of key=value pairs to RESULT_FILE:
  *   status=exited|signaled|timeout|interrupted|execfail code=N signal=N
  *   wall_ns=N user_us=N sys_us=N maxrss_kb=N minflt=N majflt=N nvcsw=N nivcsw=N errno=N
- *   escaped=N
+ *   escaped=N repeat=N t0_ns=N t1_ns=N busy_ticks=N steal_ticks=N hz=N cov_iters=N cov_ns=N
+ * wall_ns and the rusage are summed over the runs (the caller divides by repeat); maxrss_kb is
+ * the largest.  wall_ns covers spawn to reap of each run and nothing of the launcher's own work,
+ * as hyperfine measures.  t0_ns/t1_ns are CLOCK_MONOTONIC at the first spawn and the last reap;
+ * busy_ticks and steal_ticks are the whole machine's busy and stolen CPU time over the sample
+ * (/proc/stat, in 1/hz s), from which the caller subtracts the program's own.
  * Exit status: 0 when the result was written, 125 on a launcher error.
  *
  * Nothing of a sample outlives it:
@@ -32,6 +47,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdint.h>
@@ -234,17 +252,109 @@ static int kill_the_rest(pid_t group, int skip_group, const sigset_t *chld) {
     return n;
 }
 
+/* ---- the machine around the sample ----------------------------------------------------- */
+
+/* Busy (user+nice+system+irq+softirq) and stolen ticks of all CPUs; 0s when unreadable. */
+static void cpu_ticks(long long *busy, long long *steal) {
+    *busy = *steal = 0;
+    char buf[512];
+    int fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    ssize_t len = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (len <= 0) return;
+    buf[len] = '\0';
+    long long v[8] = {0};
+    if (sscanf(buf, "cpu %lld %lld %lld %lld %lld %lld %lld %lld", &v[0], &v[1], &v[2], &v[3],
+               &v[4], &v[5], &v[6], &v[7]) < 7)
+        return;
+    *busy = v[0] + v[1] + v[2] + v[5] + v[6];
+    *steal = v[7];
+}
+
+static int pin_to(int cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return sched_setaffinity(0, sizeof set, &set);
+}
+
+/* The covariate loop: the same dependent recurrence as the noise probe (native/calibrate.c). */
+typedef struct {
+    int cpu;
+    long iters;
+    atomic_long chunks;
+    atomic_int stop;
+    atomic_int ready;
+    uint64_t sink;
+} covariate;
+
+static void *covariate_loop(void *arg) {
+    covariate *c = arg;
+    int pinned = pin_to(c->cpu) == 0;
+    atomic_store(&c->ready, pinned ? 1 : -1);
+    if (!pinned) return NULL;
+    uint64_t x = 88172645463325252ULL;
+    while (!atomic_load_explicit(&c->stop, memory_order_relaxed)) {
+        for (long i = 0; i < c->iters; i++) {
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+            x ^= x >> 29;
+        }
+        atomic_fetch_add_explicit(&c->chunks, 1, memory_order_relaxed);
+    }
+    c->sink = x;
+    return NULL;
+}
+
+static int parse_int(const char *s, long long lo, long long hi, long long *out) {
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || errno || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
 /* ---- main ------------------------------------------------------------------------------ */
 
 int main(int argc, char **argv) {
+    long long pin_cpu = -1, repeat = 1, gate_fd = -1, cov_cpu = -1, cov_iters = 0;
+    int opt;
+    while ((opt = getopt(argc, argv, "+c:r:g:v:")) != -1) {
+        char *colon;
+        switch (opt) {
+        case 'c':
+            if (parse_int(optarg, 0, CPU_SETSIZE - 1, &pin_cpu) == 0) continue;
+            break;
+        case 'r':
+            if (parse_int(optarg, 1, 1000000, &repeat) == 0) continue;
+            break;
+        case 'g':
+            if (parse_int(optarg, 0, 1 << 20, &gate_fd) == 0) continue;
+            break;
+        case 'v':
+            colon = strchr(optarg, ':');
+            if (colon) {
+                *colon = '\0';
+                if (parse_int(optarg, 0, CPU_SETSIZE - 1, &cov_cpu) == 0 &&
+                    parse_int(colon + 1, 1, 1LL << 40, &cov_iters) == 0)
+                    continue;
+            }
+            break;
+        }
+        fprintf(stderr, "abibench-launch: bad option -%c\n", optopt ? optopt : opt);
+        return 125;
+    }
+    argc -= optind - 1;
+    argv += optind - 1;
     if (argc < 4) {
-        fprintf(stderr, "usage: %s RESULT_FILE TIMEOUT_MS PROGRAM [ARG...]\n", argv[0]);
+        fprintf(stderr, "usage: abibench-launch [-c CPU] [-r REPEAT] [-g FD] [-v CPU:ITERS] "
+                        "RESULT_FILE TIMEOUT_MS PROGRAM [ARG...]\n");
         return 125;
     }
     const char *result_path = argv[1];
-    char *end = NULL;
-    long long timeout_ms = strtoll(argv[2], &end, 10);
-    if (*argv[2] == '\0' || *end != '\0' || timeout_ms < 0) {
+    long long timeout_ms = 0;
+    if (parse_int(argv[2], 0, 1LL << 50, &timeout_ms) != 0) {
         fprintf(stderr, "abibench-launch: bad TIMEOUT_MS '%s'\n", argv[2]);
         return 125;
     }
@@ -283,6 +393,11 @@ int main(int argc, char **argv) {
         return 125;
     }
 
+    if (pin_cpu >= 0 && pin_to((int)pin_cpu) != 0) {
+        fprintf(stderr, "abibench-launch: cannot pin to CPU %lld: %s\n", pin_cpu, strerror(errno));
+        return 125;
+    }
+
     /* posix_spawn rather than fork+exec: glibc spawns with a vfork-style clone, which costs
      * less per sample than copying page tables, reports exec errors directly, and (unlike
      * execvp) never retries an ENOEXEC file through /bin/sh, so "kernel cannot run x32"
@@ -302,69 +417,147 @@ int main(int argc, char **argv) {
     posix_spawnattr_setsigdefault(&attr, &defaults);
     sigemptyset(&empty);
     posix_spawnattr_setsigmask(&attr, &empty); /* the program gets none of our blocked signals */
+    /* Repeats after the first: their output is not the sample's. */
+    posix_spawn_file_actions_t quiet;
+    posix_spawn_file_actions_init(&quiet);
+    posix_spawn_file_actions_addopen(&quiet, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
 
-    int64_t t0 = now_ns();
-    pid_t pid = 0;
-    int exec_errno = posix_spawn(&pid, argv[3], NULL, &attr, &argv[3], environ);
-    posix_spawnattr_destroy(&attr);
-    if (exec_errno != 0) {
-        int64_t t1 = now_ns();
-        fprintf(out,
-                "status=execfail code=127 signal=0 wall_ns=%lld user_us=0 sys_us=0 maxrss_kb=0 "
-                "minflt=0 majflt=0 nvcsw=0 nivcsw=0 errno=%d escaped=0\n",
-                (long long)(t1 - t0), exec_errno);
-        return fclose(out) == 0 ? 0 : 125;
-    }
-
-    int64_t deadline = timeout_ms > 0 ? t0 + (int64_t)timeout_ms * 1000000LL : 0;
-    int status = 0;
-    struct rusage ru;
-    memset(&ru, 0, sizeof ru);
-    const char *what = NULL;
-    for (;;) {
-        /* The program, and any stray that ended already (re-parented to us, the subreaper);
-         * only the program's own wait4 gives the rusage that is reported. */
-        int st = 0, done = 0;
-        struct rusage r;
-        pid_t w;
-        while ((w = wait4(-1, &st, WNOHANG, &r)) > 0) {
-            if (w == pid) { status = st; ru = r; done = 1; }
-        }
-        if (done) break;
-        if (w < 0 && errno != EINTR) {
-            perror("abibench-launch: wait4");
-            kill(-pid, SIGKILL);
+    covariate cov = {.cpu = (int)cov_cpu, .iters = (long)cov_iters};
+    pthread_t cov_thread;
+    int cov_started = 0;
+    if (cov_cpu >= 0) {
+        if (pthread_create(&cov_thread, NULL, covariate_loop, &cov) != 0) {
+            fprintf(stderr, "abibench-launch: cannot start the covariate loop\n");
             return 125;
         }
-        struct timespec ts, *tsp = NULL;
-        if (deadline && !what) {
-            int64_t left = deadline - now_ns();
-            ts = ns_to_ts(left > 0 ? left : 0);
-            tsp = &ts;
-        }
-        int sig = sigtimedwait(&waited, NULL, tsp);
-        if (sig < 0 && errno == EAGAIN && !what) {
-            what = "timeout";
-            kill(-pid, SIGKILL);
-        } else if ((sig == SIGINT || sig == SIGTERM || sig == SIGHUP) && !what) {
-            what = "interrupted";
-            kill(-pid, SIGKILL);
+        cov_started = 1;
+        /* Until its first chunk is done, the loop is not at speed yet. */
+        while (atomic_load(&cov.ready) == 0 || (atomic_load(&cov.ready) > 0 &&
+                                                 atomic_load(&cov.chunks) < 1))
+            sched_yield();
+        if (atomic_load(&cov.ready) < 0) {
+            fprintf(stderr, "abibench-launch: cannot pin the covariate loop to CPU %lld\n",
+                    cov_cpu);
+            return 125;
         }
     }
-    int64_t t1 = now_ns();
-    /* Anything the program left behind, in its group or not, goes with it. */
-    int escaped = kill_the_rest(pid, what != NULL, &chld);
+    if (gate_fd >= 0) {
+        /* Both launchers of a simultaneous pair get here, then start together at EOF. */
+        char byte;
+        for (;;) {
+            ssize_t n = read((int)gate_fd, &byte, 1);
+            if (n > 0 || (n < 0 && errno == EINTR)) continue;
+            break;
+        }
+        close((int)gate_fd);
+    }
+
+    long long busy0, steal0, busy1, steal1;
+    cpu_ticks(&busy0, &steal0);
+    long cov0 = atomic_load(&cov.chunks);
+    int64_t cov_t0 = now_ns();
+    int64_t t0 = now_ns(), t_first = t0, t1 = t0, wall = 0;
+    int64_t deadline = timeout_ms > 0 ? t0 + (int64_t)timeout_ms * 1000000LL : 0;
+    int status = 0, escaped = 0, exec_errno = 0;
+    long long runs = 0;
+    struct rusage ru_sum;
+    memset(&ru_sum, 0, sizeof ru_sum);
+    const char *what = NULL;
+    for (long long run = 0; run < repeat && !what; run++) {
+        if (run > 0 && lseek(STDIN_FILENO, 0, SEEK_SET) < 0 && errno != ESPIPE) {
+            fprintf(stderr, "abibench-launch: cannot rewind stdin: %s\n", strerror(errno));
+            return 125;
+        }
+        pid_t pid = 0;
+        t0 = now_ns();
+        if (run == 0) t_first = t0;
+        exec_errno = posix_spawn(&pid, argv[3], run > 0 ? &quiet : NULL, &attr, &argv[3],
+                                 environ);
+        if (exec_errno != 0) {
+            t1 = now_ns();
+            wall += t1 - t0;
+            what = "execfail";
+            break;
+        }
+        runs++;
+        status = 0;
+        struct rusage ru;
+        memset(&ru, 0, sizeof ru);
+        for (;;) {
+            /* The program, and any stray that ended already (re-parented to us, the
+             * subreaper); only the program's own wait4 gives the rusage that is reported. */
+            int st = 0, done = 0;
+            struct rusage r;
+            pid_t w;
+            while ((w = wait4(-1, &st, WNOHANG, &r)) > 0) {
+                if (w == pid) { status = st; ru = r; done = 1; }
+            }
+            if (done) break;
+            if (w < 0 && errno != EINTR) {
+                perror("abibench-launch: wait4");
+                kill(-pid, SIGKILL);
+                return 125;
+            }
+            struct timespec ts, *tsp = NULL;
+            if (deadline && !what) {
+                int64_t left = deadline - now_ns();
+                ts = ns_to_ts(left > 0 ? left : 0);
+                tsp = &ts;
+            }
+            int sig = sigtimedwait(&waited, NULL, tsp);
+            if (sig < 0 && errno == EAGAIN && !what) {
+                what = "timeout";
+                kill(-pid, SIGKILL);
+            } else if ((sig == SIGINT || sig == SIGTERM || sig == SIGHUP) && !what) {
+                what = "interrupted";
+                kill(-pid, SIGKILL);
+            }
+        }
+        t1 = now_ns();
+        wall += t1 - t0;
+        ru_sum.ru_utime.tv_sec += ru.ru_utime.tv_sec;
+        ru_sum.ru_utime.tv_usec += ru.ru_utime.tv_usec;
+        ru_sum.ru_stime.tv_sec += ru.ru_stime.tv_sec;
+        ru_sum.ru_stime.tv_usec += ru.ru_stime.tv_usec;
+        if (ru.ru_maxrss > ru_sum.ru_maxrss) ru_sum.ru_maxrss = ru.ru_maxrss;
+        ru_sum.ru_minflt += ru.ru_minflt;
+        ru_sum.ru_majflt += ru.ru_majflt;
+        ru_sum.ru_nvcsw += ru.ru_nvcsw;
+        ru_sum.ru_nivcsw += ru.ru_nivcsw;
+        /* Anything the program left behind, in its group or not, goes with it. */
+        escaped += kill_the_rest(pid, what != NULL, &chld);
+        if (!what && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+            break; /* a failed run ends the sample: it is the one reported */
+    }
+    long cov1 = atomic_load(&cov.chunks);
+    int64_t cov_t1 = now_ns();
+    cpu_ticks(&busy1, &steal1);
+    if (cov_started) {
+        atomic_store(&cov.stop, 1);
+        pthread_join(cov_thread, NULL);
+    }
+    posix_spawnattr_destroy(&attr);
+    posix_spawn_file_actions_destroy(&quiet);
 
     int code = -1, sig = 0;
-    if (WIFEXITED(status)) code = WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) sig = WTERMSIG(status);
+    if (exec_errno != 0) {
+        code = 127;
+    } else {
+        if (WIFEXITED(status)) code = WEXITSTATUS(status);
+        if (WIFSIGNALED(status)) sig = WTERMSIG(status);
+    }
     if (!what) what = WIFSIGNALED(status) ? "signaled" : "exited";
     fprintf(out,
             "status=%s code=%d signal=%d wall_ns=%lld user_us=%lld sys_us=%lld maxrss_kb=%ld "
-            "minflt=%ld majflt=%ld nvcsw=%ld nivcsw=%ld errno=%d escaped=%d\n",
-            what, code, sig, (long long)(t1 - t0), (long long)tv_us(ru.ru_utime),
-            (long long)tv_us(ru.ru_stime), ru.ru_maxrss, ru.ru_minflt, ru.ru_majflt, ru.ru_nvcsw,
-            ru.ru_nivcsw, 0, escaped);
+            "minflt=%ld majflt=%ld nvcsw=%ld nivcsw=%ld errno=%d escaped=%d repeat=%lld "
+            "t0_ns=%lld t1_ns=%lld busy_ticks=%lld steal_ticks=%lld hz=%ld cov_iters=%lld "
+            "cov_ns=%lld\n",
+            what, code, sig, (long long)wall, (long long)tv_us(ru_sum.ru_utime),
+            (long long)tv_us(ru_sum.ru_stime), ru_sum.ru_maxrss, ru_sum.ru_minflt,
+            ru_sum.ru_majflt, ru_sum.ru_nvcsw, ru_sum.ru_nivcsw, exec_errno, escaped,
+            runs ? runs : 1, (long long)t_first, (long long)t1, busy1 - busy0, steal1 - steal0,
+            sysconf(_SC_CLK_TCK), (long long)(cov1 - cov0) * cov_iters,
+            (long long)(cov_t1 - cov_t0));
     if (fclose(out) != 0) { perror("abibench-launch: result"); return 125; }
     return 0;
 }

@@ -12,6 +12,7 @@ if this one could not.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -23,7 +24,7 @@ from functools import cache
 from pathlib import Path
 
 from ..errors import HostError, UsageError
-from ..paths import NATIVE_DIR
+from ..tools import native_tool
 from ..workspace import owned_dir
 
 STDOUT_PARSE_LIMIT = 16 * 1024 * 1024  # metrics are parsed from at most this much output
@@ -48,6 +49,19 @@ class RawResult:
     stdout: str  # decoded (first STDOUT_PARSE_LIMIT bytes), for metric parsing
     stderr_tail: str
     escaped: int = 0  # processes the program left alive when it ended, killed by the launcher
+    repeat: int = 1  # back-to-back runs; the times above are their mean
+    t0_ns: int = 0  # CLOCK_MONOTONIC at the first spawn and the last reap
+    t1_ns: int = 0
+    busy_s: float = 0.0  # CPU time of the whole machine over the sample (all processes)
+    steal_s: float = 0.0  # CPU time the hypervisor took from this VM over the sample
+    covariate: float | None = None  # the machine loop's speed during the sample (iterations/s)
+    covariate_cpu_s: float = 0.0  # the loop's own CPU time, part of busy_s
+
+    def foreign_cpu_s(self, ours_s: float = 0.0) -> float:
+        """CPU time that processes other than this sample (and `ours_s` more of abibench's
+        own) used while it ran; /proc/stat counts in ticks, so this is good to about 10 ms."""
+        own = (self.user_s + self.sys_s) * self.repeat + self.covariate_cpu_s + ours_s
+        return max(0.0, self.busy_s - own)
 
     @property
     def ok(self) -> bool:
@@ -71,22 +85,7 @@ class RawResult:
 @cache
 def launcher(cache_root: Path) -> Path:
     """The launcher binary, compiled once per source version with the host compiler."""
-    src = NATIVE_DIR / "launch.c"
-    digest = hashlib.sha256(src.read_bytes()).hexdigest()[:16]
-    exe = cache_root / "launcher" / digest / "abibench-launch"
-    if exe.is_file():
-        return exe
-    cc = shutil.which("gcc") or shutil.which("cc")
-    if cc is None:
-        raise HostError("no C compiler to build the sample launcher: apt-get install build-essential")
-    exe.parent.mkdir(parents=True, exist_ok=True)
-    tmp = exe.with_suffix(f".tmp{os.getpid()}")
-    proc = subprocess.run([cc, "-O2", "-Wall", "-o", str(tmp), str(src)], capture_output=True,
-                          text=True, check=False)
-    if proc.returncode != 0:
-        raise HostError(f"cannot build the sample launcher: {proc.stderr.strip()[:300]}")
-    os.replace(tmp, exe)
-    return exe
+    return native_tool("launch", cache_root)
 
 
 def parse_result_line(line: str) -> dict[str, str]:
@@ -130,54 +129,145 @@ def _guard(proc: subprocess.Popen[bytes]) -> None:
         proc.kill()
 
 
-def run_sample(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: float,
-               launch: Path, stdin: Path | None = None) -> RawResult:
-    """Run argv once. KeyboardInterrupt propagates after the child's process group is dead."""
-    # Owned by this process (workspace.py): a later run removes it if this one is killed.
-    with owned_dir("sample") as tmp:
-        result = tmp / "result"
-        out_path, err_path = tmp / "stdout", tmp / "stderr"
-        cmd = [str(launch), str(result), str(int(timeout_s * 1000)),
-               resolve_program(argv[0]), *argv[1:]]
+@dataclass(frozen=True)
+class How:
+    """How a sample is launched, beyond its command (run/designs.py chooses)."""
+
+    cpu: int | None = None  # pin the program to this CPU
+    repeat: int = 1  # back-to-back runs in one sample; its times are their mean
+    covariate: tuple[int, int] | None = None  # (CPU, iterations per chunk) of the machine loop
+
+    def options(self) -> list[str]:
+        out = []
+        if self.cpu is not None:
+            out += ["-c", str(self.cpu)]
+        if self.repeat != 1:
+            out += ["-r", str(self.repeat)]
+        if self.covariate is not None:
+            out += ["-v", f"{self.covariate[0]}:{self.covariate[1]}"]
+        return out
+
+
+@dataclass(frozen=True)
+class Job:
+    """One program to run as a sample."""
+
+    argv: list[str]
+    cwd: Path
+    env: dict[str, str]
+    timeout_s: float
+    stdin: Path | None = None
+    how: How = How()
+
+
+class _Launched:
+    """One launcher process and its files, from start to result."""
+
+    def __init__(self, job: Job, launch: Path, stack: contextlib.ExitStack,
+                 gate: int | None = None) -> None:
+        # Owned by this process (workspace.py): a later run removes it if this one is killed.
+        tmp = stack.enter_context(owned_dir("sample"))
+        self.result = tmp / "result"
+        self.out_path, self.err_path = tmp / "stdout", tmp / "stderr"
+        gate_opt = ["-g", str(gate)] if gate is not None else []
+        # The timeout covers every repeat of the sample.
+        cmd = [str(launch), *job.how.options(), *gate_opt, str(self.result),
+               str(int(job.timeout_s * job.how.repeat * 1000)),
+               resolve_program(job.argv[0]), *job.argv[1:]]
         try:
-            stdin_fh = stdin.open("rb") if stdin is not None else None
+            stdin_fh = job.stdin.open("rb") if job.stdin is not None else None
         except OSError as exc:
-            raise UsageError(f"cannot open standard input {stdin}: {exc.strerror}; check [run] "
-                             "stdin") from None
-        with out_path.open("wb") as out, err_path.open("wb") as err:
+            raise UsageError(f"cannot open standard input {job.stdin}: {exc.strerror}; check "
+                             "[run] stdin") from None
+        with self.out_path.open("wb") as out, self.err_path.open("wb") as err:
             try:
-                # The launcher checks it is still our child: if we died before it could ask the
-                # kernel to tell it so (PR_SET_PDEATHSIG), it runs nothing.
-                proc = subprocess.Popen(cmd, stdin=stdin_fh or subprocess.DEVNULL, stdout=out,
-                                        stderr=err, cwd=cwd,
-                                        env={**env, PARENT_ENV: str(os.getpid())})
+                # The launcher checks it is still our child: if we died before it could ask
+                # the kernel to tell it so (PR_SET_PDEATHSIG), it runs nothing.
+                self.proc = subprocess.Popen(
+                    cmd, stdin=stdin_fh or subprocess.DEVNULL, stdout=out, stderr=err,
+                    cwd=job.cwd, env={**job.env, PARENT_ENV: str(os.getpid())},
+                    pass_fds=(gate,) if gate is not None else ())
             finally:
                 if stdin_fh is not None:
                     stdin_fh.close()
-            # The launcher enforces the timeout; this guard only catches a launcher gone wrong.
-            # A blocking wait, not wait(timeout=...): that polls with sleeps of up to 50 ms,
-            # which delays every sample and wakes the parent during the measurement.
-            guard = threading.Timer(timeout_s + 60, _guard, (proc,))
-            guard.start()
-            try:
-                proc.wait()
-            except KeyboardInterrupt:
-                # When Ctrl-C came from a terminal the launcher saw it too; otherwise tell it.
-                proc.send_signal(signal.SIGTERM)
-                proc.wait()
-                raise
-            finally:
-                guard.cancel()
-        if proc.returncode != 0 or not result.is_file():
-            raise HostError(f"the sample launcher failed (exit {proc.returncode}): "
-                            f"{_tail(err_path).strip()[-300:]}")
-        r = parse_result_line(result.read_text())
-        digest, text = _digest_file(out_path)
-        return RawResult(
-            status=r["status"], exit_code=int(r["code"]), signal=int(r["signal"]),
-            wall_s=int(r["wall_ns"]) / 1e9, user_s=int(r["user_us"]) / 1e6,
-            sys_s=int(r["sys_us"]) / 1e6, max_rss_kb=int(r["maxrss_kb"]),
-            minflt=int(r["minflt"]), majflt=int(r["majflt"]), errno=int(r["errno"]),
-            stdout_digest=digest, stdout=text, stderr_tail=_tail(err_path),
-            escaped=int(r.get("escaped", "0")),
-        )
+        stack.callback(self._stop)
+        # The launcher enforces the timeout; this guard only catches a launcher gone wrong.
+        # Its cancel is registered before it starts, and it is a daemon: a SIGTERM that lands
+        # while the thread starts (right after a sample was stored, when a polite kill tends
+        # to come) would otherwise leave it waiting out the timeout, and abibench with it.
+        self.guard = threading.Timer(job.timeout_s * job.how.repeat + 60, _guard, (self.proc,))
+        self.guard.daemon = True
+        stack.callback(self.guard.cancel)
+        self.guard.start()
+
+    def _stop(self) -> None:
+        """On every way out: a launcher still running is told to stop and waited for."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait()
+
+    def wait(self) -> None:
+        # A blocking wait, not wait(timeout=...): that polls with sleeps of up to 50 ms, which
+        # delays every sample and wakes the parent during the measurement.
+        try:
+            self.proc.wait()
+        except KeyboardInterrupt:
+            # When Ctrl-C came from a terminal the launcher saw it too; otherwise tell it.
+            self._stop()
+            raise
+        finally:
+            self.guard.cancel()
+
+    def raw(self) -> RawResult:
+        if self.proc.returncode != 0 or not self.result.is_file():
+            raise HostError(f"the sample launcher failed (exit {self.proc.returncode}): "
+                            f"{_tail(self.err_path).strip()[-300:]}")
+        return raw_result(parse_result_line(self.result.read_text()),
+                          *_digest_file(self.out_path), _tail(self.err_path))
+
+
+def raw_result(r: dict[str, str], digest: str, text: str, stderr_tail: str) -> RawResult:
+    """The launcher's result line as a RawResult: times are per run (divided by the repeats)."""
+    k = max(1, int(r.get("repeat", "1")))
+    hz = int(r.get("hz", "100")) or 100
+    cov_iters, cov_ns = int(r.get("cov_iters", "0")), int(r.get("cov_ns", "0"))
+    return RawResult(
+        status=r["status"], exit_code=int(r["code"]), signal=int(r["signal"]),
+        wall_s=int(r["wall_ns"]) / 1e9 / k, user_s=int(r["user_us"]) / 1e6 / k,
+        sys_s=int(r["sys_us"]) / 1e6 / k, max_rss_kb=int(r["maxrss_kb"]),
+        minflt=int(r["minflt"]), majflt=int(r["majflt"]), errno=int(r["errno"]),
+        stdout_digest=digest, stdout=text, stderr_tail=stderr_tail,
+        escaped=int(r.get("escaped", "0")), repeat=k,
+        t0_ns=int(r.get("t0_ns", "0")), t1_ns=int(r.get("t1_ns", "0")),
+        busy_s=int(r.get("busy_ticks", "0")) / hz, steal_s=int(r.get("steal_ticks", "0")) / hz,
+        covariate=cov_iters / (cov_ns / 1e9) if cov_iters > 0 and cov_ns > 0 else None,
+        covariate_cpu_s=cov_ns / 1e9 if cov_iters > 0 else 0.0,
+    )
+
+
+def run_sample(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: float,
+               launch: Path, stdin: Path | None = None, how: How = How()) -> RawResult:
+    """Run argv once. KeyboardInterrupt propagates after the child's process group is dead."""
+    return run_together([Job(argv, cwd, env, timeout_s, stdin, how)], launch)[0]
+
+
+def run_together(jobs: list[Job], launch: Path) -> list[RawResult]:
+    """Run several samples at the same moment (one alone: a plain sample).
+
+    Every launcher is started, then waits on a shared pipe; closing its write end starts every
+    program at once, so the start of each does not depend on how long Python took to spawn the
+    next launcher.
+    """
+    with contextlib.ExitStack() as stack:
+        gate_r, gate_w = os.pipe() if len(jobs) > 1 else (None, None)
+        launched = []
+        try:
+            for job in jobs:
+                launched.append(_Launched(job, launch, stack, gate_r))
+        finally:
+            for fd in (gate_r, gate_w):
+                if fd is not None:
+                    os.close(fd)  # every launcher sees end-of-file: go (on an error: end)
+        for one in launched:
+            one.wait()
+        return [one.raw() for one in launched]

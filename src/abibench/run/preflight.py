@@ -81,9 +81,9 @@ def check_commands(workloads: Sequence[Workload], provenance: str) -> None:
                                 f"installed here: install it, or give its full path")
 
 
-def check_plan_numbers(warmup: int, min_rounds: int, max_rounds: int) -> None:
+def check_plan_numbers(warmup: int, min_rounds: int, max_rounds: int | None) -> None:
     if warmup < 0:
         raise UsageError(f"--warmup {warmup}: give 0 or more warm-up runs per target")
-    if max_rounds < min_rounds:
+    if max_rounds is not None and max_rounds < min_rounds:
         raise UsageError(f"--max-rounds {max_rounds} is below --min-rounds {min_rounds}: "
                          "raise it or lower --min-rounds")

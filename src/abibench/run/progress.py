@@ -9,6 +9,7 @@ workloads measured so far).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -77,17 +78,24 @@ class RunTracker:
         else:
             n = sum(x.samples for x in self._state.values())
             per = sum(x.sample_seconds for x in self._state.values()) / n if n else None
+        limit = p.time_limit()
         if per is None:
-            return p.max_time_s
+            return limit if math.isfinite(limit) else 0.0
         if p.fixed_rounds is not None:
             return (p.warmup + p.fixed_rounds) * self.targets * per
         at_least = (p.warmup + p.min_rounds) * self.targets * per
-        at_most = (p.warmup + p.max_rounds) * self.targets * per
+        at_most = (p.warmup + p.round_limit()) * self.targets * per
         # a shared or noisy machine seldom reaches the precision early: expect the budget used
-        return max(at_least, min(p.max_time_s, at_most))
+        return max(at_least, min(limit, at_most))
 
     def seconds_left(self) -> float:
         now = self.clock()
+        if self.plan.budget_s is not None and self.plan.fixed_rounds is None:
+            # Under a suite budget the rounds go where they buy the most: the budget is the
+            # estimate, less what the measuring has used.
+            started = [st.started for st in self._state.values() if st.started is not None]
+            return max(0.0, self.plan.budget_s - (now - min(started))) if started \
+                else self.plan.budget_s
         left = 0.0
         for st in self._state.values():
             if st.finished is not None:

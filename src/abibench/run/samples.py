@@ -115,7 +115,10 @@ def check_value(wl: Workload, raw: RawResult, files: list[Path],
 def sample_from(raw: RawResult, wl: Workload, run_id: str, target: str, rnd: int, pos: int,
                 warmup: bool, started: str, pad: int, files: list[Path],
                 close: Sequence[tuple[str, Path]] = (),
-                refs: dict[str, bytes] | None = None) -> Sample:
+                refs: dict[str, bytes] | None = None, design: str = "sequential",
+                cpu: int | None = None, ours_s: float = 0.0) -> Sample:
+    """`ours_s`: CPU time of abibench's own beside this sample (the other program of a
+    simultaneous pair), which is not foreign to it."""
     status, error, metrics, check = "ok", None, {}, None
     if raw.status == "timeout":
         status, error = "timeout", f"timed out after {wl.timeout:g}s"
@@ -141,4 +144,6 @@ def sample_from(raw: RawResult, wl: Workload, run_id: str, target: str, rnd: int
                   warmup=warmup, status=status, exit_code=raw.exit_code, wall_s=times["wall"],
                   user_s=times["user"], sys_s=times["sys"], max_rss_kb=raw.max_rss_kb,
                   stdout_digest=raw.stdout_digest, check=check, metrics=metrics, error=error,
-                  started_at=started, env_pad=pad)
+                  started_at=started, env_pad=pad, design=design, cpu=cpu, repeat=raw.repeat,
+                  foreign_cpu_s=raw.foreign_cpu_s(ours_s), steal_s=raw.steal_s,
+                  covariate=raw.covariate)

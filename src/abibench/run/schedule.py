@@ -8,6 +8,7 @@ the machine (thermal, a neighbour's load) falls on every target alike and pairs 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import random
 import time
@@ -18,17 +19,19 @@ from pathlib import Path
 from typing import Protocol
 
 from ..errors import UsageError
+from ..probe.noise import NoiseProfile
 from ..records import Artifact, Sample, Target
 from ..workloads.profile import Workload, substitute
 from ..workspace import owned_dir
 from .counters import count_instructions
-from .launcher import RawResult, run_sample
-from .placement import Placement
+from .designs import Design, choose, repeats_for
+from .launcher import How, Job, RawResult, run_sample, run_together
+from .placement import Placement, ServerRun
 from .samples import sample_from
 from .servers import ServerError
 from .signals import signals_as_interrupt
 from .steps import untimed_step
-from .stopping import widest_interval
+from .stopping import Precision, noise_floor, precision
 
 
 class SampleSink(Protocol):
@@ -37,17 +40,38 @@ class SampleSink(Protocol):
     def add_sample(self, s: Sample) -> None: ...
 
 
+# A workload measured on its own (run_workload, not under a suite budget) stops at these.
+DEFAULT_MAX_TIME_S = 120.0
+DEFAULT_MAX_ROUNDS = 30
+ROUND_CAP = 10_000  # under a budget: no round limit but this one
+
+
 @dataclass(frozen=True)
 class Plan:
     min_rounds: int = 5
-    max_rounds: int = 30
+    max_rounds: int | None = None  # None: 30 for a workload alone, the budget's under --budget
     fixed_rounds: int | None = None  # --rounds N: exactly N counted rounds, no adaptive stop
     precision: float = 0.02  # stop when every ratio CI half-width is within this fraction
-    max_time_s: float = 120.0  # per workload, counted rounds included, warm-up too
+    max_time_s: float | None = None  # per workload (--max-time), warm-up included
     warmup: int = 1
     seed: int = 0  # environment padding is drawn from this, so a run can be repeated exactly
     randomize_env: bool = True
     counters: bool = False  # one extra run per target under valgrind, counting instructions
+    # --budget: the whole run's time for adaptive rounds, allocated across workloads by
+    # run/budget.py; None: each workload alone, up to max_time_s.
+    budget_s: float | None = None
+    design: str = "auto"  # --design: how rounds are sampled (run/designs.py), "auto" chooses
+
+    def time_limit(self) -> float:
+        """One workload's time limit, warm-up included."""
+        if self.max_time_s is not None:
+            return self.max_time_s
+        return math.inf if self.budget_s is not None else DEFAULT_MAX_TIME_S
+
+    def round_limit(self) -> int:
+        if self.max_rounds is not None:
+            return self.max_rounds
+        return ROUND_CAP if self.budget_s is not None else DEFAULT_MAX_ROUNDS
 
 
 @dataclass
@@ -64,6 +88,9 @@ class ScheduleResult:
     # target -> processes its samples left alive, killed by the launcher: not a failure, but
     # something ran beside the next sample until it was killed, so the run records it.
     escaped: dict[str, int] = field(default_factory=dict)
+    design: str = "sequential"  # how its counted rounds were sampled, and why
+    design_reason: str = ""
+    repeat: int = 1
 
     def count_escaped(self, target: str, raw: RawResult) -> None:
         if raw.escaped:
@@ -119,144 +146,325 @@ class Continuation:
     counted_targets: frozenset[str] = frozenset()  # targets whose instructions were counted
 
 
-def _stop_reason(plan: Plan, counted: int, hw: float, elapsed: float) -> str | None:
-    """Why adaptive stopping ends the workload now, or None to go on."""
-    asked = f"(asked ±{plan.precision * 100:g}%)"
-    if hw <= plan.precision:
-        return f"precision reached: CI within ±{hw * 100:.1f}% {asked}"
-    if elapsed >= plan.max_time_s:
-        return f"time budget {plan.max_time_s:g}s ended at ±{hw * 100:.1f}% {asked}"
-    if counted >= plan.max_rounds:
-        return f"max {plan.max_rounds} rounds reached at ±{hw * 100:.1f}% {asked}"
-    return None
+@dataclass
+class _Prepared:
+    """One target's sample, ready to launch."""
+
+    target: Target
+    pos: int
+    pad: int
+    argv: list[str]
+    stdin: Path | None
+    files: list[Path]
+    close: list[tuple[str, Path]]
+    env: dict[str, str]
+
+
+class Session:
+    """One workload's rounds, one at a time: opened (placements, checks, setup), then rounds on
+    demand, from run_workload alone or from the suite's budget (run/budget.py), then finished.
+
+    Every sample is stored the moment it exists; a round's duration is what the budget counts.
+    """
+
+    def __init__(self, wl: Workload, targets: list[tuple[Target, Artifact]], plan: Plan,
+                 store: SampleSink, run_id: str, launch: Path, *,
+                 on_sample: Callable[[Sample], None] | None = None,
+                 inputs: dict[str, Path] | None = None, resume: Continuation | None = None,
+                 noise: NoiseProfile | None = None, cpus: list[int] | None = None) -> None:
+        if plan.design == "short" and wl.short:
+            # The short design measures the profile's smaller size, warm-ups included.
+            wl = wl.with_params(wl.short)
+        self.wl, self.targets, self.plan, self.store = wl, targets, plan, store
+        self.run_id, self.launch, self.on_sample = run_id, launch, on_sample
+        self.inputs = inputs or {}
+        self.resume = resume or Continuation(0, 0, (), 0, 0.0)
+        self.noise = noise
+        self.cpus = sorted(os.sched_getaffinity(0)) if cpus is None else cpus
+        self.outcome = ScheduleResult(wl.id)
+        self.outcome.failed.update(self.resume.failed)
+        self.rng = random.Random(f"{plan.seed}:{wl.id}")
+        for _ in range(self.resume.pads_drawn):  # the stream an uninterrupted run draws from
+            self.rng.randrange(0, 4096)
+        self.samples: list[Sample] = list(self.resume.prior)
+        self.base_env = dict(os.environ)
+        self.places: dict[str, Placement] = {}
+        self.active: list[Target] = []
+        self.rnd = 0  # rounds run by this session, warm-ups included
+        self.spent_s = self.resume.spent_s
+        self.round_s: list[float] = []  # duration of each counted round of this session
+        self.close_refs: dict[str, bytes] = {}  # the run's first output of each close file
+        self.design = Design("sequential", "")
+        self.repeat = wl.repeat if isinstance(wl.repeat, int) else 1
+        self.stopped = False
+        self.outcome.rounds = self.resume.counted_rounds
+
+    # -- opening ---------------------------------------------------------------------------
+
+    def open(self, stack: contextlib.ExitStack) -> None:
+        """Placements, the checks that the programs are the built ones, setup steps."""
+        tmp = stack.enter_context(owned_dir(self.wl.base_id or self.wl.id))
+        if self.wl.server is not None:
+            # A polite kill must stop the servers too: SIGTERM unwinds like Ctrl-C.
+            stack.enter_context(signals_as_interrupt())
+        self.places = {t.label: Placement.create(self.wl, t, a, tmp, self.inputs, stack)
+                       for t, a in self.targets}
+        # The very programs that were built, each of its own ABI, none shared by two targets.
+        shared = _shared_programs(self.places)
+        for target, _ in self.targets:
+            if target.label in self.outcome.failed:
+                continue
+            pl = self.places[target.label]
+            failure = (shared.get(target.label) or pl.verify()
+                       or _setup(self.wl, pl.host_values(), pl.work, self.base_env)
+                       or pl.prepare_server(self.wl.timeout * 10))
+            if failure:
+                self.outcome.failed[target.label] = failure
+        self.active = [t for t, _ in self.targets if t.label not in self.outcome.failed]
+        if not self.active or self.rounds_left() <= 0:
+            self.stopped = True
+        if self.plan.warmup == 0:
+            self._choose_design()
+
+    # -- state -----------------------------------------------------------------------------
+
+    @property
+    def warming(self) -> bool:
+        return self.rnd < self.plan.warmup
+
+    @property
+    def counted(self) -> int:
+        return self.resume.counted_rounds + max(self.rnd - self.plan.warmup, 0)
+
+    def rounds_left(self) -> int:
+        """Counted rounds the plan still allows (fixed: exactly those)."""
+        limit = (self.plan.fixed_rounds if self.plan.fixed_rounds is not None
+                 else self.plan.round_limit())
+        return limit - self.counted
+
+    def precision(self) -> Precision:
+        return precision(self.samples, self.wl.primary, [t.label for t in self.active])
+
+    def round_cost(self) -> float:
+        """Seconds a counted round takes here (the median of the last ones)."""
+        recent = sorted(self.round_s[-9:])
+        return recent[len(recent) // 2] if recent else math.nan
+
+    def elapsed(self) -> float:
+        return self.spent_s
+
+    def stop(self, reason: str) -> None:
+        self.outcome.stop_reason = reason
+        self.stopped = True
+
+    # -- rounds ----------------------------------------------------------------------------
+
+    def run_round(self) -> None:
+        """One round: every active target once (warm-up or counted), in the design's way."""
+        warm = self.warming
+        number = self.resume.next_round + self.rnd  # the round as stored: resumed runs go on
+        t0 = time.monotonic()
+        order = round_order(self.active, number)
+        if self.design.name == "simultaneous" and not warm and len(order) == 2:
+            self._simultaneous(order, number)
+        else:
+            for pos, target in enumerate(order):
+                self._one(target, pos, number, warm)
+        self.active = [t for t in self.active if t.label not in self.outcome.failed]
+        took = time.monotonic() - t0
+        self.spent_s += took
+        self.rnd += 1
+        self.outcome.rounds = self.counted
+        if not warm:
+            self.round_s.append(took)
+        if self.rnd == self.plan.warmup:
+            self._choose_design()
+        if not self.active:
+            self.stopped = True
+        elif self.plan.fixed_rounds is not None and self.counted >= self.plan.fixed_rounds:
+            self.stop(f"fixed {self.plan.fixed_rounds} rounds")
+
+    def _prepare(self, target: Target, pos: int, srv: ServerRun | None = None) -> _Prepared:
+        pl = self.places[target.label]
+        pad = self.rng.randrange(0, 4096) if self.plan.randomize_env else 0
+        argv = pl.argv([substitute(a, pl.values(srv)) for a in self.wl.command])
+        stdin = pl.stdin_path(srv)
+        files, close = pl.output_files(srv)
+        for f in [*files, *(p for _, p in close)]:
+            f.unlink(missing_ok=True)  # a stale file must not pass for this run
+        return _Prepared(target, pos, pad, argv, stdin, files, close,
+                         pl.env(self.base_env, "x" * pad))
+
+    def _one(self, target: Target, pos: int, number: int, warm: bool) -> None:
+        pl = self.places[target.label]
+        how = How(repeat=self.repeat) if warm else self.design.how(pos, number, self.repeat)
+        try:
+            # A [server] workload: the target's server runs around this sample only.
+            with pl.server() as srv:
+                failure = pl.warm_server(srv, self.wl.timeout)
+                if failure:
+                    raise ServerError(failure)
+                prep = self._prepare(target, pos, srv)
+                started = now_iso()
+                raw = run_sample(prep.argv, cwd=pl.work, env=prep.env, timeout_s=self.wl.timeout,
+                                 launch=self.launch, stdin=prep.stdin, how=how)
+                # Again: the program may have removed {work} or put a link where an output
+                # belongs, and nothing is read through it.
+                prep.files, prep.close = pl.output_files(srv)
+            self.outcome.count_escaped(target.label, raw)
+            if srv.peak_rss_kb is not None:
+                # What a server workload compares is the server's memory, not the client's.
+                raw = replace(raw, max_rss_kb=srv.peak_rss_kb)
+        except (ServerError, UsageError) as exc:
+            self.outcome.failed[target.label] = str(exc)
+            return
+        except KeyboardInterrupt:
+            self._interrupted()
+            raise
+        self._keep(raw, prep, number, warm, started, "sequential" if warm else self.design.name,
+                   how.cpu)
+
+    def _simultaneous(self, order: list[Target], number: int) -> None:
+        """Both targets at the same moment, each pinned to its CPU (swapped every round)."""
+        preps = [self._prepare(t, pos) for pos, t in enumerate(order)]
+        hows = [self.design.how(p.pos, number, self.repeat) for p in preps]
+        jobs = [Job(p.argv, self.places[p.target.label].work, p.env, self.wl.timeout, p.stdin, h)
+                for p, h in zip(preps, hows, strict=True)]
+        started = now_iso()
+        try:
+            raws = run_together(jobs, self.launch)
+        except UsageError as exc:
+            for p in preps:
+                self.outcome.failed[p.target.label] = str(exc)
+            return
+        except KeyboardInterrupt:
+            self._interrupted()
+            raise
+        for i, (prep, raw, how) in enumerate(zip(preps, raws, hows, strict=True)):
+            other = raws[1 - i]
+            try:
+                prep.files, prep.close = self.places[prep.target.label].output_files()
+            except UsageError as exc:
+                self.outcome.failed[prep.target.label] = str(exc)
+                continue
+            self.outcome.count_escaped(prep.target.label, raw)
+            # The other program of the pair is abibench's own work, not a neighbour's.
+            ours = (other.user_s + other.sys_s) * other.repeat
+            self._keep(raw, prep, number, False, started, "simultaneous", how.cpu, ours)
+
+    def _keep(self, raw: RawResult, prep: _Prepared, number: int, warm: bool, started: str,
+              design: str, cpu: int | None, ours_s: float = 0.0) -> None:
+        sample = sample_from(raw, self.wl, self.run_id, prep.target.label, number, prep.pos, warm,
+                             started, prep.pad, prep.files, prep.close, self.close_refs,
+                             design=design, cpu=cpu, ours_s=ours_s)
+        self.store.add_sample(sample)
+        self.samples.append(sample)
+        if self.on_sample:
+            self.on_sample(sample)
+        if sample.status == "interrupted":
+            self._interrupted()
+            raise KeyboardInterrupt
+        if sample.status != "ok":
+            self.outcome.failed[prep.target.label] = sample.error or sample.status
+            self.outcome.timed_out |= sample.status == "timeout"
+
+    def _interrupted(self) -> None:
+        self.outcome.interrupted = True
+        self.outcome.stop_reason = "interrupted"
+
+    def _choose_design(self) -> None:
+        """After the warm-ups: the repeats per sample and the design, from their length."""
+        walls = [s.wall_s for s in self.samples if s.warmup and s.status == "ok" and s.wall_s > 0]
+        sample_s = sorted(walls)[len(walls) // 2] if walls else None
+        self.repeat = repeats_for(self.wl.repeat, sample_s)
+        in_sysroot = any(pl.in_sysroot for pl in self.places.values())
+        iters = max(1000, (self.noise.chunk_iters if self.noise else 0) // 10)
+        try:
+            self.design = choose(self.plan.design, self.wl, self.noise,  # type: ignore[arg-type]
+                                 sample_s * self.repeat if sample_s else None, len(self.active),
+                                 in_sysroot, self.cpus, iters)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        self.outcome.design, self.outcome.design_reason = self.design.name, self.design.reason
+        self.outcome.repeat = self.repeat
+
+    # -- the end ---------------------------------------------------------------------------
+
+    def check_stop(self) -> str | None:
+        """The stopping rule of a workload measured alone (no suite budget)."""
+        if self.stopped:
+            return self.outcome.stop_reason or None
+        if self.warming or self.plan.fixed_rounds is not None or self.counted < \
+                self.plan.min_rounds:
+            return None
+        pr = self.precision()
+        asked = f"(asked ±{self.plan.precision * 100:g}%)"
+        why = None
+        if pr.half_width <= self.plan.precision:
+            why = f"precision reached: CI within ±{pr.half_width * 100:.1f}% {asked}"
+        elif self.spent_s >= self.plan.time_limit():
+            floor = noise_floor(pr.spread, self.round_cost(), self.plan.precision,
+                                pr.half_width)
+            why = (f"time limit {self.plan.time_limit():g}s ended at "
+                   f"±{pr.half_width * 100:.1f}% {asked}; {floor}")
+        elif self.rounds_left() <= 0:
+            why = (f"max {self.plan.round_limit()} rounds reached at ±{pr.half_width * 100:.1f}% "
+                   f"{asked}")
+        if why:
+            self.stop(why)
+        return why
+
+    def finish(self) -> ScheduleResult:
+        """Counters, the last check of every program, and the reason for each failure."""
+        outcome = self.outcome
+        if not outcome.stop_reason and self.plan.fixed_rounds is not None and self.active:
+            outcome.stop_reason = f"fixed {self.plan.fixed_rounds} rounds"
+        if self.plan.counters:
+            number = self.resume.next_round + self.rnd
+            for pos, target in enumerate(self.active):
+                if target.label in self.resume.counted_targets:
+                    continue
+                try:
+                    counted_run = _count(self.wl, self.places[target.label], self.run_id,
+                                         target.label, number, pos, self.base_env, self.launch)
+                except UsageError as exc:  # e.g. {work} removed, a link out of it
+                    outcome.failed[target.label] = str(exc)
+                    continue
+                if counted_run is not None:
+                    sample, raw = counted_run
+                    outcome.count_escaped(target.label, raw)
+                    self.store.add_sample(sample)
+                    self.samples.append(sample)
+        for target in self.active:
+            # Again after the last sample: a program replaced mid-run is no result.
+            changed = self.places[target.label].verify()
+            if changed:
+                outcome.failed[target.label] = changed
+                outcome.changed.append(target.label)
+        active = [t for t in self.active if t.label not in outcome.failed]
+        if outcome.failed:
+            # A precision reached by the survivors says nothing about the comparison that failed.
+            failed = ", ".join(sorted(outcome.failed))
+            outcome.stop_reason = (f"{failed} failed" if not active
+                                   else f"{failed} failed; others: {outcome.stop_reason or 'ran'}")
+        return outcome
 
 
 def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Plan,
                  store: SampleSink, run_id: str, launch: Path,
                  on_sample: Callable[[Sample], None] | None = None,
                  inputs: dict[str, Path] | None = None,
-                 resume: Continuation | None = None) -> ScheduleResult:
-    outcome = ScheduleResult(wl.id)
-    resume = resume or Continuation(0, 0, (), 0, 0.0)
-    rng = random.Random(f"{plan.seed}:{wl.id}")
-    for _ in range(resume.pads_drawn):  # the same stream an uninterrupted run would draw from
-        rng.randrange(0, 4096)
-    outcome.failed.update(resume.failed)
-    active = [t for t, _ in targets if t.label not in outcome.failed]
-    samples: list[Sample] = list(resume.prior)
-    base_env = dict(os.environ)
-    t_start = time.monotonic() - resume.spent_s
-    inputs = inputs or {}
-    with owned_dir(wl.base_id or wl.id) as tmp, contextlib.ExitStack() as stack:
-        if wl.server is not None:
-            # A polite kill must stop the servers too: SIGTERM unwinds like Ctrl-C.
-            stack.enter_context(signals_as_interrupt())
-        # Where each target runs: the host, or its Debian sysroot (with its server, if any).
-        places = {t.label: Placement.create(wl, t, a, tmp, inputs, stack)
-                  for t, a in targets}
-        # The very programs that were built, each of its own ABI, none shared by two targets.
-        shared = _shared_programs(places)
-        for target in active:
-            pl = places[target.label]
-            failure = (shared.get(target.label) or pl.verify()
-                       or _setup(wl, pl.host_values(), pl.work, base_env)
-                       or pl.prepare_server(wl.timeout * 10))
-            if failure:
-                outcome.failed[target.label] = failure
-        active = [t for t in active if t.label not in outcome.failed]
-        rnd = 0
-        close_refs: dict[str, bytes] = {}  # the run's first output of each [validate] close file
-        done = resume.counted_rounds
-        outcome.rounds = done
-        left = (plan.fixed_rounds if plan.fixed_rounds is not None else plan.max_rounds) - done
-        total_rounds = plan.warmup + max(left, 0) if left > 0 else 0
-        while rnd < total_rounds and active:
-            warm = rnd < plan.warmup
-            number = resume.next_round + rnd  # the round as stored: resumed runs continue
-            for pos, target in enumerate(round_order(active, number)):
-                pl = places[target.label]
-                pad = rng.randrange(0, 4096) if plan.randomize_env else 0
-                try:
-                    # A [server] workload: the target's server runs around this sample only.
-                    with pl.server() as srv:
-                        failure = pl.warm_server(srv, wl.timeout)
-                        if failure:
-                            raise ServerError(failure)
-                        argv = pl.argv([substitute(a, pl.values(srv)) for a in wl.command])
-                        stdin = pl.stdin_path(srv)
-                        files, close = pl.output_files(srv)
-                        for f in [*files, *(p for _, p in close)]:
-                            f.unlink(missing_ok=True)  # a stale file must not pass for this run
-                        started = now_iso()
-                        raw = run_sample(argv, cwd=pl.work, env=pl.env(base_env, "x" * pad),
-                                         timeout_s=wl.timeout, launch=launch, stdin=stdin)
-                    outcome.count_escaped(target.label, raw)
-                    if srv.peak_rss_kb is not None:
-                        # What a server workload compares is the server's memory, not the client's.
-                        raw = replace(raw, max_rss_kb=srv.peak_rss_kb)
-                except (ServerError, UsageError) as exc:
-                    outcome.failed[target.label] = str(exc)
-                    continue
-                except KeyboardInterrupt:
-                    outcome.interrupted = True
-                    outcome.stop_reason = "interrupted"
-                    raise
-                sample = sample_from(raw, wl, run_id, target.label, number, pos, warm, started,
-                                     pad, files, close, close_refs)
-                store.add_sample(sample)
-                samples.append(sample)
-                if on_sample:
-                    on_sample(sample)
-                if sample.status == "interrupted":
-                    outcome.interrupted = True
-                    outcome.stop_reason = "interrupted"
-                    raise KeyboardInterrupt
-                if sample.status != "ok":
-                    outcome.failed[target.label] = sample.error or sample.status
-                    outcome.timed_out |= sample.status == "timeout"
-            active = [t for t in active if t.label not in outcome.failed]
-            rnd += 1
-            counted = done + max(rnd - plan.warmup, 0)
-            outcome.rounds = counted
-            if warm or not active:
-                continue
-            if plan.fixed_rounds is not None:
-                if counted >= plan.fixed_rounds:
-                    outcome.stop_reason = f"fixed {plan.fixed_rounds} rounds"
-                    break
-                continue
-            if counted >= plan.min_rounds:
-                hw = widest_interval(samples, wl.primary, [t.label for t in active])
-                why = _stop_reason(plan, counted, hw, time.monotonic() - t_start)
-                if why:
-                    outcome.stop_reason = why
-                    break
-        if not outcome.stop_reason and plan.fixed_rounds is not None and active:
-            outcome.stop_reason = f"fixed {plan.fixed_rounds} rounds"
-        if plan.counters:
-            number = resume.next_round + rnd
-            for pos, target in enumerate(active):
-                if target.label in resume.counted_targets:
-                    continue
-                counted_run = _count(wl, places[target.label], run_id, target.label, number,
-                                     pos, base_env, launch)
-                if counted_run is not None:
-                    sample, raw = counted_run
-                    outcome.count_escaped(target.label, raw)
-                    store.add_sample(sample)
-                    samples.append(sample)
-        for target in active:
-            # Again after the last sample: a program replaced mid-run is no result.
-            changed = places[target.label].verify()
-            if changed:
-                outcome.failed[target.label] = changed
-                outcome.changed.append(target.label)
-        if outcome.failed:
-            # A precision reached by the survivors says nothing about the comparison that failed.
-            failed = ", ".join(sorted(outcome.failed))
-            outcome.stop_reason = (f"{failed} failed" if not active
-                                   else f"{failed} failed; others: {outcome.stop_reason or 'ran'}")
-    return outcome
+                 resume: Continuation | None = None,
+                 noise: NoiseProfile | None = None) -> ScheduleResult:
+    """One workload alone: warm-up, then rounds until its own stopping rule says so."""
+    session = Session(wl, targets, plan, store, run_id, launch, on_sample=on_sample,
+                      inputs=inputs, resume=resume, noise=noise)
+    with contextlib.ExitStack() as stack:
+        session.open(stack)
+        while not session.stopped:
+            session.run_round()
+            session.check_stop()
+        return session.finish()
 
 
 def _count(wl: Workload, pl: Placement, run_id: str, label: str, number: int, pos: int,
@@ -270,6 +478,7 @@ def _count(wl: Workload, pl: Placement, run_id: str, label: str, number: int, po
     started = now_iso()
     # No environment padding: the count must repeat exactly for the same build.
     raw, count = count_instructions(argv, pl.work, base_env, wl.timeout, launch, pl.stdin_path())
+    files, _ = pl.output_files()  # again, as after every sample
     sample = sample_from(raw, wl, run_id, label, number, pos, False, started, 0, files)
     return replace(sample, kind="counters", instructions=count,
                    status=sample.status if count is not None else "failed",

@@ -33,7 +33,9 @@ from ..obtain.build import DEFAULT_CFLAGS, build
 from ..obtain.inputs import describe_input, generate_input
 from ..obtain.prebuilt import obtain as obtain_prebuilt
 from ..probe import host
+from ..probe import noise as noise_probe
 from ..probe.abis import AbiStatus, probe_all
+from ..probe.noise import NoiseProfile
 from ..records import (
     JSON,
     Artifact,
@@ -50,10 +52,11 @@ from ..records import (
 )
 from ..workloads.profile import Workload
 from ..workspace import clean_stale
+from .budget import allocate, open_rounds
 from .continuation import continuation
 from .launcher import launcher
 from .preflight import check_commands, check_compiler
-from .schedule import Continuation, Plan, ScheduleResult, run_workload
+from .schedule import Continuation, Plan, ScheduleResult, Session
 from .signals import signals_as_interrupt
 
 
@@ -212,6 +215,9 @@ def _measure(req: Request, store: RunSink, cache_root: Path, progress: Progress,
                                     runtime_libc=runtime_libc)
     if req.label:
         ctx = ctx.with_extra(label=req.label)
+    noise = _noise(req, cache_root, progress)
+    if noise is not None:
+        ctx = ctx.with_extra(noise=noise.to_dict())
     run_id = resume.run.id if resume is not None else new_run_id()
     metas = {wl.id: _workload_meta(wl, [t.label for t in targets_of(req, wl)])
              for wl in req.workloads}
@@ -267,52 +273,58 @@ def _measure(req: Request, store: RunSink, cache_root: Path, progress: Progress,
     result = Result(run_id)
     obtainer = _Obtainer(req, probes, ccs, debian_arts, prebuilt, cache_root, progress)
     failed = False
+    budget = req.plan.budget_s is not None and req.plan.fixed_rounds is None
+    opened: list[_Opened] = []
+    budget_start = 0.0  # when the first workload began measuring: the budget counts from there
     try:
-        for wl in req.workloads:
-            cont: Continuation | None = None
-            if resume is not None:
-                resumed = continuation(resume, wl.id, [t.label for t in targets_of(req, wl)])
-                if resumed.continuation is None:
-                    result.measured += len(targets_of(req, wl))
+        with contextlib.ExitStack() as stack:
+            for wl in req.workloads:
+                cont: Continuation | None = None
+                if resume is not None:
+                    resumed = continuation(resume, wl.id, [t.label for t in targets_of(req, wl)])
+                    if resumed.continuation is None:
+                        result.measured += len(targets_of(req, wl))
+                        continue
+                    cont = resumed.continuation
+                    if resumed.cut_short:
+                        store.discard_samples(run_id, wl.id, resumed.cut_short,
+                                              "its round was cut short; measured again on resume")
+                runnable = _obtain_workload(wl, req, obtainer, store, run_id, result, resume)
+                if not runnable:
                     continue
-                cont = resumed.continuation
-                if resumed.cut_short:
-                    store.discard_samples(run_id, wl.id, resumed.cut_short,
-                                          "its round was cut short; measured again on resume")
-            runnable = _obtain_workload(wl, req, obtainer, store, run_id, result, resume)
-            if not runnable:
-                continue
-            progress(f"{wl.id}: running {', '.join(t.label for t, _ in runnable)}")
-            outcome = ScheduleResult(wl.id)
-            try:
-                outcome = run_workload(wl, runnable, req.plan, store, run_id, launch, on_sample,
-                                       inputs_of[wl.id], cont)
-            except BaseException as exc:
-                if isinstance(exc, KeyboardInterrupt):
-                    # The schedule's own record went with the exception: what is stored says
-                    # the workload was cut short, so a resume continues it.
-                    outcome.interrupted = True
-                    outcome.stop_reason = "interrupted"
-                result.outcomes.append(outcome)
-                # The error in flight is the one to report (a store that failed mid-sample
-                # most likely fails here too).
-                with contextlib.suppress(AbibenchError):
-                    _record_outcome(store, run_id, wl, outcome, runnable)
-                raise
-            result.outcomes.append(outcome)
-            _record_outcome(store, run_id, wl, outcome, runnable)
-            result.measured += sum(1 for t, _ in runnable if t.label not in outcome.failed)
-            result.failures += [f"{wl.id} {t}: {why}" for t, why in outcome.failed.items()]
-            if outcome.timed_out:
-                result.exit_code = max(result.exit_code, EXIT_TIMEOUT)
-            elif outcome.failed:
-                result.exit_code = max(result.exit_code, EXIT_WORKLOAD)
+                progress(f"{wl.id}: running {', '.join(t.label for t, _ in runnable)}")
+                session = Session(wl, runnable, req.plan, store, run_id, launch,
+                                  on_sample=on_sample, inputs=inputs_of[wl.id], resume=cont,
+                                  noise=noise)
+                one = _Opened(session, runnable, stack.enter_context(contextlib.ExitStack()))
+                opened.append(one)
+                if budget:
+                    budget_start = budget_start or time.monotonic()
+                    session.open(one.stack)
+                    open_rounds(session)
+                else:
+                    # Alone: its own stopping rule, then its places are closed before the next.
+                    with one.stack:
+                        session.open(one.stack)
+                        while not session.stopped:
+                            session.run_round()
+                            session.check_stop()
+                        _settle(one, store, run_id, result)
+            if budget:
+                live = [o.session for o in opened if not o.recorded]
+                if live:
+                    allocate(live, req.plan, budget_start, progress)
+                for one in opened:
+                    if not one.recorded:
+                        _settle(one, store, run_id, result)
     except KeyboardInterrupt:
         result.interrupted = True
         result.exit_code = EXIT_INTERRUPTED
-    except Exception:
+        _record_unsettled(opened, store, run_id, result, interrupted=True)
+    except BaseException:
         # E.g. a StoreError while storing a sample: what was stored stays, the run says it failed.
         failed = True
+        _record_unsettled(opened, store, run_id, result, interrupted=False)
         raise
     finally:
         final = ("interrupted" if result.interrupted else
@@ -326,6 +338,61 @@ def _measure(req: Request, store: RunSink, cache_root: Path, progress: Progress,
                 raise
         result.elapsed_s = time.monotonic() - t0
     return result
+
+
+@dataclass
+class _Opened:
+    """A workload's session within the run, with what it holds open."""
+
+    session: Session
+    runnable: list[tuple[Target, Artifact]]
+    stack: contextlib.ExitStack
+    recorded: bool = False
+
+
+def _settle(one: _Opened, store: RunSink, run_id: str, result: Result) -> None:
+    """A workload's end: counters, last checks, and its outcome stored."""
+    one.recorded = True
+    outcome = one.session.finish()
+    wl = one.session.wl
+    result.outcomes.append(outcome)
+    _record_outcome(store, run_id, wl, outcome, one.runnable)
+    result.measured += sum(1 for t, _ in one.runnable if t.label not in outcome.failed)
+    result.failures += [f"{wl.id} {t}: {why}" for t, why in outcome.failed.items()]
+    if outcome.timed_out:
+        result.exit_code = max(result.exit_code, EXIT_TIMEOUT)
+    elif outcome.failed:
+        result.exit_code = max(result.exit_code, EXIT_WORKLOAD)
+
+
+def _record_unsettled(opened: list[_Opened], store: RunSink, run_id: str, result: Result,
+                      interrupted: bool) -> None:
+    """What is stored says each open workload was cut short, so a resume continues it."""
+    for one in opened:
+        if one.recorded:
+            continue
+        one.recorded = True
+        outcome = one.session.outcome
+        if interrupted:
+            outcome.interrupted = True
+            outcome.stop_reason = "interrupted"
+        result.outcomes.append(outcome)
+        # The error in flight is the one to report (a store that failed mid-sample most likely
+        # fails here too).
+        with contextlib.suppress(AbibenchError):
+            _record_outcome(store, run_id, one.session.wl, outcome, one.runnable)
+
+
+def _noise(req: Request, cache_root: Path, progress: Progress) -> NoiseProfile | None:
+    """The machine's noise profile: measured briefly (or taken from the cache) when the run
+    chooses its designs from it; only from the cache when the design or rounds are fixed."""
+    if req.plan.fixed_rounds is None and req.plan.design == "auto":
+        fresh = noise_probe.cached(cache_root)
+        if fresh is None:
+            progress(f"measuring this machine's noise ({noise_probe.BRIEF_S:g} s; "
+                     "`abibench calibrate` measures it for longer, kept an hour)")
+        return noise_probe.current(cache_root)
+    return noise_probe.cached(cache_root)
 
 
 def _obtain_workload(wl: Workload, req: Request, obtainer: _Obtainer, store: RunSink,
@@ -419,4 +486,9 @@ def _record_outcome(store: RunSink, run_id: str, wl: Workload, outcome: Schedule
         store.add_warning(run_id, RunWarning(
             f"{label}: its samples left {n} {'process' if n == 1 else 'processes'} running "
             "when they ended (killed by the launcher)", workload=wl.id, target=label))
-    store.set_outcome(run_id, wl.id, Outcome(outcome.rounds, outcome.stop_reason))
+    how = f"sampled {outcome.design}" + (f", {outcome.repeat} runs a sample"
+                                         if outcome.repeat > 1 else "")
+    reason = outcome.stop_reason
+    if outcome.design_reason and outcome.rounds:
+        reason = f"{reason} [{how}: {outcome.design_reason}]"
+    store.set_outcome(run_id, wl.id, Outcome(outcome.rounds, reason))

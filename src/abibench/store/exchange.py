@@ -22,7 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..records import EXPORT_FORMAT, EXPORT_VERSION, JSONDict, RunDoc, RunWarning, TargetStatus
+from ..records import (
+    DESIGNS,
+    EXPORT_FORMAT,
+    EXPORT_VERSION,
+    JSONDict,
+    RunDoc,
+    RunWarning,
+    TargetStatus,
+)
 from .sql import SqlStore
 
 MAX_FILE_BYTES = 256 << 20  # a run of thousands of samples is a few MB; refuse absurd inputs
@@ -96,6 +104,12 @@ def _not_negative(check: Check) -> Check:
 
 _COUNT = _not_negative(_int)
 _AMOUNT = _not_negative(_num)
+
+
+def _POSITIVE_COUNT(value: Any, path: str) -> None:
+    _int(value, path)
+    if value < 1:
+        raise _Invalid(path, f"expected a whole number >= 1, found {value}")
 
 
 def _bool(value: Any, path: str) -> None:
@@ -180,7 +194,9 @@ _SAMPLE = _obj({"workload": _str, "target": _str, "round": _int, "position": _in
                 "stdout_digest": _str, "check": _opt(_str), "metrics": _map(_num)},
                {"run_id": _str, "error": _opt(_str), "started_at": _str, "env_pad": _int,
                 "instructions": _opt(_COUNT), "kind": _enum("timed", "counters"),
-                "discarded": _opt(_str)})
+                "discarded": _opt(_str), "design": _enum(*DESIGNS), "cpu": _opt(_COUNT),
+                "repeat": _POSITIVE_COUNT, "foreign_cpu_s": _opt(_AMOUNT),
+                "steal_s": _opt(_AMOUNT), "covariate": _opt(_AMOUNT)})
 _DOC = _obj({"format": _str, "version": _any, "run": _RUN, "host": _HOST,
              "samples": _list(_SAMPLE)},
             {"artifacts": _list(_ARTIFACT), "target_status": _list(_STATUS),

@@ -321,15 +321,14 @@ class SqlStore:
 
     @writer
     def add_sample(self, s: Sample, seq: int | None = None) -> None:
+        columns = COLUMNS["samples"]
         self.execute(
-            "INSERT INTO samples(run_id, seq, workload, target, round, position, warmup, status, "
-            "exit_code, wall_s, user_s, sys_s, max_rss_kb, stdout_digest, check_value, "
-            "metrics_json, error, started_at, env_pad, instructions, kind, discarded) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            f"INSERT INTO samples({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})",
             (s.run_id, self._seq("samples", s.run_id, seq), s.workload, s.target, s.round,
              s.position, int(s.warmup), s.status, s.exit_code, s.wall_s, s.user_s, s.sys_s,
              s.max_rss_kb, s.stdout_digest, s.check, json.dumps(s.metrics), s.error,
-             s.started_at, s.env_pad, s.instructions, s.kind, s.discarded))
+             s.started_at, s.env_pad, s.instructions, s.kind, s.discarded, s.design, s.cpu,
+             s.repeat, s.foreign_cpu_s, s.steal_s, s.covariate))
 
     @writer
     def discard_samples(self, run_id: str, workload: str, rounds: Iterable[int],
@@ -453,7 +452,10 @@ class SqlStore:
                    metrics=json.loads(r["metrics_json"]), error=r["error"],
                    started_at=r["started_at"], env_pad=r["env_pad"],
                    instructions=r["instructions"], kind=field_of(r, "kind"),
-                   discarded=field_of(r, "discarded"))
+                   discarded=field_of(r, "discarded"), design=field_of(r, "design"),
+                   cpu=field_of(r, "cpu"), repeat=field_of(r, "repeat"),
+                   foreign_cpu_s=field_of(r, "foreign_cpu_s"), steal_s=field_of(r, "steal_s"),
+                   covariate=field_of(r, "covariate"))
             for r in rows
         ]
 

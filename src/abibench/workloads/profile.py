@@ -11,6 +11,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Literal
 
 from ..errors import ProfileError
 from ..paths import MICRO_DIR, PROFILES_DIR
@@ -24,6 +25,8 @@ PLACEHOLDER_RE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 RESERVED = {"bin", "out", "cc", "cflags", "abi", "micro", "profile_dir", "work", "src",
             "host_triplet", "jobs", "host", "port", "program"}
 SERVER_KINDS = ("mariadb",)
+RUN_KEYS = ("command", "timeout", "setup", "stdin", "repeat", "threads", "short")
+MAX_REPEAT = 1000
 
 
 # Input kinds a profile may name under [inputs], with the parameters each takes; the
@@ -129,6 +132,12 @@ class Workload:
     validate_when: tuple[tuple[dict[str, str], ValidateSpec], ...] = ()
     # [binaries] ABI = "path": prebuilt programs to compare instead of building
     binaries: dict[str, Path] = field(default_factory=dict)
+    # [run] repeat: back-to-back runs per sample; "auto" sizes a short program's sample to
+    # REPEAT_TARGET_S (run/designs.py)
+    repeat: int | Literal["auto"] = 1
+    threads: int = 1  # [run] threads: CPUs the program keeps busy (more than 1: never pinned)
+    # [run] short = { param = value }: the parameters of the short design's smaller size
+    short: dict[str, str] = field(default_factory=dict)
 
     @property
     def validates(self) -> bool:
@@ -359,6 +368,9 @@ def load_profile(path: Path) -> Workload:
                       "[...] for more")
 
     run = ld.table(data, "run")
+    for key in run:
+        if key not in RUN_KEYS:
+            raise ld.fail(key, f"[run] has no key '{key}' (it takes {', '.join(RUN_KEYS)})")
     command = ld.strlist(run, "command", required=True)
     if not command:
         raise ld.fail("command", "[run] command is empty")
@@ -436,6 +448,25 @@ def load_profile(path: Path) -> Workload:
     stdin = run.get("stdin")
     if stdin is not None and not isinstance(stdin, str):
         raise ld.fail("stdin", "stdin must be a path string, like stdin = \"{corpus}\"")
+    repeat = run.get("repeat", 1)
+    if repeat != "auto" and (not isinstance(repeat, int) or isinstance(repeat, bool)
+                             or not 1 <= repeat <= MAX_REPEAT):
+        raise ld.fail("repeat", f"repeat must be \"auto\" or a whole number from 1 to "
+                      f"{MAX_REPEAT}, not {repeat!r:.40}")
+    threads = run.get("threads", 1)
+    if not isinstance(threads, int) or isinstance(threads, bool) or not 1 <= threads <= 4096:
+        raise ld.fail("threads", f"threads must be a whole number from 1 to 4096, not "
+                      f"{threads!r:.40}")
+    short_tbl = run.get("short", {})
+    if not isinstance(short_tbl, dict):
+        raise ld.fail("short", "short must be a table of parameters, like short = { n = 1000 }")
+    short: dict[str, str] = {}
+    for name, value in short_tbl.items():
+        if name not in params or not isinstance(value, str | int | float) \
+                or isinstance(value, bool):
+            raise ld.fail("short", f"short: '{name}' must be a parameter declared under "
+                          "[params], with a value")
+        short[name] = str(value)
     wl = Workload(
         id=wid,
         title=ld.str_(data, "title"),
@@ -453,6 +484,9 @@ def load_profile(path: Path) -> Workload:
         inputs=inputs,
         setup=ld.strlist(run, "setup"),
         stdin=stdin,
+        repeat=repeat,
+        threads=threads,
+        short=short,
         stdout_digest=base_validation.stdout_digest,
         validate_files=base_validation.files,
         close=base_validation.close,

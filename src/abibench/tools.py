@@ -1,0 +1,39 @@
+"""abibench's own small C programs (native/): compiled once per source version, cached.
+
+The sample launcher and the noise probe are C so that what they measure is not disturbed by a
+Python interpreter: a parent's resident memory, or its own scheduling.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from functools import cache
+from pathlib import Path
+
+from .errors import HostError
+from .paths import NATIVE_DIR
+
+
+@cache
+def native_tool(name: str, cache_root: Path) -> Path:
+    """The binary of native/<name>.c, built with the host compiler on first use."""
+    src = NATIVE_DIR / f"{name}.c"
+    digest = hashlib.sha256(src.read_bytes()).hexdigest()[:16]
+    exe = cache_root / "tools" / digest / f"abibench-{name}"
+    if exe.is_file():
+        return exe
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        raise HostError(f"no C compiler to build abibench's {name} tool: apt-get install "
+                        "build-essential")
+    exe.parent.mkdir(parents=True, exist_ok=True)
+    tmp = exe.with_suffix(f".tmp{os.getpid()}")
+    proc = subprocess.run([cc, "-O2", "-Wall", "-pthread", "-o", str(tmp), str(src)], capture_output=True,
+                          text=True, check=False)
+    if proc.returncode != 0:
+        raise HostError(f"cannot build abibench's {name} tool: {proc.stderr.strip()[:300]}")
+    os.replace(tmp, exe)
+    return exe

@@ -1,0 +1,52 @@
+"""The budget's allocation and the rounds the asked precision needs: pure functions."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from abibench.run.budget import Standing, pick
+from abibench.run.stopping import noise_floor, rounds_needed
+
+
+def test_rounds_needed_follows_the_t_interval() -> None:
+    # sd 5% per round, ±2% asked: (1.96 * 0.05 / log 1.02)^2 = 24.5, and t at n=25 is wider.
+    n = rounds_needed(0.05, 0.02)
+    assert 25 <= n <= 30
+    # Four times the spread, sixteen times the rounds (near the normal limit).
+    assert rounds_needed(0.20, 0.02) == pytest.approx(16 * n, rel=0.1)
+    assert rounds_needed(0.0, 0.02) == 2
+    assert rounds_needed(math.nan, 0.02) > 1_000_000
+
+
+def test_pick_goes_to_the_furthest_per_second_of_cost() -> None:
+    near = Standing(half_width=0.025, spread=0.05, round_s=1.0, counted=20)
+    far_cheap = Standing(half_width=0.08, spread=0.10, round_s=1.0, counted=10)
+    far_dear = Standing(half_width=0.08, spread=0.10, round_s=10.0, counted=10)
+    assert pick([near, far_cheap, far_dear], 0.02, left_s=3600) == 1
+    # A workload already at precision gets nothing; all at precision: nothing to do.
+    done = Standing(0.01, 0.03, 1.0, 10)
+    assert pick([done, near], 0.02, 3600) == 1
+    assert pick([done, done], 0.02, 3600) is None
+
+
+def test_pick_prefers_what_can_still_reach_precision() -> None:
+    # hopeless: 60% per-round sd needs thousands of rounds; reachable: a few more rounds.
+    hopeless = Standing(half_width=0.30, spread=0.60, round_s=1.0, counted=10)
+    reachable = Standing(half_width=0.03, spread=0.05, round_s=1.0, counted=15)
+    assert pick([hopeless, reachable], 0.02, left_s=60) == 1
+    # When nothing can reach it, the rest of the budget still goes to the widest.
+    assert pick([hopeless, Standing(0.10, 0.60, 1.0, 10)], 0.02, left_s=60) == 0
+
+
+def test_unknown_spread_is_measured_first() -> None:
+    fresh = Standing(half_width=math.inf, spread=math.nan, round_s=math.nan, counted=1)
+    known = Standing(half_width=0.05, spread=0.1, round_s=2.0, counted=10)
+    assert pick([known, fresh], 0.02, 600) == 1
+
+
+def test_noise_floor_says_it_in_numbers() -> None:
+    text = noise_floor(0.15, 4.0, 0.02, 0.055)
+    assert "15.0% (sd)" in text and "4.0 s a round" in text and "±5.5%" in text
+    assert "rounds (" in text and "min)" in text and "--counters" in text
