@@ -83,24 +83,23 @@ def _duration(text: str) -> float:
     return seconds
 
 
-def _count(text: str) -> int:
+def _whole(text: str, least: int) -> int:
     try:
         n = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"{n} must be 0 or more")
+    if n < least:
+        raise argparse.ArgumentTypeError(f"{n} must be 0 or more" if least == 0 else
+                                         f"{n} must be at least {least}")
     return n
+
+
+def _count(text: str) -> int:
+    return _whole(text, 0)
 
 
 def _positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{n} must be at least 1")
-    return n
+    return _whole(text, 1)
 
 
 class _Parser(argparse.ArgumentParser):

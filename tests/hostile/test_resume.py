@@ -62,7 +62,8 @@ def _descendants_gone(pid: int) -> bool:
 
 @pytest.mark.parametrize(("sig", "backend"), [
     (signal.SIGKILL, "sqlite"), (signal.SIGTERM, "sqlite"), (signal.SIGHUP, "sqlite"),
-    (signal.SIGKILL, "postgresql"), (signal.SIGTERM, "postgresql")])
+    (signal.SIGKILL, "postgresql"), (signal.SIGTERM, "postgresql")],
+    ids=["SIGKILL", "SIGTERM", "SIGHUP", "SIGKILL-postgresql", "SIGTERM-postgresql"])
 def test_killed_run_resumes_to_exactly_the_asked_rounds(cli: Cli, cli_env: dict[str, str],
                                                         db_file: Path, sig: int, backend: str,
                                                         tmp_path: Path,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..abi import check_artifact
-from ..errors import AbiMismatchError
+from ..errors import AbiMismatchError, UsageError
 from ..hashing import sha256_file
 from ..obtain.sysroot import Sysroot, debian_arch, resolve_inside
 from ..paths import MICRO_DIR
@@ -49,6 +49,12 @@ class Placement:
     runner: SysrootRunner | None = None
     datadir: MariaDBDatadir | None = None
     stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    # {work} as it was made, every link resolved: the root of what a sample touches there, so
+    # that a program which puts a link in its place cannot lead abibench elsewhere.
+    work_real: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.work_real = self.work.resolve()
 
     @staticmethod
     def create(wl: Workload, target: Target, art: Artifact, tmp: Path, inputs: dict[str, Path],
@@ -108,6 +114,18 @@ class Placement:
 
     # -- paths a sample touches, confined to their roots ---------------------------------------
 
+    def check_work(self) -> None:
+        """{work} is still the directory abibench made: a program that removed it, or put a
+        link or a file in its place, fails its target before anything is touched there."""
+        try:
+            intact = (not self.work.is_symlink() and self.work.is_dir()
+                      and self.work.resolve() == self.work_real)
+        except OSError:
+            intact = False
+        if not intact:
+            raise UsageError(f"the work directory {self.work} was removed or replaced by the "
+                             "program: a program may write inside {work}, not remove it")
+
     def _host_path(self, template: str, values: dict[str, str], default_root: Path) -> Path:
         p = Path(substitute(template, values))
         return p if p.is_absolute() else default_root / p
@@ -116,10 +134,11 @@ class Placement:
             str, Path]]]:
         """The [validate] files and close files of a sample, inside {work} (they are deleted
         before the sample, so a stale one cannot pass for its output)."""
+        self.check_work()
         values = self.host_values(server)
-        files = [confined(self._host_path(f, values, self.work), (self.work,), "[validate] file")
-                 for f in self.wl.validate_files]
-        close = [(t, confined(self._host_path(t, values, self.work), (self.work,),
+        files = [confined(self._host_path(f, values, self.work), (self.work_real,),
+                          "[validate] file") for f in self.wl.validate_files]
+        close = [(t, confined(self._host_path(t, values, self.work), (self.work_real,),
                               "[validate] close file"))
                  for t in (self.wl.close.files if self.wl.close else ())]
         return files, close
@@ -129,7 +148,7 @@ class Placement:
         if self.wl.stdin is None:
             return None
         values = self.host_values(server)
-        roots = (self.work, self.wl.path.parent, Path(values["bin"]),
+        roots = (self.work_real, self.wl.path.parent, Path(values["bin"]),
                  *(p.parent for p in self.inputs.values()))
         return confined(self._host_path(self.wl.stdin, values, self.wl.path.parent), roots,
                         "[run] stdin")

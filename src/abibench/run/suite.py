@@ -30,7 +30,7 @@ from ..errors import (
 from ..hashing import sha256_file
 from ..obtain import debsource, hostlibs
 from ..obtain.build import DEFAULT_CFLAGS, build
-from ..obtain.inputs import describe_input, generate_input
+from ..obtain.inputs import InputError, describe_input, generate_input
 from ..obtain.prebuilt import obtain as obtain_prebuilt
 from ..probe import host
 from ..probe import noise as noise_probe
@@ -242,7 +242,10 @@ def _measure(req: Request, store: RunSink, cache_root: Path, progress: Progress,
         recorded: dict[str, JSON] = {}
         for name, spec in wl.inputs.items():
             progress(f"{wl.id}: preparing input {name} ({spec['kind']})")
-            path = generate_input(name, spec, cache_root)
+            try:
+                path = generate_input(name, spec, cache_root)
+            except InputError as exc:  # e.g. a size out of range: name the profile
+                raise InputError(f"{wl.path}: input '{name}': {exc}") from None
             inputs_of[wl.id][name] = path
             recorded[name] = {"path": str(path), **{
                 k: v for k, v in describe_input(path).items()

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..files import NotRegular, TooLarge, read_regular
 from ..records import (
     DESIGNS,
     EXPORT_FORMAT,
@@ -276,11 +277,15 @@ def load_file_dict(path: Path) -> dict[str, Any]:
     """Read and validate one exported run document, as its dictionary form."""
     source = str(path)
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise SchemaError(f"{source}: {size >> 20} MiB is larger than the {MAX_FILE_BYTES >> 20}"
-                              " MiB an abibench run document can be: pass the exported run file")
-        raw = path.read_bytes()
+        # A FIFO or a device (/dev/zero) is refused, not read forever.
+        raw = read_regular(path, MAX_FILE_BYTES)
+    except TooLarge as exc:
+        raise SchemaError(f"{source}: {exc.size >> 20} MiB is larger than the "
+                          f"{MAX_FILE_BYTES >> 20} MiB an abibench run document can be: pass the "
+                          "exported run file") from None
+    except NotRegular as exc:
+        raise UsageError(f"{source}: is {exc.strerror}: pass a JSON file written by "
+                         "`abibench export`") from None
     except FileNotFoundError:
         raise UsageError(f"{source}: no such file: pass a file written by `abibench export`") \
             from None

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import ProfileError
+from ..files import TooLarge, read_regular
 from ..paths import MICRO_DIR, PROFILES_DIR
 from ..records import BUILTIN_METRICS, Better, Metric
 from .confine import ROOT_WORDS, confined, inside, template_problem
@@ -27,6 +28,7 @@ RESERVED = {"bin", "out", "cc", "cflags", "abi", "micro", "profile_dir", "work",
 SERVER_KINDS = ("mariadb",)
 RUN_KEYS = ("command", "timeout", "setup", "stdin", "repeat", "threads", "short")
 MAX_REPEAT = 1000
+MAX_PROFILE_BYTES = 1 << 20  # the largest built-in profile is a few kB
 
 
 # Input kinds a profile may name under [inputs], with the parameters each takes; the
@@ -313,13 +315,23 @@ def load_profile(path: Path) -> Workload:
     # Absolute from here on: {profile_dir} and relative sources mean the same from any directory.
     path = path.absolute()
     try:
-        text = path.read_text()
+        # Only a regular file: a FIFO would block, /dev/zero never end.
+        text = read_regular(path, MAX_PROFILE_BYTES).decode("utf-8")
+    except TooLarge as exc:
+        raise ProfileError(f"{path}: {exc.size} bytes is too large for a workload profile "
+                           f"(at most {MAX_PROFILE_BYTES >> 20} MiB): give the TOML profile") from None
     except OSError as exc:
         raise ProfileError(f"{path}: cannot read profile ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise ProfileError(f"{path}: not UTF-8 text (byte {exc.start}): a profile is a TOML "
+                           "file") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ProfileError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses per nested array or inline table
+        raise ProfileError(f"{path}: not valid TOML: nested too deeply for a workload "
+                           "profile") from None
     ld = _Loader(path, text)
 
     wid = ld.str_(data, "id")
