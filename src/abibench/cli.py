@@ -108,12 +108,18 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"abibench: error: {one_line(message)} (see `{self.prog} --help`)\n")
 
 
+def _db_option(p: argparse.ArgumentParser, default: object = argparse.SUPPRESS) -> None:
+    """--db, before the command (`abibench --db X runs`) or after it (`abibench runs --db X`).
+    A command's own has no default, so that it never hides one given before the command."""
+    p.add_argument("--db", default=default, metavar="PATH_OR_URL",
+                   help=f"results database: a SQLite file (default {default_db()}) or a shared "
+                   f"PostgreSQL server, postgresql://USER@HOST:PORT/DBNAME (or ${DB_ENV})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="abibench", description="Is the 32-bit or the 64-bit build faster here?")
     p.add_argument("--version", action="version", version=f"abibench {__version__}")
-    p.add_argument("--db", default=None, metavar="PATH_OR_URL",
-                   help=f"results database: a SQLite file (default {default_db()}) or a shared "
-                   f"PostgreSQL server, postgresql://USER@HOST:PORT/DBNAME (or ${DB_ENV})")
+    _db_option(p, default=None)
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     pr = sub.add_parser("probe", help="what this host can build and run for each ABI")
@@ -131,6 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="build and measure workloads per ABI")
     _plan_options(r)
+    _db_option(r)
     r.add_argument("--report", type=Path, default=None, help="also write a Markdown report")
     r.add_argument("--html", type=Path, default=None, help="write the HTML report here (default: "
                    "reports/RUN.html beside the results database)")
@@ -169,6 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     rs = sub.add_parser("runs", help="list stored runs")
     rs.add_argument("--json", action="store_true")
+    _db_option(rs)
 
     rp = sub.add_parser("report", help="show stored runs or result files; write HTML, Markdown, "
                         "CSV or JSON")
@@ -176,6 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="run ids (default: latest) or exported .json files; two or more are "
                     "merged into one comparison")
     _report_options(rp)
+    _db_option(rp)
 
     cp = sub.add_parser("compare", help="merge result sets from different machines, kernels or "
                         "days into one N-way comparison")
@@ -183,20 +192,24 @@ def build_parser() -> argparse.ArgumentParser:
                     help="two or more run ids or exported .json files (default: the runs of the "
                     "last `abibench fleet run`)")
     _report_options(cp)
+    _db_option(cp)
 
     im = sub.add_parser("import", help="store others' exported results (validated, never run)")
     im.add_argument("files", nargs="+", type=Path, metavar="FILE.json")
     im.add_argument("--json", action="store_true")
+    _db_option(im)
 
     ex = sub.add_parser("export", help="write a run as a versioned JSON document")
     ex.add_argument("run", nargs="?", default="latest")
     ex.add_argument("--json", action="store_true", help="JSON (the only format; accepted for "
                     "clarity)")
     ex.add_argument("-o", "--output", type=Path, default=None)
+    _db_option(ex)
 
     pu = sub.add_parser("push", help="upload what runs kept in the local spool while the shared "
                         "PostgreSQL database (--db postgresql://...) could not be reached")
     pu.add_argument("--json", action="store_true")
+    _db_option(pu)
 
     ins = sub.add_parser("inspect", help="ELF class, machine, interpreter, sizes and libraries "
                          "of binaries, resolved for their own ABI")
@@ -267,6 +280,7 @@ def _fleet_run_options(fr: argparse.ArgumentParser) -> None:
                     "here (default: reports/FLEET.html in the data directory)")
     fr.add_argument("--baseline", default=None, metavar="SERIES",
                     help="the series every other is compared with (as for compare)")
+    _db_option(fr)
 
 
 def _report_options(p: argparse.ArgumentParser) -> None:
@@ -639,7 +653,7 @@ def cmd_push(args: argparse.Namespace, ref: str) -> int:
 # Options of `fleet run` that are the fleet's own; every other one goes to `abibench run` on
 # each host, as typed.
 FLEET_FLAGS = {"--serial"}
-FLEET_VALUES = {"--forks", "--html", "--baseline"}
+FLEET_VALUES = {"--forks", "--html", "--baseline", "--db"}  # --db: each host gets its own
 
 
 def _value_options(parser: argparse.ArgumentParser) -> set[str]:
@@ -707,7 +721,8 @@ def cmd_fleet_run(args: argparse.Namespace, tokens: list[str]) -> int:
         parse_abi_list(args.abi)
     ref = db_ref(args.db)
     err = sys.stderr
-    start = tokens.index("fleet") + 2
+    # After `fleet run` (a --db value may be a file named "fleet").
+    start = next(i for i in range(len(tokens) - 1) if tokens[i:i + 2] == ["fleet", "run"]) + 2
     result = run_fleet(args.inventory, fleet_run_args(tokens[start:]), ref,
                        lambda line: _say(line, err), serial=args.serial, forks=args.forks)
     sets = result.sets()

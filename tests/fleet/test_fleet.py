@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from ..servers import PgCluster, SshFleet
 
@@ -83,3 +84,37 @@ def test_unreachable_host_is_reported_and_the_other_completes(
     listed = _abibench(fleet_env, "--db", str(db), "runs", "--json")
     runs = json.loads(listed.stdout)
     assert [(x["status"], x["samples"]) for x in runs] == [("complete", 16)]
+
+
+def test_the_fleets_own_options_stay_here() -> None:
+    """What each host's `abibench run` gets: the run options as typed, without the inventory,
+    the fleet's own options and --db (each host is given its own)."""
+    from abibench.cli import fleet_run_args
+
+    assert fleet_run_args(["inv.yml", "--workload", "ptrtree", "--db", "postgresql://u@h/d",
+                           "--rounds", "3", "--serial", "--forks=2", "--html", "f.html",
+                           "--db=x.sqlite", "--set", "nodes=1", "nbody"]) == \
+        ["--workload", "ptrtree", "--rounds", "3", "--set", "nodes=1", "nbody"]
+
+
+def test_inventories_in_ansibles_own_formats(tmp_path: Path) -> None:
+    """INI and YAML, groups and children, read by ansible-inventory itself: every host once,
+    in the inventory's order."""
+    from abibench.errors import UsageError
+    from abibench.fleet.ansible import list_hosts
+
+    yaml = tmp_path / "hosts.yml"
+    yaml.write_text("all:\n  children:\n    x86:\n      hosts:\n        amd64-box:\n"
+                    "          ansible_host: 127.0.0.2\n        i386-box:\n    boards:\n"
+                    "      hosts:\n        pi4:\n          ansible_user: pi\n        amd64-box:\n")
+    ini = tmp_path / "hosts.ini"
+    ini.write_text("[boards]\npi3 ansible_host=10.0.0.3\npi4\n\n[x86]\nbox\n")
+    for inventory, hosts in ((yaml, ["amd64-box", "i386-box", "pi4"]),
+                             (ini, ["pi3", "pi4", "box"])):
+        work = tmp_path / inventory.suffix.lstrip(".")
+        work.mkdir()
+        assert list_hosts(inventory, work) == hosts
+    empty = tmp_path / "empty.ini"
+    empty.write_text("[nobody]\n")
+    with pytest.raises(UsageError, match="has no hosts"):
+        list_hosts(empty, tmp_path)

@@ -366,3 +366,17 @@ def test_a_url_is_never_a_file(url: str, tmp_path: Path, monkeypatch: pytest.Mon
             code, _, err = main_in_process("--db", url, *args)
             assert "s3cret" not in error_line(code, err, EXIT_USAGE)
     assert list(here.iterdir()) == []
+
+
+def test_db_before_or_after_the_command(tmp_path: Path, make_doc: Callable[..., Any],
+                                        main_in_process: Callable[..., tuple[int, str, str]]
+                                        ) -> None:
+    doc = tmp_path / "doc.json"
+    doc.write_text(json.dumps(make_doc()))
+    here, there = str(tmp_path / "here.sqlite"), str(tmp_path / "there.sqlite")
+    assert main_in_process("import", str(doc), "--db", here)[0] == 0
+    for args in (("--db", here, "runs", "--json"), ("runs", "--json", "--db", here),
+                 ("--db", there, "runs", "--json", "--db", here)):  # the command's own wins
+        code, out, err = main_in_process(*args)
+        assert code == 0 and len(json.loads(out)) == 1, err
+    assert not Path(there).exists()
