@@ -118,3 +118,29 @@ def test_inventories_in_ansibles_own_formats(tmp_path: Path) -> None:
     empty.write_text("[nobody]\n")
     with pytest.raises(UsageError, match="has no hosts"):
         list_hosts(empty, tmp_path)
+
+
+def test_a_host_whose_workload_fails_is_reported_and_the_other_completes(
+        fleet_env: dict[str, str], tmp_path: Path) -> None:
+    """hostB is given a parameter its workload refuses (a per-host option of the inventory);
+    both hosts run at once, hostA finishes, hostB's failure is reported with abibench's own
+    message, and what hostB stored is fetched all the same."""
+    inventory = tmp_path / "inventory.ini"
+    inventory.write_text(INVENTORY.read_text().replace(
+        "hostB ansible_host=127.0.0.3", 'hostB abibench_host_run_args=["--set","steps=-1"] '
+        "ansible_host=127.0.0.3"))
+    db = tmp_path / "results.sqlite"
+    r = _abibench(fleet_env, "--db", str(db), "fleet", "run", str(inventory), "--workload",
+                  "nbody", "--abi", "x86_64", "--rounds", "1", "--set", "steps=100000")
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
+    rows = _table(r.stdout)
+    assert rows["hostA"][1] == "ok" and rows["hostB"][1] == "failed", r.stdout
+    line = next(x for x in r.stdout.splitlines() if x.split()[:2] == ["hostB", "failed"])
+    assert "at 'Workloads'" in line and "--steps needs an integer" in line, line
+    assert "hostB failed" in r.stderr
+    listed = json.loads(_abibench(fleet_env, "--db", str(db), "runs", "--json").stdout)
+    statuses = {}
+    for run in listed:
+        doc = json.loads(_abibench(fleet_env, "--db", str(db), "export", run["id"]).stdout)
+        statuses[doc["host"]["label"]] = {s["status"] for s in doc["samples"]}
+    assert statuses == {"hostA": {"ok"}, "hostB": {"failed"}}
