@@ -380,3 +380,28 @@ def test_db_before_or_after_the_command(tmp_path: Path, make_doc: Callable[..., 
         code, out, err = main_in_process(*args)
         assert code == 0 and len(json.loads(out)) == 1, err
     assert not Path(there).exists()
+
+
+def test_a_nul_character_never_fails_a_write(open_db: OpenDb, db_ref: str,
+                                            make_doc: Callable[..., dict[str, Any]]) -> None:
+    """A program may print NUL into what its check value captures, and an imported document
+    may hold one; PostgreSQL's text cannot, so it keeps U+FFFD there (SQLite keeps the NUL)."""
+    from abibench.records import Outcome, RunWarning, TargetStatus
+
+    store = open_db()
+    store.create_run(_run("r1"), HostContext(hostname="h\x00st"))
+    store.add_sample(_sample("r1", check="sum=\x00\x01"))
+    store.add_warning("r1", RunWarning("it said \x00", "w", "i386"))
+    store.set_target_status("r1", TargetStatus("w", "i386", "failed", "why\x00"))
+    store.set_outcome("r1", "w", Outcome(1, "stop\x00"))
+    kept = "\ufffd" if db_ref.startswith("postgresql://") else "\x00"
+    doc = store.load_run("r1")
+    assert doc.host.hostname == "h\x00st"  # inside JSON, escaped: kept as it was
+    assert doc.samples[0].check == f"sum={kept}\x01"
+    assert doc.warnings[0].message == f"it said {kept}"
+    assert doc.statuses[0].reason == f"why{kept}"
+    assert doc.outcomes["w"].stop_reason == f"stop{kept}"
+    raw = make_doc(run_id="imported")
+    raw["samples"][0]["check"] = "x\x00y"
+    imported = import_doc(store, RunDoc.from_dict(validate(raw, "nul.json")), "nul.json")
+    assert store.load_run(imported.run_id).samples[0].check == f"x{kept}y"

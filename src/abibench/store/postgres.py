@@ -28,6 +28,7 @@ from psycopg.rows import dict_row
 
 from ..errors import EXIT_STORE_READONLY, StoreError
 from ..paths import data_dir
+from ..text import MARKER
 from . import faults, pgfaults
 from .schema import POSTGRESQL
 from .sql import Cursor, SqlStore
@@ -53,6 +54,15 @@ def connect_options(url: str, readonly: bool, lock_timeout_s: float) -> dict[str
         options.update(keepalives=1, keepalives_idle=10, keepalives_interval=5,
                        keepalives_count=3, tcp_user_timeout=30_000)
     return options
+
+
+def _text(value: Any) -> Any:
+    """PostgreSQL's text cannot hold NUL, which SQLite's can: a program's output captured as a
+    check value, or an imported document, may have one. It is stored as U+FFFD (text.MARKER,
+    the character that stands for what cannot be shown), so no run or import fails on it."""
+    if isinstance(value, str) and "\x00" in value:
+        return value.replace("\x00", MARKER)
+    return value
 
 
 class PgStore(SqlStore):
@@ -98,7 +108,7 @@ class PgStore(SqlStore):
     def execute(self, query: str, params: Sequence[Any] = ()) -> Cursor:
         # The common SQL is written with `?` and never holds a literal `%` (psycopg would
         # need it doubled); values travel as parameters, never in the text.
-        return self._conn().execute(query.replace("?", "%s"), params)
+        return self._conn().execute(query.replace("?", "%s"), [_text(p) for p in params])
 
     def translate(self, exc: Exception) -> StoreError | None:
         if isinstance(exc, psycopg.Error):
