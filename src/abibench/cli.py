@@ -44,7 +44,7 @@ from .run.suite import Request, measure_suite
 from .store.open import DB_ENV, db_ref, open_store
 from .store.sources import is_file_ref, latest_fleet, load_sources
 from .store.sql import SqlStore
-from .store.url import is_url, looks_like_url, sqlite_file
+from .store.url import is_url, sqlite_file
 from .text import one_line
 from .workloads.oneliner import parse_binary, parse_metric, profile_text
 from .workloads.profile import (
@@ -898,9 +898,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "fleet":
             return cmd_fleet(args, own)
         ref = db_ref(args.db)
-        if args.command in ("report", "compare") and not looks_like_url(ref) and \
-                not Path(ref).exists() and all(is_file_ref(r) for r in _report_sources(args)):
-            return cmd_report(args, None)  # exported files only: no database needed
+        sources = _report_sources(args) if args.command in ("report", "compare") else []
+        if sources and all(is_file_ref(r) for r in sources):
+            # Exported files only: no database is opened (a shared one may be out of reach).
+            return cmd_report(args, None)
         if args.command == "run":
             return _with_run_store(args, ref)
         if args.command == "push":
