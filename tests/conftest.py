@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -113,12 +114,33 @@ def debian_cache() -> Path:
     return Path(os.environ.get("ABIBENCH_TEST_DEBIAN_CACHE") or cache_dir())
 
 
+# Which results database the command-line tests write: `sqlite` (the default file in each
+# test's data directory) or `postgresql` (a new database on the session's throw-away cluster).
+# The store's own tests run on both backends every time; this runs every other test that
+# stores results on the other one too: ABIBENCH_TEST_DB_BACKEND=postgresql bash scripts/test.sh
+TEST_BACKEND_ENV = "ABIBENCH_TEST_DB_BACKEND"
+
+
 @pytest.fixture
-def cli_env(tmp_path: Path, shared_cache: Path) -> dict[str, str]:
+def cli_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The results database the `cli` fixture writes (see TEST_BACKEND_ENV)."""
+    backend = os.environ.get(TEST_BACKEND_ENV) or "sqlite"
+    if backend == "sqlite":
+        return str(tmp_path / "data" / "results.sqlite")
+    if backend != "postgresql":
+        pytest.fail(f"{TEST_BACKEND_ENV}={backend}: expected sqlite or postgresql")
+    cluster: PgCluster = request.getfixturevalue("pg_server")
+    return cluster.url(cluster.new_database())
+
+
+@pytest.fixture
+def cli_env(tmp_path: Path, shared_cache: Path, cli_db: str) -> dict[str, str]:
     env = dict(os.environ)
     env["ABIBENCH_DATA"] = str(tmp_path / "data")
     env["ABIBENCH_CACHE"] = str(shared_cache)
     env["CI"] = "true"
+    if cli_db.startswith("postgresql://"):
+        env["ABIBENCH_DB"] = cli_db
     return env
 
 
@@ -132,9 +154,48 @@ def cli(cli_env: dict[str, str]) -> Cli:
     return run
 
 
+def query_rows(db: str | Path, query: str, *params: object) -> list[tuple[Any, ...]]:
+    """Rows straight from a results database, a SQLite file or a PostgreSQL URL, around
+    abibench's store (`?` placeholders); [] while it has no such table (nothing stored yet)."""
+    if str(db).startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(str(db)) as pg:
+            try:
+                return list(pg.execute(query.replace("?", "%s"), params).fetchall())
+            except psycopg.errors.UndefinedTable:
+                return []
+    if not Path(db).exists():
+        return []  # never created: connecting would create it
+    con = sqlite3.connect(db)
+    try:
+        return list(con.execute(query, params).fetchall())
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return []
+        raise
+    finally:
+        con.close()
+
+
+DbRows = Callable[..., list[tuple[Any, ...]]]
+
+
+@pytest.fixture(scope="session")
+def db_rows() -> DbRows:
+    """db_rows(db, query, *params): query_rows on any results database."""
+    return query_rows
+
+
+@pytest.fixture
+def stored(cli_db: str) -> DbRows:
+    """stored(query, *params): rows of the database the `cli` fixture writes, either backend."""
+    return lambda query, *params: query_rows(cli_db, query, *params)
+
+
 @pytest.fixture
 def db_file(cli_env: dict[str, str]) -> Path:
-    """The results database the `cli` fixture writes."""
+    """The SQLite file the `cli` fixture writes by default (tests of SQLite itself)."""
     return Path(cli_env["ABIBENCH_DATA"]) / "results.sqlite"
 
 

@@ -26,10 +26,10 @@ _COUNTED = ("SELECT workload, target, COUNT(*) FROM samples WHERE warmup=0 AND s
 
 def _query(db: Path | str, query: str) -> list[tuple[Any, ...]]:
     """Rows straight from the database, a SQLite file or a PostgreSQL URL."""
-    if isinstance(db, str):
+    if str(db).startswith("postgresql://"):
         import psycopg
 
-        with psycopg.connect(db) as con:
+        with psycopg.connect(str(db)) as con:
             return list(con.execute(query).fetchall())
     return list(sqlite3.connect(db).execute(query).fetchall())
 
@@ -71,7 +71,7 @@ def test_killed_run_resumes_to_exactly_the_asked_rounds(cli: Cli, cli_env: dict[
     db: Path | str = db_file
     if backend == "postgresql":  # the same through the shared store (and its local spool)
         db = request.getfixturevalue("pg_url")
-        cli_env["ABIBENCH_DB"] = str(db)
+    cli_env["ABIBENCH_DB"] = str(db)  # whatever ABIBENCH_TEST_DB_BACKEND chose for the others
     # A temp dir of this test's own: whatever the killed run left there must be gone after the
     # resume (which cleans what dead runs left).
     tmp = tmp_path / "tmp"
@@ -119,7 +119,7 @@ def test_killed_run_resumes_to_exactly_the_asked_rounds(cli: Cli, cli_env: dict[
 
 
 def test_resume_takes_no_plan_options_and_refuses_a_changed_profile(
-        cli: Cli, cli_env: dict[str, str], db_file: Path, tmp_path: Path,
+        cli: Cli, cli_env: dict[str, str], cli_db: str, tmp_path: Path,
         fixtures: Path) -> None:
     r = cli("run", "--resume", "latest", "--rounds", "3")
     assert r.returncode == 2 and "--rounds" in r.stderr
@@ -131,7 +131,7 @@ def test_resume_takes_no_plan_options_and_refuses_a_changed_profile(
                              "millions=20"], env=cli_env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
-    while _samples(db_file) < 3 and time.monotonic() < deadline:
+    while _samples(cli_db) < 3 and time.monotonic() < deadline:
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
