@@ -341,33 +341,6 @@ def test_busy_timeout_from_the_environment(db_ref: str, monkeypatch: pytest.Monk
         assert caught.value.exit_code == 2
 
 
-@pytest.mark.parametrize("url", [
-    "postgresql://someone:s3cret@127.0.0.1:1/results",
-    "postgresql:/someone:s3cret@127.0.0.1:1/results",  # as pathlib folds it
-    "sqlite:///results.sqlite", "mysql://someone:s3cret@db.example/results"])
-def test_a_url_is_never_a_file(url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                               main_in_process: Callable[..., tuple[int, str, str]],
-                               error_line: Callable[[int, str, int], str]) -> None:
-    """Made into a path, a URL would become directories named after its user, password and
-    host in the current directory, and a SQLite file named after its database."""
-    here = tmp_path / "cwd"
-    here.mkdir()
-    monkeypatch.chdir(here)
-    monkeypatch.setenv("ABIBENCH_DATA", str(tmp_path / "data"))
-    for readonly in (False, True):
-        with pytest.raises(UsageError, match="is a URL") as refused:
-            Store(Path(url), readonly=readonly)
-        assert "s3cret" not in str(refused.value)
-    if not url.startswith("postgresql://"):  # a server URL proper goes to the server
-        doc = tmp_path / "doc.json"
-        doc.write_text("{}")
-        for args in (["runs"], ["import", str(doc)], ["run", "--workload", "nothing"],
-                     ["compare", str(doc), str(doc)]):
-            code, _, err = main_in_process("--db", url, *args)
-            assert "s3cret" not in error_line(code, err, EXIT_USAGE)
-    assert list(here.iterdir()) == []
-
-
 def test_db_before_or_after_the_command(tmp_path: Path, make_doc: Callable[..., Any],
                                         main_in_process: Callable[..., tuple[int, str, str]]
                                         ) -> None:
@@ -380,28 +353,3 @@ def test_db_before_or_after_the_command(tmp_path: Path, make_doc: Callable[..., 
         code, out, err = main_in_process(*args)
         assert code == 0 and len(json.loads(out)) == 1, err
     assert not Path(there).exists()
-
-
-def test_a_nul_character_never_fails_a_write(open_db: OpenDb, db_ref: str,
-                                            make_doc: Callable[..., dict[str, Any]]) -> None:
-    """A program may print NUL into what its check value captures, and an imported document
-    may hold one; PostgreSQL's text cannot, so it keeps U+FFFD there (SQLite keeps the NUL)."""
-    from abibench.records import Outcome, RunWarning, TargetStatus
-
-    store = open_db()
-    store.create_run(_run("r1"), HostContext(hostname="h\x00st"))
-    store.add_sample(_sample("r1", check="sum=\x00\x01"))
-    store.add_warning("r1", RunWarning("it said \x00", "w", "i386"))
-    store.set_target_status("r1", TargetStatus("w", "i386", "failed", "why\x00"))
-    store.set_outcome("r1", "w", Outcome(1, "stop\x00"))
-    kept = "\ufffd" if db_ref.startswith("postgresql://") else "\x00"
-    doc = store.load_run("r1")
-    assert doc.host.hostname == "h\x00st"  # inside JSON, escaped: kept as it was
-    assert doc.samples[0].check == f"sum={kept}\x01"
-    assert doc.warnings[0].message == f"it said {kept}"
-    assert doc.statuses[0].reason == f"why{kept}"
-    assert doc.outcomes["w"].stop_reason == f"stop{kept}"
-    raw = make_doc(run_id="imported")
-    raw["samples"][0]["check"] = "x\x00y"
-    imported = import_doc(store, RunDoc.from_dict(validate(raw, "nul.json")), "nul.json")
-    assert store.load_run(imported.run_id).samples[0].check == f"x{kept}y"
