@@ -62,5 +62,7 @@ class StoreUnreachable(StoreError):
     """The shared results database cannot be reached (no server, or the connection broke): a
     run goes on into its local spool; a command that only reads or uploads ends (exit 10)."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, reason: str | None = None) -> None:
         super().__init__(message, EXIT_STORE_UNREACHABLE)
+        # What happened, without the advice: for a message that gives its own (the spool's).
+        self.reason = reason or message

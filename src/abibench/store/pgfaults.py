@@ -70,9 +70,10 @@ def is_unreachable(exc: BaseException, conn: psycopg.Connection[Any] | None = No
 
 
 def unreachable(label: str, detail: str) -> StoreUnreachable:
-    return StoreUnreachable(f"results database {label} cannot be reached ({detail}): start the "
-                            "server or check the network, then run again (a run keeps what it "
-                            "measures in its local spool; `abibench push` uploads it)")
+    reason = f"results database {label} cannot be reached ({detail})"
+    return StoreUnreachable(f"{reason}: start the server or check the network, then run again (a "
+                            "run keeps what it measures in its local spool; `abibench push` "
+                            "uploads it)", reason)
 
 
 def translate(exc: psycopg.Error, label: str, timeout: float,

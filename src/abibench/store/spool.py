@@ -118,9 +118,10 @@ class SpoolingSink:
             self.remote = None
         self._mirrored.clear()
         if self.lost is None:
-            self.lost = str(exc)
-            self.notice(f"{exc}; the run goes on into the local spool {self.spool.label}: "
-                        f"`abibench --db {self.label} push` uploads it once the server is back")
+            self.lost = exc.reason
+            self.notice(f"{exc.reason}; the run goes on into the local spool "
+                        f"{self.spool.label}: `abibench --db {self.label} push` uploads it once "
+                        "the server is back")
 
     def _both(self, write: Callable[[SqlStore], object]) -> None:
         """The spool first (it never waits on the network), then the server if it answers."""
