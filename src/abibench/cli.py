@@ -724,7 +724,8 @@ def cmd_fleet_run(args: argparse.Namespace, tokens: list[str]) -> int:
     # After `fleet run` (a --db value may be a file named "fleet").
     start = next(i for i in range(len(tokens) - 1) if tokens[i:i + 2] == ["fleet", "run"]) + 2
     result = run_fleet(args.inventory, fleet_run_args(tokens[start:]), ref,
-                       lambda line: _say(line, err), serial=args.serial, forks=args.forks)
+                       lambda line: _say(line, err), serial=args.serial, forks=args.forks,
+                       selected=[*args.workloads, *args.workload])
     sets = result.sets()
     table = [("host", "status", "run", "samples", "stored / reason")]
     for h in result.hosts:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 
@@ -124,14 +125,16 @@ def test_a_host_whose_workload_fails_is_reported_and_the_other_completes(
         fleet_env: dict[str, str], tmp_path: Path) -> None:
     """hostB is given a parameter its workload refuses (a per-host option of the inventory);
     both hosts run at once, hostA finishes, hostB's failure is reported with abibench's own
-    message, and what hostB stored is fetched all the same."""
+    message, and what hostB stored is fetched all the same. The other workload is a profile
+    of this checkout, given by a relative path: it travels to the hosts with its sources."""
     inventory = tmp_path / "inventory.ini"
     inventory.write_text(INVENTORY.read_text().replace(
         "hostB ansible_host=127.0.0.3", 'hostB abibench_host_run_args=["--set","steps=-1"] '
         "ansible_host=127.0.0.3"))
     db = tmp_path / "results.sqlite"
-    r = _abibench(fleet_env, "--db", str(db), "fleet", "run", str(inventory), "--workload",
-                  "nbody", "--abi", "x86_64", "--rounds", "1", "--set", "steps=100000")
+    r = _abibench(fleet_env, "--db", str(db), "fleet", "run", str(inventory),
+                  "tests/fixtures/spin.toml", "--workload", "nbody", "--abi", "x86_64",
+                  "--rounds", "1", "--set", "steps=100000", "--set", "millions=1")
     assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
     rows = _table(r.stdout)
     assert rows["hostA"][1] == "ok" and rows["hostB"][1] == "failed", r.stdout
@@ -142,5 +145,36 @@ def test_a_host_whose_workload_fails_is_reported_and_the_other_completes(
     statuses = {}
     for run in listed:
         doc = json.loads(_abibench(fleet_env, "--db", str(db), "export", run["id"]).stdout)
-        statuses[doc["host"]["label"]] = {s["status"] for s in doc["samples"]}
-    assert statuses == {"hostA": {"ok"}, "hostB": {"failed"}}
+        statuses[doc["host"]["label"]] = {(s["workload"], s["status"]) for s in doc["samples"]}
+    assert statuses == {"hostA": {("nbody", "ok"), ("spin", "ok")},
+                        "hostB": {("nbody", "failed"), ("spin", "ok")}}
+
+
+def test_profiles_given_as_paths_travel_with_their_directories(tmp_path: Path) -> None:
+    from abibench.errors import UsageError
+    from abibench.fleet.profiles import MAX_FILES, PLACEHOLDER, ship_profiles
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "a.toml").write_text("id = 'a'\n")
+    (mine / "b.toml").write_text("id = 'b'\n")
+    (mine / "a.c").write_text("int main(void) { return 0; }\n")
+    shipped = ship_profiles(
+        ["ptrtree", str(mine / "a.toml"), "tests/fixtures/spin.toml", str(mine / "b.toml")],
+        ["--workload", str(mine / "a.toml"), "tests/fixtures/spin.toml",
+         f"--workload={mine / 'b.toml'}", "--rounds", "3", "--workload", "ptrtree"],
+        tmp_path / "p.tar.gz")
+    assert shipped.run_args == [
+        "--workload", f"{PLACEHOLDER}/0/a.toml", f"{PLACEHOLDER}/1/spin.toml",
+        f"--workload={PLACEHOLDER}/0/b.toml", "--rounds", "3", "--workload", "ptrtree"]
+    assert shipped.archive is not None
+    with tarfile.open(shipped.archive) as tar:
+        names = set(tar.getnames())
+    assert {"0/a.toml", "0/b.toml", "0/a.c", "1/spin.toml", "1/spin.c"} <= names
+    assert ship_profiles(["ptrtree"], ["ptrtree"], tmp_path / "none.tar.gz").archive is None
+    crowded = tmp_path / "crowded"
+    crowded.mkdir()
+    for i in range(MAX_FILES + 1):
+        (crowded / f"f{i}").touch()
+    with pytest.raises(UsageError, match="a directory of their own"):
+        ship_profiles([str(crowded / "x.toml")], [], tmp_path / "c.tar.gz")

@@ -36,6 +36,7 @@ from . import ansible
 from .ansible import NOT_RUN, OK, Event, HostOutcome
 from .credentials import DEFAULT_PORT, write_passfile
 from .package import build_sdist
+from .profiles import ship_profiles
 
 Progress = Callable[[str], None]
 
@@ -105,19 +106,24 @@ def _shared_db_vars(db: str, work: Path) -> dict[str, Any]:
 
 
 def run_fleet(inventory: Path, run_args: list[str], db: str, progress: Progress, *,
-              serial: bool = False, forks: int | None = None) -> FleetResult:
+              serial: bool = False, forks: int | None = None,
+              selected: list[str] | None = None) -> FleetResult:
+    """selected: the workloads as given (ids and profile paths; paths travel to the hosts)."""
     t0 = time.monotonic()
     fleet_id = f"fleet-{new_run_id()}"
     with owned_dir("fleet") as work:
         names = ansible.list_hosts(inventory.absolute(), work)
+        shipped = ship_profiles(selected or [], run_args, work / "profiles.tar.gz")
         progress(f"fleet {fleet_id}: {len(names)} hosts ({', '.join(names)}), "
                  f"{'one at a time' if serial else 'all at once'}; building abibench")
         sdist = build_sdist(work / "sdist")
         fetched = work / "results"
         fetched.mkdir()
-        extra = {"abibench_sdist": str(sdist), "abibench_run_args": run_args,
+        extra = {"abibench_sdist": str(sdist), "abibench_run_args": shipped.run_args,
                  "abibench_results": str(fetched), "abibench_fleet": fleet_id,
                  **_shared_db_vars(db, work)}
+        if shipped.archive is not None:
+            extra["abibench_profiles"] = str(shipped.archive)
 
         def on_event(ev: Event) -> None:
             line = _describe(ev)
