@@ -17,6 +17,8 @@ PKGS=(
   sysbench
   autoconf automake tcl   # seed workloads: POV-Ray's prebuild.sh, SQLite's amalgamation (tclsh)
   chromium fonts-dejavu-core
+  npm     # node-octane and chromium-octane fetch Octane (benchmark-octane) with npm pack
+  util-linux   # unshare: a browser sample's own PID and mount namespaces (chroot mode)
   postgresql openssh-server openssh-client   # the shared results store and fleet hosts (tests)
 )
 

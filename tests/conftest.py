@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -520,12 +521,29 @@ def open_db(db_ref: str) -> Iterator[OpenDb]:
         store.close()
 
 
+def setup_packages_missing() -> list[str]:
+    """The Debian packages setup.sh lists that this machine lacks."""
+    text = (TESTS.parent / "setup.sh").read_text()
+    found = re.search(r"^PKGS=\((.*?)^\)", text, re.S | re.M)
+    assert found, "setup.sh has no PKGS=( ... ) list"
+    names = [w for line in found.group(1).splitlines() for w in line.split("#")[0].split()]
+    return [n for n in names if "install ok installed" not in subprocess.run(
+        ["dpkg-query", "-W", "-f=${Status}", n], capture_output=True, text=True,
+        check=False).stdout]
+
+
 @pytest.fixture(scope="session")
 def ssh_fleet() -> Iterator[SshFleet]:
     """Two fleet "hosts": sshd on 127.0.0.2 and 127.0.0.3, free ports, own host keys, only the
     key generated for the tests accepted (tests/servers.py)."""
     if os.geteuid() != 0 or not Path("/usr/sbin/sshd").exists():
         pytest.skip("fleet hosts need root and openssh-server (bash setup.sh installs it)")
+    # The hosts are this machine, and each runs setup.sh: on a machine that lacks some of its
+    # packages, that is an apt-get install of them, as root, by a test. Not done here.
+    missing = setup_packages_missing()
+    if missing:
+        pytest.skip(f"the fleet's hosts are this machine and run setup.sh, which would install "
+                    f"{' '.join(missing)} here: run bash setup.sh first")
     with sshd_hosts({"hostA": "127.0.0.2", "hostB": "127.0.0.3"}) as fleet:
         yield fleet
 
@@ -541,3 +559,54 @@ def fleet_env(ssh_fleet: SshFleet, cli_env: dict[str, str]) -> dict[str, str]:
         host.start()  # a test that stopped one has it back
         Path(workdir, name).mkdir(parents=True, exist_ok=True)
     return {**cli_env, **ssh_fleet.env(), "ABIBENCH_TEST_WORKDIR": workdir}
+
+
+# --------------------------------------------------------------------------- counted runs
+
+
+def captured_profile(name: str, abi: str, attempts: tuple[int, ...] | None = None,
+                     simulation: str = "cache") -> Any:
+    """The CounterProfile of a real cachegrind output in tests/data/cachegrind/ (NAME-ABI),
+    as a counted run stores it; ``attempts`` default to two runs that agreed."""
+    import gzip
+
+    from abibench.run.counters import parse_cachegrind, profile_of
+
+    text = gzip.decompress((TESTS / "data" / "cachegrind" /
+                            f"{name}-{abi}.cachegrind.out.gz").read_bytes()).decode()
+    parsed = parse_cachegrind(text)
+    ir = parsed.totals[parsed.events.index("Ir")]
+    return profile_of(parsed, attempts or (ir, ir), simulation)
+
+
+@pytest.fixture(scope="session")
+def cachegrind_profile() -> Callable[..., Any]:
+    """A factory: cachegrind_profile("ptrchase", "i386") -> its CounterProfile."""
+    return captured_profile
+
+
+def counted_doc(times: dict[str, list[float]], profiles: dict[str, Any],
+                rss: dict[str, list[int]] | None = None,
+                faults: dict[str, list[int]] | None = None, workload: str = "w",
+                check: str | None = "same") -> RunDoc:
+    """A typed run of one workload (primary: wall time, lower is better): timed samples with
+    these times per target, round by round, and one counted sample per target holding its
+    profile."""
+    samples: list[dict[str, Any]] = []
+    for target, walls in times.items():
+        for rnd, wall in enumerate(walls, start=1):
+            samples.append({"workload": workload, "target": target, "round": rnd,
+                            "wall_s": wall, "user_s": wall, "check": check,
+                            "max_rss_kb": (rss or {}).get(target, [1000] * len(walls))[rnd - 1],
+                            "minflt": (faults or {}).get(target, [None] * len(walls))[rnd - 1]})
+    for target, prof in profiles.items():
+        samples.append({"workload": workload, "target": target, "round": len(
+            next(iter(times.values()))) + 1, "kind": "counters", "check": check,
+            "instructions": prof.totals[0], "counters": prof.to_dict()})
+    return partial_doc({workload: {"primary": "wall", "targets": list(times)}}, samples)
+
+
+@pytest.fixture(scope="session")
+def make_counted_doc() -> Callable[..., RunDoc]:
+    """A factory of run documents with timed and counted samples (see counted_doc)."""
+    return counted_doc

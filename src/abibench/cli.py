@@ -18,6 +18,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from . import __version__
 from .abi import ABIS, HOST_FAMILY, get_abi, parse_abi_list
 from .analyse import report as analysis
+from .analyse.advise import Deployment, parse_mix, parse_size
 from .errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -31,6 +32,7 @@ from .paths import cache_dir, data_dir, default_db
 from .probe import host, noise
 from .probe.abis import probe_all
 from .probe.counters import counters_status
+from .probe.memory import tree_accounting
 from .records import RunDoc, Sample
 from .report import Output, render, write, write_file
 from .report import formatting as fmt
@@ -194,6 +196,21 @@ def build_parser() -> argparse.ArgumentParser:
     _report_options(cp)
     _db_option(cp)
 
+    xp = sub.add_parser("explain", help="why one ABI wins: each comparison's time ratio as "
+                        "instructions x time per instruction, with the evidence (needs a run "
+                        "with --counters, or --counters=cache)")
+    xp.add_argument("run", nargs="?", default="latest", metavar="RUN_OR_FILE")
+    xp.add_argument("workload", nargs="?", default=None, metavar="WORKLOAD")
+    xp.add_argument("--json", action="store_true", help="the explanations as JSON")
+    _db_option(xp)
+
+    ad = sub.add_parser("advise", help="for a memory budget: instances that fit per ABI, and "
+                        "the throughput each gives")
+    ad.add_argument("run", nargs="?", default="latest", metavar="RUN_OR_FILE")
+    _deployment_options(ad, required=True)
+    ad.add_argument("--json", action="store_true", help="the advice as JSON")
+    _db_option(ad)
+
     im = sub.add_parser("import", help="store others' exported results (validated, never run)")
     im.add_argument("files", nargs="+", type=Path, metavar="FILE.json")
     im.add_argument("--json", action="store_true")
@@ -262,8 +279,11 @@ def _plan_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="override a workload parameter, e.g. --set nodes=20000")
     r.add_argument("--seed", type=int, default=0, help="seed for environment-size randomisation")
-    r.add_argument("--counters", action="store_true",
-                   help="also count instructions: one run per target under valgrind")
+    r.add_argument("--counters", nargs="?", const="insn", default=None,
+                   choices=("insn", "cache"), metavar="insn|cache",
+                   help="also count instructions under valgrind (runs per target until two "
+                   "agree); --counters=cache adds simulated cache and branch events, for "
+                   "`abibench explain`")
     r.add_argument("--keep-going", action="store_true",
                    help="when one ABI's build fails, still measure the others")
 
@@ -283,6 +303,29 @@ def _fleet_run_options(fr: argparse.ArgumentParser) -> None:
     _db_option(fr)
 
 
+def _deployment_options(p: argparse.ArgumentParser, required: bool = False) -> None:
+    p.add_argument("--memory", required=required, default=None, metavar="SIZE",
+                   help="the deployment's memory, e.g. 4GiB: how many instances fit per ABI "
+                   "and the throughput each gives" + ("" if required else " (adds the advice)"))
+    limit = p.add_mutually_exclusive_group()
+    limit.add_argument("--instances", type=_positive, default=None, metavar="N",
+                       help="deploy exactly N instances of each workload")
+    limit.add_argument("--budget-cores", type=_positive, default=None, metavar="C",
+                       help="at most C instances run at once (one core each)")
+    p.add_argument("--mix", default=None, metavar="W=N,...",
+                   help="weight workloads deployed together, e.g. lua=3,sqlite-speedtest1=1")
+
+
+def _deployment(args: argparse.Namespace) -> Deployment | None:
+    if getattr(args, "memory", None) is None:
+        if getattr(args, "instances", None) or getattr(args, "budget_cores", None) or \
+                getattr(args, "mix", None):
+            raise UsageError("--instances, --budget-cores and --mix go with --memory SIZE")
+        return None
+    return Deployment(parse_size(args.memory), args.instances, args.budget_cores,
+                      parse_mix(args.mix) if args.mix else {})
+
+
 def _report_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--html", type=Path, default=None,
                    help="write a self-contained HTML report (inline SVG charts, works offline)")
@@ -298,6 +341,7 @@ def _report_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tag", action="append", default=None, metavar="NAME",
                    help="name of each result set, once per set in order (default: host and "
                    "kernel bitness, e.g. 'vm k64')")
+    _deployment_options(p)
 
 
 def _say(line: str, file: Any = None) -> None:
@@ -343,10 +387,12 @@ def cmd_probe(args: argparse.Namespace) -> int:
     statuses = probe_all()
     ctx = host.capture()
     counters = counters_status()
+    tree = tree_accounting()
     if args.json:
         cached = noise.cached(cache_dir())
         _print_json({"abis": [s.to_dict() for s in statuses], "host": ctx.to_dict(),
-                     "counters": counters.to_dict(), "warnings": host.context_warnings(ctx),
+                     "counters": counters.to_dict(), "tree_memory": tree.to_dict(),
+                     "warnings": host.context_warnings(ctx),
                      "noise": cached.to_dict() if cached is not None else None})
         return EXIT_OK
     con = _console()
@@ -367,6 +413,8 @@ def cmd_probe(args: argparse.Namespace) -> int:
     perf = counters.perf
     con.print(e(f"instruction counts: perf {'yes' if perf.available else f'no ({perf.reason})'}"
                 f"; valgrind {'yes' if counters.valgrind.available else 'no'}"))
+    con.print(e(f"process-tree memory: {tree.kind} — {tree.description}"
+                + (f" ({tree.reason})" if tree.reason != "available" else "")))
     profile = noise.cached(cache_dir())
     con.print(e(f"noise: {profile.summary()}" if profile is not None else
                 "noise: not measured in the last hour (`abibench calibrate`)"))
@@ -481,7 +529,8 @@ def cmd_run(args: argparse.Namespace, store: RunStore) -> int:
         DEFAULT_BUDGET_PER_WORKLOAD_S * len(workloads)
     plan = Plan(min_rounds=args.min_rounds, max_rounds=args.max_rounds,
                 fixed_rounds=args.rounds, precision=args.precision, max_time_s=args.max_time,
-                warmup=args.warmup, seed=args.seed, counters=args.counters,
+                warmup=args.warmup, seed=args.seed, counters=args.counters is not None,
+                simulation=args.counters or "insn",
                 budget_s=None if args.rounds is not None else budget, design=args.design)
     req = Request(workloads=workloads, abis=abis, plan=plan, cflags=tuple(args.cflags.split()),
                   cc=args.cc, provenance=args.provenance,
@@ -774,10 +823,12 @@ def cmd_runs(args: argparse.Namespace, store: SqlStore) -> int:
     return EXIT_OK
 
 
-_READ_COMMANDS = ("runs", "report", "compare", "export")
+_READ_COMMANDS = ("runs", "report", "compare", "export", "explain", "advise")
 
 
 def _report_sources(args: argparse.Namespace) -> list[str]:
+    if args.command in ("explain", "advise"):
+        return [args.run]
     sources: list[str] = args.run if args.command == "report" else args.sources
     return sources
 
@@ -791,7 +842,7 @@ def cmd_report(args: argparse.Namespace, store: SqlStore | None) -> int:
         raise UsageError("compare needs two or more result sets: pass run ids (`abibench runs`)"
                          " or exported .json files")
     sets = load_sources(sources, store)
-    rep = analysis.from_sets(sets, args.baseline, args.tag)
+    rep = analysis.from_sets(sets, args.baseline, args.tag, _deployment(args))
     if args.json:
         sys.stdout.write(render(rep, "json"))
     outputs = [Output(fmt_, path) for fmt_, path in (
@@ -803,6 +854,39 @@ def cmd_report(args: argparse.Namespace, store: SqlStore | None) -> int:
     if args.json or written:
         return EXIT_OK
     _print_terminal(rep)
+    return EXIT_OK
+
+
+def _one_report(args: argparse.Namespace, store: SqlStore | None) -> analysis.Report:
+    sets = load_sources([args.run], store)
+    return analysis.from_sets(sets, deployment=_deployment(args))
+
+
+def cmd_explain(args: argparse.Namespace, store: SqlStore | None) -> int:
+    from .report import terminal
+    from .report.jsonout import explanation_json
+
+    rep = _one_report(args, store)
+    if args.workload is not None and args.workload not in {b.result.id for b in rep.workloads}:
+        raise UsageError(f"workload '{args.workload}' is not in this run (it has "
+                         f"{', '.join(b.result.id for b in rep.workloads)})")
+    if args.json:
+        _print_json([explanation_json(x) for x in rep.explanations
+                     if args.workload in (None, x.workload)])
+        return EXIT_OK
+    sys.stdout.write(terminal.render_explanations(rep, args.workload))
+    return EXIT_OK
+
+
+def cmd_advise(args: argparse.Namespace, store: SqlStore | None) -> int:
+    from .report import terminal
+    from .report.jsonout import advice_json
+
+    rep = _one_report(args, store)
+    if args.json:
+        _print_json(advice_json(rep.advice) if rep.advice else None)
+        return EXIT_OK
+    sys.stdout.write(terminal.render_advice(rep))
     return EXIT_OK
 
 
@@ -869,6 +953,13 @@ def _join_negative_values(argv: list[str]) -> list[str]:
     out: list[str] = []
     i = 0
     while i < len(argv):
+        if argv[i] == "--counters":
+            # `--counters` alone means instructions; a following word is its value only when it
+            # is one (`--counters nbody` counts nbody's instructions).
+            given = argv[i + 1] if i + 1 < len(argv) and argv[i + 1] in ("insn", "cache") else None
+            out.append(f"--counters={given or 'insn'}")
+            i += 2 if given else 1
+            continue
         if argv[i] in VALUE_OPTIONS and i + 1 < len(argv) and \
                 re.match(r"^-(\d|\.\d)", argv[i + 1]):
             out.append(f"{argv[i]}={argv[i + 1]}")
@@ -897,12 +988,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "list":
             return cmd_list(args)
         if args.command == "fleet":
-            return cmd_fleet(args, own)
+            return cmd_fleet(args, _join_negative_values(own))
         ref = db_ref(args.db)
-        sources = _report_sources(args) if args.command in ("report", "compare") else []
+        readers = {"report": cmd_report, "compare": cmd_report, "explain": cmd_explain,
+                   "advise": cmd_advise}
+        sources = _report_sources(args) if args.command in readers else []
         if sources and all(is_file_ref(r) for r in sources):
             # Exported files only: no database is opened (a shared one may be out of reach).
-            return cmd_report(args, None)
+            return readers[args.command](args, None)
         if args.command == "run":
             return _with_run_store(args, ref)
         if args.command == "push":
@@ -912,7 +1005,8 @@ def main(argv: list[str] | None = None) -> int:
         store = open_store(ref, readonly=args.command in _READ_COMMANDS)
         try:
             handler = {"runs": cmd_runs, "report": cmd_report, "compare": cmd_report,
-                       "import": cmd_import, "export": cmd_export}[args.command]
+                       "import": cmd_import, "export": cmd_export, "explain": cmd_explain,
+                       "advise": cmd_advise}[args.command]
             return handler(args, store)
         finally:
             store.close()

@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,27 +19,10 @@ import pytest
 from abibench.errors import EXIT_INTERRUPTED
 from abibench.run.launcher import PARENT_ENV, run_sample
 from abibench.workspace import clean_stale, temp_root
+from tests.processes import alive, wait_until
 
 Program = Callable[[str], Path]
 DbRows = Callable[..., list[tuple[Any, ...]]]
-
-
-def alive(pid: int) -> bool:
-    """The process exists and is not a zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
-
-
-def wait_until(cond: Callable[[], bool], deadline_s: float) -> bool:
-    end = time.monotonic() + deadline_s
-    while not cond():
-        if time.monotonic() > end:
-            return cond()
-        time.sleep(0.02)
-    return True
 
 
 def children(pid: int) -> list[int]:

@@ -17,7 +17,7 @@ from abibench.store.exchange import import_doc, validate
 from abibench.store.open import open_store
 from abibench.store.schema import POSTGRESQL, SCHEMA_TEMPLATE, SQLITE, migrations, schema
 from abibench.store.sql import SqlStore
-from abibench.store.sqlite import _SCHEMA, SCHEMA_VERSION, Store
+from abibench.store.sqlite import _MIGRATIONS, _SCHEMA, SCHEMA_VERSION, Store
 
 OpenDb = Callable[..., SqlStore]
 
@@ -99,18 +99,23 @@ def _raw_execute(db_ref: str, statements: list[tuple[str, tuple[object, ...]]]) 
     db.close()
 
 
-def test_a_database_of_schema_5_is_migrated_and_its_rows_numbered(db_ref: str) -> None:
-    """Schema 5 is what the one-machine abibench before the shared store writes (samples with
-    their design, CPU, repeats and the machine around them): it migrates in place, every row
-    is numbered per run in the order it was written, and new rows continue the numbering."""
+def test_the_last_database_before_row_numbers_is_migrated_and_its_rows_numbered(
+        db_ref: str) -> None:
+    """Schema 7 is what the one-machine abibench before the shared store writes (samples with
+    their design, CPU, repeats, page faults, counter profiles and tree memory): it migrates in
+    place, every row is numbered per run in the order it was written, and new rows continue
+    the numbering."""
     dialect = POSTGRESQL if db_ref.startswith("postgresql://") else SQLITE
+    before = SCHEMA_VERSION - 1
     statements: list[tuple[str, tuple[object, ...]]] = [
-        (s, ()) for s in [*schema(dialect), *(q for step in migrations(dialect)[:4] for q in step)]]
-    statements.append(("INSERT INTO meta VALUES ('schema_version', '5')", ()))
+        (q, ()) for q in [*schema(dialect),
+                          *(q for step in migrations(dialect)[:before - 1] for q in step)]]
+    statements.append(("INSERT INTO meta VALUES ('schema_version', ?)", (str(before),)))
     columns = ("run_id, workload, target, round, position, warmup, status, exit_code, wall_s, "
                "user_s, sys_s, max_rss_kb, stdout_digest, check_value, metrics_json, error, "
                "started_at, env_pad, instructions, kind, discarded, design, cpu, repeat, "
-               "foreign_cpu_s, steal_s, covariate")
+               "foreign_cpu_s, steal_s, covariate, minflt, majflt, counters_json, "
+               "tree_peak_rss_kb, tree_memory")
     for run_id in ("a", "b"):
         statements.append(("INSERT INTO runs(id, started, finished, status, tool_version, "
                            "host_json, config_json) VALUES (?, 's', 'f', 'complete', '0', '{}', "
@@ -121,17 +126,18 @@ def test_a_database_of_schema_5_is_migrated_and_its_rows_numbered(db_ref: str) -
         run_id = "ab"[i % 2]
         statements.append((f"INSERT INTO samples({columns}) VALUES (?, 'w', ?, ?, 0, 0, 'ok', 0, "
                            "1.5, 1.0, 0.1, 2048, 'd', NULL, '{}', NULL, 's', 0, NULL, 'timed', "
-                           "NULL, 'simultaneous', ?, 3, 0.25, 0.0, 1e6)",
-                           (run_id, "i386" if i < 4 else "x86_64", i // 2, i % 2)))
+                           "NULL, 'simultaneous', ?, 3, 0.25, 0.0, 1e6, 120, 0, NULL, 4096, "
+                           "'cgroup-v2')", (run_id, "i386" if i < 4 else "x86_64", i // 2, i % 2)))
     _raw_execute(db_ref, statements)
 
     store = open_store(db_ref)
     assert store.check_version() == SCHEMA_VERSION
     for run_id in ("a", "b"):
         samples = store.samples(run_id)
-        assert [(s.round, s.design, s.cpu, s.repeat, s.foreign_cpu_s, s.covariate)
-                for s in samples] == [(r, "simultaneous", "ab".index(run_id), 3, 0.25, 1e6)
-                                      for r in range(3)]
+        assert [(s.round, s.design, s.cpu, s.repeat, s.foreign_cpu_s, s.covariate, s.minflt,
+                 s.tree_peak_rss_kb, s.tree_memory) for s in samples] == \
+            [(r, "simultaneous", "ab".index(run_id), 3, 0.25, 1e6, 120, 4096, "cgroup-v2")
+             for r in range(3)]
         assert [row[1] for row in store.rows("samples", run_id)] == [0, 1, 2]
         assert [row[1] for row in store.rows("warnings", run_id)] == [0]
     store.add_sample(_sample("a", round=9, design="covariate", covariate=2.5))
@@ -239,6 +245,42 @@ def test_imported_run_has_no_owner(open_db: OpenDb,
     assert store.load_run(res.run_id).run.status == "running"
 
 
+def test_version_5_database_gains_tree_memory(tmp_path: Path) -> None:
+    """A database as the version before tree memory wrote it: its samples have none, new ones
+    keep theirs, and both export and import again."""
+    path = tmp_path / "v5.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(_SCHEMA)
+    for step in _MIGRATIONS[:4]:
+        for statement in step:
+            db.execute(statement)
+    db.execute("INSERT INTO meta VALUES ('schema_version', '5')")
+    db.execute("INSERT INTO runs(id, started, finished, status, tool_version, host_json, "
+               "config_json) VALUES ('v5', 's', NULL, 'complete', '0', '{}', "
+               "'{\"workloads\": {\"w\": {\"primary\": \"wall\", \"metrics\": {}, "
+               "\"targets\": [\"i386\"]}}}')")
+    db.execute("INSERT INTO samples(run_id, workload, target, round, position, warmup, status, "
+               "exit_code, wall_s, user_s, sys_s, max_rss_kb, stdout_digest, metrics_json, "
+               "started_at, env_pad, design, repeat) VALUES ('v5','w','i386',1,0,0,'ok',0,1,1,"
+               "0,10,'d','{}','',0,'sequential',1)")
+    db.commit()
+    db.close()
+    store = Store(path)
+    store.add_sample(_sample("v5", round=2, tree_peak_rss_kb=512_000, tree_memory="cgroup-v1"))
+    old, new = store.samples("v5")
+    assert (old.tree_peak_rss_kb, old.tree_memory) == (None, None)
+    assert (new.tree_peak_rss_kb, new.tree_memory) == (512_000, "cgroup-v1")
+    assert new.value("tree_peak_rss") == 512_000.0 and old.value("tree_peak_rss") is None
+    exported = json.loads(json.dumps(store.load_run("v5").to_dict()))
+    again = RunDoc.from_dict(validate(exported, "x.json"))
+    assert [s.tree_peak_rss_kb for s in again.samples] == [None, 512_000]
+    # A document without the fields (an older export) still imports.
+    for sample in exported["samples"]:
+        del sample["tree_peak_rss_kb"], sample["tree_memory"]
+    assert all(s.tree_memory is None for s in
+               RunDoc.from_dict(validate(exported, "x.json")).samples)
+
+
 # --------------------------------------------------------------------------- discarded samples
 
 
@@ -260,6 +302,125 @@ def test_discarded_samples_are_kept_and_exported(open_db: OpenDb,
     assert [s.discarded for s in again.samples] == [s.discarded for s in doc.samples]
     store.add_sample(_sample(run_id, discarded="measured twice"))
     assert store.samples(run_id)[-1].discarded == "measured twice"
+
+
+# --------------------------------------------------------------------------- counted runs
+
+
+def test_counters_and_page_faults_are_stored_exported_and_imported(
+        tmp_path: Path, cachegrind_profile: Callable[..., Any],
+        make_doc: Callable[..., dict[str, Any]]) -> None:
+    store = Store(tmp_path / "r.sqlite")
+    run_id = import_doc(store, RunDoc.from_dict(make_doc(rounds=1)), "x.json").run_id
+    prof = cachegrind_profile("bignum", "i386", attempts=(12872461, 12872460))
+    store.add_sample(_sample(run_id, workload="alpha", round=5, minflt=123, majflt=0))
+    store.add_sample(_sample(run_id, workload="alpha", round=6, kind="counters",
+                             instructions=prof.totals[0], counters=prof))
+    *_, timed, counted = store.samples(run_id)
+    assert (timed.minflt, timed.majflt, timed.counters) == (123, 0, None)
+    assert counted.counters == prof
+    doc = store.load_run(run_id)
+    exported = json.loads(json.dumps(doc.to_dict()))
+    assert exported["samples"][-1]["counters"]["functions"][0][0] == "mul_add_words"
+    again = RunDoc.from_dict(validate(exported, "x.json"))
+    assert again.samples == doc.samples
+    # an exported counter profile is checked like every other field
+    exported["samples"][-1]["counters"]["totals"] = [1, 2]
+    with pytest.raises(UsageError, match=r"counters\.totals: expected one total per event"):
+        validate(exported, "x.json")
+    exported["samples"][-1]["counters"] = {"events": ["Ir"], "totals": [-1]}
+    with pytest.raises(UsageError, match=r"counters\.totals\[0\]: expected a number >= 0"):
+        validate(exported, "x.json")
+
+
+def _at_version(path: Path, version: int) -> None:
+    """A database exactly as the abibench of that schema version left it: the first schema and
+    the migration steps up to that version."""
+    db = sqlite3.connect(path)
+    db.executescript(_SCHEMA)
+    for step in _MIGRATIONS[:version - 1]:
+        for statement in step:
+            db.execute(statement)
+    db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(version),))
+    db.execute("INSERT INTO runs(id, started, finished, status, tool_version, config_json, "
+               "host_json) VALUES ('v5', 's', NULL, 'complete', '0', '{}', '{}')")
+    db.commit()
+    db.close()
+
+
+def _columns(store: Store) -> set[str]:
+    return {r["name"] for r in store.db.execute("PRAGMA table_info(samples)")}
+
+
+def test_version_5_database_gets_page_faults_and_counters(tmp_path: Path) -> None:
+    # Version 5 recorded how each sample was measured (design, CPU, repeats, the machine
+    # around it); version 6 adds page faults and counter profiles. A sample stored by version
+    # 5 keeps what it had and reads as having no page faults and no profile.
+    path = tmp_path / "v5.sqlite"
+    _at_version(path, 5)
+    db = sqlite3.connect(path)
+    db.execute("INSERT INTO samples(run_id, workload, target, round, position, warmup, status, "
+               "exit_code, wall_s, user_s, sys_s, max_rss_kb, stdout_digest, metrics_json, "
+               "started_at, env_pad, design, cpu, repeat, foreign_cpu_s, steal_s, covariate) "
+               "VALUES ('v5','w','i386',1,0,0,'ok',0,1,1,0,10,'d','{}','',0,'simultaneous',1,3,"
+               "0.25,0.01,1.5e9)")
+    db.commit()
+    db.close()
+    read = Store(path, readonly=True)  # read as it is, never migrated
+    old = read.samples("v5")[0]
+    assert (old.design, old.cpu, old.repeat, old.minflt, old.counters) == (
+        "simultaneous", 1, 3, None, None)
+    read.close()
+    store = Store(path)
+    version = store.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
+    assert int(version) == SCHEMA_VERSION >= 6
+    assert {"design", "covariate", "minflt", "majflt", "counters_json"} <= _columns(store)
+    (migrated,) = store.samples("v5")
+    assert migrated == old
+    store.add_sample(_sample("v5", round=2, design="covariate", covariate=2.0e9, minflt=7,
+                             majflt=1))
+    new = store.samples("v5")[-1]
+    assert (new.design, new.covariate, new.minflt, new.majflt) == ("covariate", 2.0e9, 7, 1)
+
+
+def test_a_fresh_database_has_every_column_of_every_step(tmp_path: Path) -> None:
+    fresh = Store(tmp_path / "new.sqlite")
+    stepwise = tmp_path / "steps.sqlite"
+    _at_version(stepwise, SCHEMA_VERSION)
+    assert _columns(fresh) == _columns(Store(stepwise))
+
+
+def test_exchange_carries_how_a_sample_was_measured_and_what_was_counted(
+        tmp_path: Path, cachegrind_profile: Callable[..., Any],
+        make_doc: Callable[..., dict[str, Any]]) -> None:
+    # Both sets of fields added to a sample since version 4 of the store (the sampling design
+    # and the machine around it; page faults and counter profiles) go out and come back.
+    store = Store(tmp_path / "r.sqlite")
+    run_id = import_doc(store, RunDoc.from_dict(make_doc(rounds=1)), "x.json").run_id
+    prof = cachegrind_profile("ptrchase", "x86_64")
+    store.add_sample(_sample(run_id, workload="alpha", round=5, design="simultaneous", cpu=1,
+                             repeat=4, foreign_cpu_s=0.5, steal_s=0.0, covariate=1e9,
+                             minflt=90, majflt=2))
+    store.add_sample(_sample(run_id, workload="alpha", round=6, kind="counters",
+                             instructions=prof.totals[0], counters=prof, minflt=400, majflt=0))
+    exported = json.loads(json.dumps(store.load_run(run_id).to_dict()))
+    timed, counted = exported["samples"][-2:]
+    assert (timed["design"], timed["repeat"], timed["minflt"]) == ("simultaneous", 4, 90)
+    assert counted["counters"]["simulation"] == "cache"
+    other = Store(tmp_path / "other.sqlite")
+    again = import_doc(other, RunDoc.from_dict(validate(exported, "x.json")), "x.json")
+    assert other.load_run(again.run_id).samples[-2:] == store.load_run(run_id).samples[-2:]
+    # A file written before either set existed has none of those keys, and is read as such.
+    for s in exported["samples"]:
+        for key in ("design", "cpu", "repeat", "foreign_cpu_s", "steal_s", "covariate",
+                    "minflt", "majflt", "counters"):
+            s.pop(key, None)
+    older = RunDoc.from_dict(validate(exported, "x.json"))
+    assert {(s.design, s.repeat, s.minflt, s.counters) for s in older.samples} == {
+        ("sequential", 1, None, None)}
+    exported["samples"][-1]["repeat"] = 0
+    with pytest.raises(UsageError, match=r"repeat"):
+        validate(exported, "x.json")
 
 
 # --------------------------------------------------------------------------- read-only opening
@@ -286,6 +447,7 @@ def test_older_schema_is_read_as_it_is_when_read_only(tmp_path: Path) -> None:
     assert (listing.status, listing.samples) == ("running", 1)  # no owner: stays as stored
     doc = store.load_run("old")
     assert (doc.samples[0].kind, doc.samples[0].discarded) == ("timed", None)
+    assert (doc.samples[0].minflt, doc.samples[0].counters) == (None, None)
     with pytest.raises(StoreError) as caught:
         store.add_sample(_sample("old"))
     assert caught.value.exit_code == EXIT_STORE_READONLY
@@ -353,3 +515,22 @@ def test_db_before_or_after_the_command(tmp_path: Path, make_doc: Callable[..., 
         code, out, err = main_in_process(*args)
         assert code == 0 and len(json.loads(out)) == 1, err
     assert not Path(there).exists()
+
+
+def test_every_sample_field_comes_back_as_stored(open_db: OpenDb,
+                                                 cachegrind_profile: Callable[..., Any]) -> None:
+    """What each backend gives back is the sample as written: how it was measured, its page
+    faults, the counter profile of a counted run, the tree memory."""
+    store = open_db()
+    store.create_run(_run("r1"), HostContext())
+    written = [
+        _sample("r1", round=1, design="simultaneous", cpu=1, repeat=4, foreign_cpu_s=0.5,
+                steal_s=0.01, covariate=1.5e6, minflt=321, majflt=2, tree_peak_rss_kb=9000,
+                tree_memory="cgroup-v2", instructions=2**40),
+        _sample("r1", round=2, kind="counters", instructions=123456789,
+                counters=cachegrind_profile("ptrchase", "i386")),
+    ]
+    for s in written:
+        store.add_sample(s)
+    assert store.samples("r1") == written
+    assert open_db(readonly=True).load_run("r1").samples == tuple(written)

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .. import stats
+from ..probe.memory import DESCRIPTIONS as TREE_MEMORY
 from ..records import (
     Artifact,
     Better,
@@ -30,6 +31,7 @@ class TargetRow:
     n: int = 0
     summary: stats.Summary | None = None  # of the primary metric, counted samples only
     rss_kb: float | None = None  # median peak RSS
+    tree_kb: float | None = None  # median peak of the whole process tree ([run] memory = "tree")
     size: int | None = None  # bytes of the main artifact
     text: int | None = None
     data: int | None = None
@@ -37,6 +39,9 @@ class TargetRow:
     stripped: int | None = None
     outliers: int = 0
     instructions: int | None = None  # from one run under valgrind, when --counters asked
+    # False when the counted runs never agreed (a program that reads the clock or seeds a hash
+    # from it): the count is then the last run's, not an exact figure
+    instructions_exact: bool = True
 
     @property
     def shown_state(self) -> str:
@@ -175,6 +180,7 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
         primary = meta.primary_metric
         counted = doc.counted(wid)
         counts = doc.instructions(wid)
+        profiles = doc.counter_profiles(wid)
         labels = list(meta.targets)
         rows: list[TargetRow] = []
         for label in labels:
@@ -185,14 +191,17 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
             mine = [s for s in counted if s.target == label]
             values = [v for s in mine if (v := s.value(meta.primary)) is not None]
             rss = [float(s.max_rss_kb) for s in mine]
+            tree = [float(s.tree_peak_rss_kb) for s in mine if s.tree_peak_rss_kb is not None]
             summary = stats.summarize(values) if values else None
             rows.append(TargetRow(
                 label=label, state=state, reason=reason, n=len(values), summary=summary,
                 rss_kb=stats.summarize(rss).median if rss else None,
+                tree_kb=stats.summarize(tree).median if tree else None,
                 size=sizes.get("file"), text=sizes.get("text"), data=sizes.get("data"),
                 bss=sizes.get("bss"), stripped=sizes.get("stripped"),
                 outliers=sum(stats.outliers(values)) if len(values) >= 5 else 0,
-                instructions=counts.get(label)))
+                instructions=counts.get(label),
+                instructions_exact=profiles[label].agreed if label in profiles else True))
         res = WorkloadResult(id=wid, title=meta.title or wid, primary=meta.primary,
                              unit=primary.unit, better=primary.better, rows=rows,
                              stop_reason=doc.outcomes[wid].text() if wid in doc.outcomes else "")
@@ -202,9 +211,16 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
         conditions = sampling_conditions(counted)
         if conditions:
             res.provenance.append(conditions)
+        trees = sorted({s.tree_memory for s in counted if s.tree_memory})
+        for kind in trees:
+            res.provenance.append(f"tree peak RSS: {TREE_MEMORY.get(kind, kind)}")
         res.warnings.extend(skew)
         res.validation, res.validation_detail = validate_outputs(doc.of_workload(wid), labels,
                                                                  meta.validates)
+        memory = [("max_rss", better_of("lower"), ("smaller", "larger"), True, res.memory)]
+        if trees:
+            memory.append(("tree_peak_rss", better_of("lower"), ("smaller", "larger"), True,
+                           res.memory))
         measured = [r.label for r in rows if r.n >= 2]
         if len(measured) >= 2:
             wanted = (references or {}).get(wid)
@@ -215,8 +231,7 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
                 # Memory is a reduction ("30% smaller" = 0.70x), time a speed-up.
                 for metric, better, words, reduction, bucket in (
                         (meta.primary, primary.better, ("faster", "slower"), False,
-                         res.comparisons),
-                        ("max_rss", better_of("lower"), ("smaller", "larger"), True, res.memory)):
+                         res.comparisons), *memory):
                     pair = doc.paired(wid, metric, other, ref)
                     try:
                         ratio = stats.ratio_of(pair.a, pair.b, paired=pair.paired,

@@ -21,6 +21,7 @@ from ..errors import AbiMismatchError, UsageError
 from ..hashing import sha256_file
 from ..obtain.sysroot import Sysroot, debian_arch, resolve_inside
 from ..paths import MICRO_DIR
+from ..probe.memory import tree_accounting
 from ..records import Artifact, Target
 from ..workloads.confine import confined
 from ..workloads.profile import Workload, substitute
@@ -35,6 +36,8 @@ class ServerRun:
 
     port: int = 0
     peak_rss_kb: int | None = None
+    tree_peak_kb: int | None = None  # [run] memory = "tree": the server's whole tree
+    tree_memory: str | None = None
 
 
 @dataclass
@@ -66,7 +69,8 @@ class Placement:
             return Placement(wl, target, art, work, str(work), inputs,
                              {k: str(v) for k, v in inputs.items()}, stack=stack)
         root = Sysroot(Path(art.sysroot), debian_arch(target.abi), (), art.cache_key)
-        runner = SysrootRunner(root)
+        # A browser gets PID and mount namespaces of its own (/proc, /dev/shm): run/browser.py.
+        runner = SysrootRunner(root, private=wl.browser is not None)
         work, inner = stack.enter_context(runner.scratch(f"{wl.base_id or wl.id}-{label}"))
         inner_inputs: dict[str, str] = {}
         for name, path in inputs.items():
@@ -108,7 +112,10 @@ class Placement:
                 "program": f"{bin_dir}/{self.art.files[0]}" if self.art.files else ""}
 
     def argv(self, argv: list[str]) -> list[str]:
-        if self.runner is None or self.wl.server is not None:
+        """The command as it runs: wrapped to run inside the sysroot. A server workload's
+        command is the host's client; a browser's is completed per sample and wrapped then
+        (run/browser.py)."""
+        if self.runner is None or self.wl.server is not None or self.wl.browser is not None:
             return argv
         return self.runner.wrap(argv)
 
@@ -216,10 +223,12 @@ class Placement:
             yield ServerRun()
             return
         run = ServerRun()
-        with MariaDBServer(self.datadir) as srv:
+        tree = tree_accounting() if self.wl.memory == "tree" else None
+        with MariaDBServer(self.datadir, tree=tree) as srv:
             run.port = srv.port
             yield run
             run.peak_rss_kb = srv.peak_rss_kb()
+            run.tree_peak_kb, run.tree_memory = srv.tree_peak()
 
     def warm_server(self, run: ServerRun, timeout_s: float) -> str | None:
         spec = self.wl.server

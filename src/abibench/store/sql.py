@@ -25,6 +25,7 @@ from ..records import (
     EXPORT_FORMAT,
     EXPORT_VERSION,
     Artifact,
+    CounterProfile,
     HostContext,
     Outcome,
     Run,
@@ -328,7 +329,9 @@ class SqlStore:
              s.position, int(s.warmup), s.status, s.exit_code, s.wall_s, s.user_s, s.sys_s,
              s.max_rss_kb, s.stdout_digest, s.check, json.dumps(s.metrics), s.error,
              s.started_at, s.env_pad, s.instructions, s.kind, s.discarded, s.design, s.cpu,
-             s.repeat, s.foreign_cpu_s, s.steal_s, s.covariate))
+             s.repeat, s.foreign_cpu_s, s.steal_s, s.covariate, s.minflt, s.majflt,
+             None if s.counters is None else json.dumps(s.counters.to_dict()),
+             s.tree_peak_rss_kb, s.tree_memory))
 
     @writer
     def discard_samples(self, run_id: str, workload: str, rounds: Iterable[int],
@@ -455,7 +458,10 @@ class SqlStore:
                    discarded=field_of(r, "discarded"), design=field_of(r, "design"),
                    cpu=field_of(r, "cpu"), repeat=field_of(r, "repeat"),
                    foreign_cpu_s=field_of(r, "foreign_cpu_s"), steal_s=field_of(r, "steal_s"),
-                   covariate=field_of(r, "covariate"))
+                   covariate=field_of(r, "covariate"), minflt=field_of(r, "minflt"),
+                   majflt=field_of(r, "majflt"), counters=_counters(field_of(r, "counters_json")),
+                   tree_peak_rss_kb=field_of(r, "tree_peak_rss_kb"),
+                   tree_memory=field_of(r, "tree_memory"))
             for r in rows
         ]
 
@@ -496,6 +502,10 @@ class SqlStore:
             "outcomes": outcomes,
             "samples": [s.to_dict() for s in self.samples(run_id)],
         }
+
+
+def _counters(text: str | None) -> CounterProfile | None:
+    return None if text is None else CounterProfile.from_dict(json.loads(text))
 
 
 def _owner_values(who: Owner | None) -> tuple[int | None, int | None, str | None, str | None]:

@@ -21,14 +21,16 @@ from typing import Any
 
 from ..errors import StoreError, UsageError
 from . import faults
-from .schema import SCHEMA_TEMPLATE, SCHEMA_VERSION, SQLITE
+from .schema import SCHEMA_TEMPLATE, SCHEMA_VERSION, SQLITE, migrations
 from .sql import Cursor, RunListing, SqlStore
 from .url import sqlite_file
 
-__all__ = ["SCHEMA_VERSION", "_SCHEMA", "RunListing", "Store"]
+__all__ = ["SCHEMA_VERSION", "_MIGRATIONS", "_SCHEMA", "RunListing", "Store"]
 
-# Version 1 of the schema as SQLite has it (tests build old databases from it).
+# Version 1 of the schema and the steps after it as SQLite has them (tests build old databases
+# from them).
 _SCHEMA = SQLITE.render(SCHEMA_TEMPLATE)
+_MIGRATIONS = migrations(SQLITE)
 
 
 class Store(SqlStore):
