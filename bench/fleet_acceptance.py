@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -175,6 +176,7 @@ def main() -> int:
             pg_cluster() as cluster, \
             sshd_hosts({"hostA": "127.0.0.2", "hostB": "127.0.0.3"}) as fleet:
         for name in fleet.hosts:
+            shutil.rmtree(Path(workdir, name, "data"), ignore_errors=True)  # no earlier results
             Path(workdir, name).mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "ABIBENCH_DATA": str(Path(tmp) / "data"), "CI": "true",
                **fleet.env(), "ABIBENCH_TEST_WORKDIR": workdir}

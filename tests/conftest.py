@@ -5,6 +5,7 @@ Test modules never import each other; everything they share is a fixture here.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import re
@@ -552,11 +553,15 @@ def ssh_fleet() -> Iterator[SshFleet]:
 def fleet_env(ssh_fleet: SshFleet, cli_env: dict[str, str]) -> dict[str, str]:
     """The environment tests/fleet/inventory.ini reads: each host's port, the test key, and the
     hosts' work directories. Those persist (abibench's own cache, like the Debian sysroots), so
-    the virtual environment setup.sh makes on each "host" is made once per machine, not per
+    the virtual environment setup.sh makes on each "host" is made once per checkout, not per
     session; ABIBENCH_TEST_FLEET_DIR puts them elsewhere."""
-    workdir = os.environ.get("ABIBENCH_TEST_FLEET_DIR") or str(cache_dir() / "test-fleet")
+    workdir = os.environ.get("ABIBENCH_TEST_FLEET_DIR") or str(
+        cache_dir() / "test-fleet" / hashlib.sha256(str(TESTS.parent).encode()).hexdigest()[:12])
     for name, host in ssh_fleet.hosts.items():
         host.start()  # a test that stopped one has it back
+        # What a host stored belongs to the test that stored it: each test starts with none.
+        # (The virtual environment setup.sh made there is kept: it is the costly part.)
+        shutil.rmtree(Path(workdir, name, "data"), ignore_errors=True)
         Path(workdir, name).mkdir(parents=True, exist_ok=True)
     return {**cli_env, **ssh_fleet.env(), "ABIBENCH_TEST_WORKDIR": workdir}
 
