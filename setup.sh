@@ -19,6 +19,7 @@ PKGS=(
   chromium fonts-dejavu-core
   npm     # node-octane and chromium-octane fetch Octane (benchmark-octane) with npm pack
   util-linux   # unshare: a browser sample's own PID and mount namespaces (chroot mode)
+  postgresql openssh-server openssh-client   # the shared results store and fleet hosts (tests)
 )
 
 # A package whose only use to us is one command is not needed when that command
@@ -94,9 +95,20 @@ system_setup() {
   if [ -n "$miss" ]; then
     # shellcheck disable=SC2086
     say "installing:" $miss
+    # postgresql and openssh-server would start system services (a cluster on 5432, sshd on
+    # 22) where an init system runs; abibench only ever starts its own, on loopback, in its
+    # tests. A policy-rc.d of our own (only when there is none) tells the packages not to.
+    local policy=/usr/sbin/policy-rc.d ours=0
+    if [ ! -e "$policy" ]; then
+      printf '#!/bin/sh\n# abibench setup.sh: no services started while it installs\nexit 101\n' \
+        | "${SUDO[@]}" tee "$policy" >/dev/null && "${SUDO[@]}" chmod 755 "$policy" && ours=1
+    fi
+    local ok=1
     # shellcheck disable=SC2086
-    if ! DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -q --no-install-recommends $miss \
-        >/tmp/abibench-apt-install.log 2>&1; then
+    DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -q --no-install-recommends $miss \
+        >/tmp/abibench-apt-install.log 2>&1 || ok=0
+    if [ "$ours" = 1 ]; then "${SUDO[@]}" rm -f "$policy"; fi
+    if [ "$ok" = 0 ]; then
       tail -5 /tmp/abibench-apt-install.log >&2
       die "could not install: $(echo $miss) (log: /tmp/abibench-apt-install.log); fix the apt sources and re-run bash setup.sh"
     fi
@@ -111,17 +123,20 @@ python_setup() {
     done
   fi
   [ -n "$py" ] || die "no Python 3.11 or newer found: apt-get install python3"
-  local stamp=.venv/.abibench-installed
-  if [ ! -x .venv/bin/python ]; then
-    say "creating .venv with $py"
-    "$py" -m venv .venv
+  # ABIBENCH_VENV: the environment's place (default .venv here); `abibench fleet` keeps one per
+  # host outside the unpacked sources, so a new version of them does not install everything again.
+  local venv=${ABIBENCH_VENV:-.venv}
+  local stamp=$venv/.abibench-installed
+  if [ ! -x "$venv/bin/python" ]; then
+    say "creating $venv with $py"
+    "$py" -m venv "$venv"
   fi
-  # Re-install only when the dependency declaration changed.
-  local want; want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+  # Re-install only when the dependency declaration or the sources' place changed.
+  local want; want="$(sha256sum pyproject.toml | cut -d' ' -f1) $here"
   if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-    say "installing abibench and its Python dependencies into .venv"
-    .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-    .venv/bin/python -m pip install -q -e '.[dev]'
+    say "installing abibench and its Python dependencies into $venv"
+    "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null
+    "$venv/bin/python" -m pip install -q -e '.[dev]'
     echo "$want" > "$stamp"
   fi
 }

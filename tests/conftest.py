@@ -5,9 +5,12 @@ Test modules never import each other; everything they share is a fixture here.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
+import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -20,6 +23,10 @@ import pytest
 from abibench.paths import cache_dir
 from abibench.records import HostContext, Run, RunConfig, RunDoc, Sample, WorkloadMeta
 from abibench.run.launcher import launcher
+from abibench.store.open import open_store
+from abibench.store.sql import SqlStore
+
+from .servers import PgCluster, SshFleet, pg_cluster, postgres_bindir, sshd_hosts
 
 TESTS = Path(__file__).parent
 
@@ -109,12 +116,33 @@ def debian_cache() -> Path:
     return Path(os.environ.get("ABIBENCH_TEST_DEBIAN_CACHE") or cache_dir())
 
 
+# Which results database the command-line tests write: `sqlite` (the default file in each
+# test's data directory) or `postgresql` (a new database on the session's throw-away cluster).
+# The store's own tests run on both backends every time; this runs every other test that
+# stores results on the other one too: ABIBENCH_TEST_DB_BACKEND=postgresql bash scripts/test.sh
+TEST_BACKEND_ENV = "ABIBENCH_TEST_DB_BACKEND"
+
+
 @pytest.fixture
-def cli_env(tmp_path: Path, shared_cache: Path) -> dict[str, str]:
+def cli_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The results database the `cli` fixture writes (see TEST_BACKEND_ENV)."""
+    backend = os.environ.get(TEST_BACKEND_ENV) or "sqlite"
+    if backend == "sqlite":
+        return str(tmp_path / "data" / "results.sqlite")
+    if backend != "postgresql":
+        pytest.fail(f"{TEST_BACKEND_ENV}={backend}: expected sqlite or postgresql")
+    cluster: PgCluster = request.getfixturevalue("pg_server")
+    return cluster.url(cluster.new_database())
+
+
+@pytest.fixture
+def cli_env(tmp_path: Path, shared_cache: Path, cli_db: str) -> dict[str, str]:
     env = dict(os.environ)
     env["ABIBENCH_DATA"] = str(tmp_path / "data")
     env["ABIBENCH_CACHE"] = str(shared_cache)
     env["CI"] = "true"
+    if cli_db.startswith("postgresql://"):
+        env["ABIBENCH_DB"] = cli_db
     return env
 
 
@@ -128,9 +156,48 @@ def cli(cli_env: dict[str, str]) -> Cli:
     return run
 
 
+def query_rows(db: str | Path, query: str, *params: object) -> list[tuple[Any, ...]]:
+    """Rows straight from a results database, a SQLite file or a PostgreSQL URL, around
+    abibench's store (`?` placeholders); [] while it has no such table (nothing stored yet)."""
+    if str(db).startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(str(db)) as pg:
+            try:
+                return list(pg.execute(query.replace("?", "%s"), params).fetchall())
+            except psycopg.errors.UndefinedTable:
+                return []
+    if not Path(db).exists():
+        return []  # never created: connecting would create it
+    con = sqlite3.connect(db)
+    try:
+        return list(con.execute(query, params).fetchall())
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return []
+        raise
+    finally:
+        con.close()
+
+
+DbRows = Callable[..., list[tuple[Any, ...]]]
+
+
+@pytest.fixture(scope="session")
+def db_rows() -> DbRows:
+    """db_rows(db, query, *params): query_rows on any results database."""
+    return query_rows
+
+
+@pytest.fixture
+def stored(cli_db: str) -> DbRows:
+    """stored(query, *params): rows of the database the `cli` fixture writes, either backend."""
+    return lambda query, *params: query_rows(cli_db, query, *params)
+
+
 @pytest.fixture
 def db_file(cli_env: dict[str, str]) -> Path:
-    """The results database the `cli` fixture writes."""
+    """The SQLite file the `cli` fixture writes by default (tests of SQLite itself)."""
     return Path(cli_env["ABIBENCH_DATA"]) / "results.sqlite"
 
 
@@ -401,6 +468,102 @@ def make_run() -> Callable[..., Run]:
         return Run(run_id, started, None, status, "0", RunConfig({}))
 
     return run
+
+
+# --------------------------------------------------------------------------- real servers
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgCluster]:
+    """One throw-away PostgreSQL cluster for the whole session (tests/servers.py): each test
+    that needs a database gets its own in it (`pg_url`)."""
+    if postgres_bindir() is None:
+        pytest.skip("PostgreSQL is not installed (bash setup.sh installs it)")
+    # fsync off: a test's data need not survive a power cut, and the suite is faster.
+    with pg_cluster({"fsync": "off", "synchronous_commit": "off",
+                     "full_page_writes": "off"}) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def pg_url(pg_server: PgCluster) -> str:
+    """The URL (password included: never print it) of a new empty database."""
+    return pg_server.url(pg_server.new_database())
+
+
+BACKENDS = ("sqlite", "postgresql")
+
+
+@pytest.fixture(params=BACKENDS)
+def db_ref(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A new results database of each backend: a SQLite file, a PostgreSQL URL. A test that
+    takes it runs once per backend."""
+    if request.param == "sqlite":
+        return str(tmp_path / "results.sqlite")
+    cluster: PgCluster = request.getfixturevalue("pg_server")
+    return cluster.url(cluster.new_database())
+
+
+OpenDb = Callable[..., SqlStore]
+
+
+@pytest.fixture
+def open_db(db_ref: str) -> Iterator[OpenDb]:
+    """open_db(readonly=False): the store at db_ref, closed when the test ends."""
+    opened: list[SqlStore] = []
+
+    def get(readonly: bool = False) -> SqlStore:
+        store = open_store(db_ref, readonly=readonly)
+        opened.append(store)
+        return store
+
+    yield get
+    for store in opened:
+        store.close()
+
+
+def setup_packages_missing() -> list[str]:
+    """The Debian packages setup.sh lists that this machine lacks."""
+    text = (TESTS.parent / "setup.sh").read_text()
+    found = re.search(r"^PKGS=\((.*?)^\)", text, re.S | re.M)
+    assert found, "setup.sh has no PKGS=( ... ) list"
+    names = [w for line in found.group(1).splitlines() for w in line.split("#")[0].split()]
+    return [n for n in names if "install ok installed" not in subprocess.run(
+        ["dpkg-query", "-W", "-f=${Status}", n], capture_output=True, text=True,
+        check=False).stdout]
+
+
+@pytest.fixture(scope="session")
+def ssh_fleet() -> Iterator[SshFleet]:
+    """Two fleet "hosts": sshd on 127.0.0.2 and 127.0.0.3, free ports, own host keys, only the
+    key generated for the tests accepted (tests/servers.py)."""
+    if os.geteuid() != 0 or not Path("/usr/sbin/sshd").exists():
+        pytest.skip("fleet hosts need root and openssh-server (bash setup.sh installs it)")
+    # The hosts are this machine, and each runs setup.sh: on a machine that lacks some of its
+    # packages, that is an apt-get install of them, as root, by a test. Not done here.
+    missing = setup_packages_missing()
+    if missing:
+        pytest.skip(f"the fleet's hosts are this machine and run setup.sh, which would install "
+                    f"{' '.join(missing)} here: run bash setup.sh first")
+    with sshd_hosts({"hostA": "127.0.0.2", "hostB": "127.0.0.3"}) as fleet:
+        yield fleet
+
+
+@pytest.fixture
+def fleet_env(ssh_fleet: SshFleet, cli_env: dict[str, str]) -> dict[str, str]:
+    """The environment tests/fleet/inventory.ini reads: each host's port, the test key, and the
+    hosts' work directories. Those persist (abibench's own cache, like the Debian sysroots), so
+    the virtual environment setup.sh makes on each "host" is made once per checkout, not per
+    session; ABIBENCH_TEST_FLEET_DIR puts them elsewhere."""
+    workdir = os.environ.get("ABIBENCH_TEST_FLEET_DIR") or str(
+        cache_dir() / "test-fleet" / hashlib.sha256(str(TESTS.parent).encode()).hexdigest()[:12])
+    for name, host in ssh_fleet.hosts.items():
+        host.start()  # a test that stopped one has it back
+        # What a host stored belongs to the test that stored it: each test starts with none.
+        # (The virtual environment setup.sh made there is kept: it is the costly part.)
+        shutil.rmtree(Path(workdir, name, "data"), ignore_errors=True)
+        Path(workdir, name).mkdir(parents=True, exist_ok=True)
+    return {**cli_env, **ssh_fleet.env(), "ABIBENCH_TEST_WORKDIR": workdir}
 
 
 # --------------------------------------------------------------------------- counted runs

@@ -1,6 +1,6 @@
 """The layering DESIGN.md and docs/architecture.md describe, enforced on the source tree.
 
-Data flows one way: probe -> obtain -> run -> analyse -> store -> report -> cli. A module may
+Data flows one way: probe -> obtain -> run -> analyse -> store -> report -> fleet -> cli. A module may
 import its own stage, earlier stages and the shared base (records, errors, paths, abi, elf,
 stats, workloads), never a later stage; and no two modules import each other, however
 indirectly. Every import counts: lazy ones inside functions and TYPE_CHECKING ones too.
@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("analyse", ("abibench.analyse",)),
     ("store", ("abibench.store",)),
     ("report", ("abibench.report",)),
+    ("fleet", ("abibench.fleet",)),
     ("cli", ("abibench.cli", "abibench.__main__")),
 )
 

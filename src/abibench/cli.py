@@ -10,7 +10,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -28,7 +28,7 @@ from .errors import (
     UsageError,
 )
 from .obtain.build import DEFAULT_CFLAGS
-from .paths import cache_dir, default_db
+from .paths import cache_dir, data_dir, default_db
 from .probe import host, noise
 from .probe.abis import probe_all
 from .probe.counters import counters_status
@@ -43,8 +43,10 @@ from .run.resume import request_of
 from .run.schedule import Plan
 from .run.signals import signals_as_interrupt
 from .run.suite import Request, measure_suite
-from .store.sources import is_file_ref, load_sources
-from .store.sqlite import Store
+from .store.open import DB_ENV, db_ref, open_store
+from .store.sources import is_file_ref, latest_fleet, load_sources
+from .store.sql import SqlStore
+from .store.url import is_url, sqlite_file
 from .text import one_line
 from .workloads.oneliner import parse_binary, parse_metric, profile_text
 from .workloads.profile import (
@@ -54,6 +56,12 @@ from .workloads.profile import (
     load_workloads,
     parse_duration,
 )
+
+if TYPE_CHECKING:
+    from .store.spool import SpoolingSink
+
+    # What a run writes to and reads back from: a store, or a shared one through its spool.
+    RunStore = SqlStore | SpoolingSink
 
 
 def _percent(text: str) -> float:
@@ -102,11 +110,18 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"abibench: error: {one_line(message)} (see `{self.prog} --help`)\n")
 
 
+def _db_option(p: argparse.ArgumentParser, default: object = argparse.SUPPRESS) -> None:
+    """--db, before the command (`abibench --db X runs`) or after it (`abibench runs --db X`).
+    A command's own has no default, so that it never hides one given before the command."""
+    p.add_argument("--db", default=default, metavar="PATH_OR_URL",
+                   help=f"results database: a SQLite file (default {default_db()}) or a shared "
+                   f"PostgreSQL server, postgresql://USER@HOST:PORT/DBNAME (or ${DB_ENV})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="abibench", description="Is the 32-bit or the 64-bit build faster here?")
     p.add_argument("--version", action="version", version=f"abibench {__version__}")
-    p.add_argument("--db", type=Path, default=None,
-                   help=f"results database (default {default_db()})")
+    _db_option(p, default=None)
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     pr = sub.add_parser("probe", help="what this host can build and run for each ABI")
@@ -123,6 +138,110 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("--json", action="store_true")
 
     r = sub.add_parser("run", help="build and measure workloads per ABI")
+    _plan_options(r)
+    _db_option(r)
+    r.add_argument("--report", type=Path, default=None, help="also write a Markdown report")
+    r.add_argument("--html", type=Path, default=None, help="write the HTML report here (default: "
+                   "reports/RUN.html beside the results database)")
+    r.add_argument("--no-html", action="store_true", help="do not write the HTML report")
+    r.add_argument("--json", action="store_true", help="print the run document as JSON")
+    r.add_argument("--resume", default=None, metavar="RUN",
+                   help="continue an interrupted or abandoned run with its own plan, measuring "
+                   "only what it lacks")
+    r.add_argument("--label", default=None, metavar="NAME",
+                   help="this host's name in comparisons (default: its hostname); abibench fleet "
+                   "gives each host its inventory name")
+    r.add_argument("--fleet", default=None, metavar="ID", help=argparse.SUPPRESS)
+    r.add_argument("--binary", action="append", default=[], metavar="ABI=PATH",
+                   help="compare prebuilt programs, one per ABI, instead of building: e.g. "
+                   "--binary i386=./prog32 --binary x86_64=./prog64 -- ARGS")
+    r.add_argument("--metric", action="append", default=[],
+                   metavar="NAME[:UNIT[:higher|lower]]=REGEX",
+                   help="with --binary: a metric the program prints (group 1 of REGEX); the "
+                   "first is the verdict's; default: wall time")
+    r.add_argument("--name", default=None, help="with --binary: the workload's id")
+    r.add_argument("--check-stdout", action="store_true",
+                   help="with --binary: the programs' standard output must be identical")
+    r.add_argument("--timeout", type=_duration, default=600.0,
+                   help="with --binary: a sample's time limit (default 600s)")
+
+    fl = sub.add_parser("fleet", help="the same run on every host of an Ansible inventory, "
+                        "then one comparison of them all")
+    fsub = fl.add_subparsers(dest="fleet_command", required=True, parser_class=_Parser)
+    fr = fsub.add_parser("run", help="run on every host of INVENTORY (Ansible's INI or YAML); "
+                         "results into --db, then the N-way comparison")
+    _fleet_run_options(fr)
+    fsub.add_parser("playbook", help="print where the playbook is (to run it with "
+                    "ansible-playbook yourself)")
+    fs = fsub.add_parser("sdist", help="build the sdist the playbook copies to every host")
+    fs.add_argument("outdir", type=Path, nargs="?", default=Path("dist"))
+
+    rs = sub.add_parser("runs", help="list stored runs")
+    rs.add_argument("--json", action="store_true")
+    _db_option(rs)
+
+    rp = sub.add_parser("report", help="show stored runs or result files; write HTML, Markdown, "
+                        "CSV or JSON")
+    rp.add_argument("run", nargs="*", default=["latest"], metavar="RUN_OR_FILE",
+                    help="run ids (default: latest) or exported .json files; two or more are "
+                    "merged into one comparison")
+    _report_options(rp)
+    _db_option(rp)
+
+    cp = sub.add_parser("compare", help="merge result sets from different machines, kernels or "
+                        "days into one N-way comparison")
+    cp.add_argument("sources", nargs="*", metavar="RUN_OR_FILE",
+                    help="two or more run ids or exported .json files (default: the runs of the "
+                    "last `abibench fleet run`)")
+    _report_options(cp)
+    _db_option(cp)
+
+    xp = sub.add_parser("explain", help="why one ABI wins: each comparison's time ratio as "
+                        "instructions x time per instruction, with the evidence (needs a run "
+                        "with --counters, or --counters=cache)")
+    xp.add_argument("run", nargs="?", default="latest", metavar="RUN_OR_FILE")
+    xp.add_argument("workload", nargs="?", default=None, metavar="WORKLOAD")
+    xp.add_argument("--json", action="store_true", help="the explanations as JSON")
+    _db_option(xp)
+
+    ad = sub.add_parser("advise", help="for a memory budget: instances that fit per ABI, and "
+                        "the throughput each gives")
+    ad.add_argument("run", nargs="?", default="latest", metavar="RUN_OR_FILE")
+    _deployment_options(ad, required=True)
+    ad.add_argument("--json", action="store_true", help="the advice as JSON")
+    _db_option(ad)
+
+    im = sub.add_parser("import", help="store others' exported results (validated, never run)")
+    im.add_argument("files", nargs="+", type=Path, metavar="FILE.json")
+    im.add_argument("--json", action="store_true")
+    _db_option(im)
+
+    ex = sub.add_parser("export", help="write a run as a versioned JSON document")
+    ex.add_argument("run", nargs="?", default="latest")
+    ex.add_argument("--json", action="store_true", help="JSON (the only format; accepted for "
+                    "clarity)")
+    ex.add_argument("-o", "--output", type=Path, default=None)
+    _db_option(ex)
+
+    pu = sub.add_parser("push", help="upload what runs kept in the local spool while the shared "
+                        "PostgreSQL database (--db postgresql://...) could not be reached")
+    pu.add_argument("--json", action="store_true")
+    _db_option(pu)
+
+    ins = sub.add_parser("inspect", help="ELF class, machine, interpreter, sizes and libraries "
+                         "of binaries, resolved for their own ABI")
+    ins.add_argument("binaries", nargs="+", type=Path, metavar="BINARY")
+    ins.add_argument("--sysroot", type=Path, default=None,
+                     help="resolve everything inside this root (an unpacked Debian system)")
+    ins.add_argument("--library-path", action="append", default=[], metavar="DIR[:DIR...]",
+                     help="searched where LD_LIBRARY_PATH is (the environment's one is used too, "
+                     "unless --sysroot)")
+    ins.add_argument("--json", action="store_true")
+    return p
+
+
+def _plan_options(r: argparse.ArgumentParser) -> None:
+    """What a run measures and how: the options `run` and `fleet run` share."""
     r.add_argument("workloads", nargs="*", metavar="WORKLOAD",
                    help="built-in workload ids or paths to .toml profiles (default: --suite)")
     r.add_argument("--workload", action="append", default=[], help="same as a positional id")
@@ -165,78 +284,23 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also count instructions under valgrind (runs per target until two "
                    "agree); --counters=cache adds simulated cache and branch events, for "
                    "`abibench explain`")
-    r.add_argument("--report", type=Path, default=None, help="also write a Markdown report")
-    r.add_argument("--html", type=Path, default=None, help="write the HTML report here (default: "
-                   "reports/RUN.html beside the results database)")
-    r.add_argument("--no-html", action="store_true", help="do not write the HTML report")
-    r.add_argument("--json", action="store_true", help="print the run document as JSON")
-    r.add_argument("--resume", default=None, metavar="RUN",
-                   help="continue an interrupted or abandoned run with its own plan, measuring "
-                   "only what it lacks")
     r.add_argument("--keep-going", action="store_true",
                    help="when one ABI's build fails, still measure the others")
-    r.add_argument("--binary", action="append", default=[], metavar="ABI=PATH",
-                   help="compare prebuilt programs, one per ABI, instead of building: e.g. "
-                   "--binary i386=./prog32 --binary x86_64=./prog64 -- ARGS")
-    r.add_argument("--metric", action="append", default=[],
-                   metavar="NAME[:UNIT[:higher|lower]]=REGEX",
-                   help="with --binary: a metric the program prints (group 1 of REGEX); the "
-                   "first is the verdict's; default: wall time")
-    r.add_argument("--name", default=None, help="with --binary: the workload's id")
-    r.add_argument("--check-stdout", action="store_true",
-                   help="with --binary: the programs' standard output must be identical")
-    r.add_argument("--timeout", type=_duration, default=600.0,
-                   help="with --binary: a sample's time limit (default 600s)")
 
-    rs = sub.add_parser("runs", help="list stored runs")
-    rs.add_argument("--json", action="store_true")
 
-    rp = sub.add_parser("report", help="show stored runs or result files; write HTML, Markdown, "
-                        "CSV or JSON")
-    rp.add_argument("run", nargs="*", default=["latest"], metavar="RUN_OR_FILE",
-                    help="run ids (default: latest) or exported .json files; two or more are "
-                    "merged into one comparison")
-    _report_options(rp)
-
-    cp = sub.add_parser("compare", help="merge result sets from different machines, kernels or "
-                        "days into one N-way comparison")
-    cp.add_argument("sources", nargs="+", metavar="RUN_OR_FILE",
-                    help="two or more run ids or exported .json files")
-    _report_options(cp)
-
-    xp = sub.add_parser("explain", help="why one ABI wins: each comparison's time ratio as "
-                        "instructions x time per instruction, with the evidence (needs a run "
-                        "with --counters, or --counters=cache)")
-    xp.add_argument("run", nargs="?", default="latest", metavar="RUN_OR_FILE")
-    xp.add_argument("workload", nargs="?", default=None, metavar="WORKLOAD")
-    xp.add_argument("--json", action="store_true", help="the explanations as JSON")
-
-    ad = sub.add_parser("advise", help="for a memory budget: instances that fit per ABI, and "
-                        "the throughput each gives")
-    ad.add_argument("run", nargs="?", default="latest", metavar="RUN_OR_FILE")
-    _deployment_options(ad, required=True)
-    ad.add_argument("--json", action="store_true", help="the advice as JSON")
-
-    im = sub.add_parser("import", help="store others' exported results (validated, never run)")
-    im.add_argument("files", nargs="+", type=Path, metavar="FILE.json")
-    im.add_argument("--json", action="store_true")
-
-    ex = sub.add_parser("export", help="write a run as a versioned JSON document")
-    ex.add_argument("run", nargs="?", default="latest")
-    ex.add_argument("--json", action="store_true", help="JSON (the only format; accepted for "
-                    "clarity)")
-    ex.add_argument("-o", "--output", type=Path, default=None)
-
-    ins = sub.add_parser("inspect", help="ELF class, machine, interpreter, sizes and libraries "
-                         "of binaries, resolved for their own ABI")
-    ins.add_argument("binaries", nargs="+", type=Path, metavar="BINARY")
-    ins.add_argument("--sysroot", type=Path, default=None,
-                     help="resolve everything inside this root (an unpacked Debian system)")
-    ins.add_argument("--library-path", action="append", default=[], metavar="DIR[:DIR...]",
-                     help="searched where LD_LIBRARY_PATH is (the environment's one is used too, "
-                     "unless --sysroot)")
-    ins.add_argument("--json", action="store_true")
-    return p
+def _fleet_run_options(fr: argparse.ArgumentParser) -> None:
+    fr.add_argument("inventory", type=Path, metavar="INVENTORY")
+    _plan_options(fr)
+    fr.add_argument("--serial", action="store_true",
+                    help="one host at a time (hosts that share hardware, e.g. VMs on one box); "
+                    "default: all at once")
+    fr.add_argument("--forks", type=_positive, default=None,
+                    help="hosts at once (default: all of them)")
+    fr.add_argument("--html", type=Path, default=None, help="write the comparison's HTML report "
+                    "here (default: reports/FLEET.html in the data directory)")
+    fr.add_argument("--baseline", default=None, metavar="SERIES",
+                    help="the series every other is compared with (as for compare)")
+    _db_option(fr)
 
 
 def _deployment_options(p: argparse.ArgumentParser, required: bool = False) -> None:
@@ -386,7 +450,7 @@ def _parse_sets(items: list[str]) -> dict[str, str]:
     return out
 
 
-def _binary_profile(args: argparse.Namespace, store: Store) -> Path:
+def _binary_profile(args: argparse.Namespace, store: RunStore) -> Path:
     """The profile a --binary command line stands for, written beside the results."""
     binaries = [parse_binary(b) for b in args.binary]
     for abi, _ in binaries:
@@ -401,7 +465,7 @@ def _binary_profile(args: argparse.Namespace, store: Store) -> Path:
     text = profile_text(name, [(a, str(Path(p).absolute())) for a, p in binaries],
                         args.program_args, metrics, args.check_stdout, f"{args.timeout:g}s")
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
-    path = store.path.parent / "profiles" / f"{name}-{digest}.toml"
+    path = store.local_dir / "profiles" / f"{name}-{digest}.toml"
     write_file(path, text)
     return path
 
@@ -427,10 +491,11 @@ DEFAULT_BUDGET_PER_WORKLOAD_S = 120.0
 PLAN_OPTIONS = ("workloads", "workload", "suite", "abi", "rounds", "min_rounds", "max_rounds",
                 "precision", "max_time", "budget", "design", "warmup", "cflags", "cc", "provenance",
                 "allow_version_skew", "set", "seed", "counters", "keep_going", "binary", "metric",
+                "label", "fleet",
                 "name", "check_stdout", "timeout", "program_args")
 
 
-def _resume_request(args: argparse.Namespace, store: Store) -> tuple[Request, RunDoc]:
+def _resume_request(args: argparse.Namespace, store: RunStore) -> tuple[Request, RunDoc]:
     defaults = build_parser().parse_args(["run"])
     defaults.program_args = []
     given = [o for o in PLAN_OPTIONS if getattr(args, o, None) != getattr(defaults, o, None)]
@@ -441,7 +506,7 @@ def _resume_request(args: argparse.Namespace, store: Store) -> tuple[Request, Ru
     return request_of(doc), doc
 
 
-def cmd_run(args: argparse.Namespace, store: Store) -> int:
+def cmd_run(args: argparse.Namespace, store: RunStore) -> int:
     check_plan_numbers(args.warmup, args.min_rounds, args.max_rounds)
     _check_outputs(args.report, args.html)
     if args.resume is not None:
@@ -469,11 +534,12 @@ def cmd_run(args: argparse.Namespace, store: Store) -> int:
                 budget_s=None if args.rounds is not None else budget, design=args.design)
     req = Request(workloads=workloads, abis=abis, plan=plan, cflags=tuple(args.cflags.split()),
                   cc=args.cc, provenance=args.provenance,
-                  allow_version_skew=args.allow_version_skew, keep_going=args.keep_going)
+                  allow_version_skew=args.allow_version_skew, keep_going=args.keep_going,
+                  label=args.label or None, fleet=args.fleet or None)
     return _measure(args, store, req, None)
 
 
-def _measure(args: argparse.Namespace, store: Store, req: Request, resume: RunDoc | None) -> int:
+def _measure(args: argparse.Namespace, store: RunStore, req: Request, resume: RunDoc | None) -> int:
     workloads, abis, plan = req.workloads, req.abis, req.plan
     err = sys.stderr
     show = err.isatty() and os.environ.get("CI") != "true"
@@ -527,7 +593,7 @@ def _measure(args: argparse.Namespace, store: Store, req: Request, resume: RunDo
         _write_run_html(args, store, doc, rep, sys.stderr if args.json else sys.stdout)
     if result.interrupted:
         _say(f"abibench: interrupted; {len(doc.samples)} samples of run {result.run_id} are "
-             f"stored in {store.path}; `abibench run --resume {result.run_id}` measures the "
+             f"stored in {store.label}; `abibench run --resume {result.run_id}` measures the "
              "rest", err)
         return EXIT_INTERRUPTED
     problems = list(result.failures)
@@ -557,9 +623,9 @@ def _print_terminal(rep: analysis.Report) -> None:
     sys.stdout.write(terminal.render(rep, color=sys.stdout.isatty(), width=con.width))
 
 
-def _write_run_html(args: argparse.Namespace, store: Store, doc: RunDoc,
+def _write_run_html(args: argparse.Namespace, store: RunStore, doc: RunDoc,
                     rep: analysis.Report, out: Any) -> None:
-    path = args.html or store.path.parent / "reports" / f"{doc.run.id}.html"
+    path = args.html or store.local_dir / "reports" / f"{doc.run.id}.html"
     try:
         write(rep, [Output("html", path)])
     except AbibenchError as exc:  # the results are stored; only the file is missing
@@ -570,7 +636,184 @@ def _write_run_html(args: argparse.Namespace, store: Store, doc: RunDoc,
          f"{doc.run.id} --markdown/--csv/--json)", out)
 
 
-def cmd_runs(args: argparse.Namespace, store: Store) -> int:
+def _with_run_store(args: argparse.Namespace, ref: str) -> int:
+    """`run` writes a SQLite file, or a shared server through its local spool (store/spool.py)."""
+    if not is_url(ref):
+        from .store.sqlite import Store
+
+        sqlite_store = Store(sqlite_file(ref))
+        try:
+            return cmd_run(args, sqlite_store)
+        finally:
+            sqlite_store.close()
+    from .store.spool import SpoolingSink
+
+    sink = SpoolingSink(ref, lambda msg: _say(f"abibench: warning: {msg}", sys.stderr))
+    try:
+        for pushed in sink.pushed:
+            _say(f"pushed run {pushed.run_id} from the spool to {sink.label} "
+                 f"({pushed.new_samples} of its {pushed.samples} samples were new there)",
+                 sys.stderr)
+        return cmd_run(args, sink)
+    finally:
+        sink.close()
+
+
+def cmd_push(args: argparse.Namespace, ref: str) -> int:
+    """Upload the local spool of a shared database (what runs could not store there)."""
+    from .store.postgres import PgStore
+    from .store.spool import push, spool_path
+    from .store.sqlite import Store
+    from .store.url import safe_url
+
+    if not is_url(ref):
+        raise UsageError("push uploads the local spool of a shared database: give it with "
+                         f"--db postgresql://USER@HOST:PORT/DBNAME (or ${DB_ENV})")
+    path = spool_path(ref)
+    if not path.exists():
+        if args.json:
+            _print_json([])
+        else:
+            _say(f"nothing to push: no spool for {safe_url(ref)} at {path}")
+        return EXIT_OK
+    spool = Store(path)
+    try:
+        remote = PgStore(ref)
+        try:
+            done = push(spool, remote)
+            waiting = [r.id for r in spool.runs()]
+        finally:
+            remote.close()
+    finally:
+        spool.close()
+    if args.json:
+        _print_json([p.to_dict() for p in done])
+        return EXIT_OK
+    for p in done:
+        _say(f"pushed run {p.run_id} to {safe_url(ref)}: {p.new_samples} new samples of "
+             f"{p.samples} ({p.samples - p.new_samples} were there already)")
+    if not done:
+        _say("nothing to push: the spool holds no finished run")
+    if waiting:
+        _say(f"still in the spool (their runs are still writing): {', '.join(waiting)}")
+    return EXIT_OK
+
+
+# Options of `fleet run` that are the fleet's own; every other one goes to `abibench run` on
+# each host, as typed.
+FLEET_FLAGS = {"--serial"}
+FLEET_VALUES = {"--forks", "--html", "--baseline", "--db"}  # --db: each host gets its own
+
+
+def _value_options(parser: argparse.ArgumentParser) -> set[str]:
+    return {o for a in parser._actions if a.option_strings and a.nargs != 0
+            for o in a.option_strings}
+
+
+def fleet_run_args(tokens: list[str]) -> list[str]:
+    """The `abibench run` options in a `fleet run` command line (after `fleet run`): the
+    inventory (the first positional) and the fleet's own options left out."""
+    takes_value = _value_options(_fleet_run_parser()) | FLEET_VALUES
+    out: list[str] = []
+    inventory_seen = False
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        name = tok.split("=", 1)[0]
+        if name in FLEET_FLAGS or name in FLEET_VALUES:
+            i += 1 if ("=" in tok or name in FLEET_FLAGS) else 2
+            continue
+        if tok.startswith("-") and tok != "-":
+            step = 2 if name in takes_value and "=" not in tok else 1
+            out += tokens[i:i + step]
+            i += step
+            continue
+        if not inventory_seen:
+            inventory_seen = True
+        else:
+            out.append(tok)
+        i += 1
+    return out
+
+
+def _fleet_run_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="abibench fleet run")
+    _fleet_run_options(parser)
+    return parser
+
+
+def cmd_fleet(args: argparse.Namespace, tokens: list[str]) -> int:
+    from .fleet.ansible import PLAYBOOK
+    from .fleet.package import build_sdist
+
+    if args.fleet_command == "playbook":
+        _say(str(PLAYBOOK))
+        return EXIT_OK
+    if args.fleet_command == "sdist":
+        built = build_sdist(args.outdir.absolute() / ".abibench-sdist")
+        args.outdir.mkdir(parents=True, exist_ok=True)
+        target = args.outdir / built.name
+        built.replace(target)
+        _say(f"sdist: {target}")
+        return EXIT_OK
+    return cmd_fleet_run(args, tokens)
+
+
+def cmd_fleet_run(args: argparse.Namespace, tokens: list[str]) -> int:
+    from .fleet.controller import run_fleet
+
+    check_plan_numbers(args.warmup, args.min_rounds, args.max_rounds)
+    _check_outputs(args.html)
+    # Checked here, before any host is touched: the hosts run this same abibench.
+    load_workloads([*args.workloads, *args.workload] or None, args.suite, _parse_sets(args.set))
+    if args.abi:
+        parse_abi_list(args.abi)
+    ref = db_ref(args.db)
+    err = sys.stderr
+    # After `fleet run` (a --db value may be a file named "fleet").
+    start = next(i for i in range(len(tokens) - 1) if tokens[i:i + 2] == ["fleet", "run"]) + 2
+    result = run_fleet(args.inventory, fleet_run_args(tokens[start:]), ref,
+                       lambda line: _say(line, err), serial=args.serial, forks=args.forks,
+                       selected=[*args.workloads, *args.workload])
+    sets = result.sets()
+    table = [("host", "status", "run", "samples", "stored / reason")]
+    for h in result.hosts:
+        why = h.stored if h.status == "ok" else f"at '{h.task or '?'}': {h.reason or '?'}"
+        table.append((h.name, h.status, h.run_id or "-", str(h.samples), why))
+    widths = [max(len(row[i]) for row in table) for i in range(4)]
+    _say(f"fleet {result.fleet_id}: {len(result.hosts) - len(result.failed)} of "
+         f"{len(result.hosts)} hosts done in {result.wall_s:.1f}s")
+    for row in table:  # host names and reasons come from the inventory and the hosts: _say
+        _say("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + "  "
+             + row[4][:400])
+    if result.kept is not None:
+        _say(f"run documents fetched from the hosts: {result.kept}")
+    if len(sets) >= 2:
+        rep = analysis.from_sets(sets, args.baseline, None)
+        _print_terminal(rep)
+        path = args.html or data_dir() / "reports" / f"{result.fleet_id}.html"
+        try:
+            write(rep, [Output("html", path)])
+            _say(f"report: {path} (again: abibench --db {_shown(ref)} compare "
+                 f"{' '.join(d.id for d in result.docs)})")
+        except AbibenchError as exc:
+            _say(f"abibench: warning: {exc}", err)
+    elif len(sets) == 1:
+        _print_terminal(analysis.from_run(sets[0].doc))
+    if result.failed:
+        _say(f"abibench: error: fleet {result.fleet_id}: "
+             f"{', '.join(f'{h.name} {h.status}' for h in result.failed)} (table above)", err)
+        return EXIT_WORKLOAD
+    return EXIT_OK
+
+
+def _shown(ref: str) -> str:
+    from .store.url import safe_url
+
+    return safe_url(ref) if is_url(ref) else ref
+
+
+def cmd_runs(args: argparse.Namespace, store: SqlStore) -> int:
     runs = store.runs()
     if args.json:
         _print_json([r.to_dict() for r in runs])
@@ -590,9 +833,11 @@ def _report_sources(args: argparse.Namespace) -> list[str]:
     return sources
 
 
-def cmd_report(args: argparse.Namespace, store: Store | None) -> int:
+def cmd_report(args: argparse.Namespace, store: SqlStore | None) -> int:
     """store: None when every source is an exported file and there is no database."""
     sources = _report_sources(args)
+    if args.command == "compare" and not sources and store is not None:
+        sources = latest_fleet(store)  # `compare` alone: every host of the last fleet run
     if args.command == "compare" and len(sources) < 2:
         raise UsageError("compare needs two or more result sets: pass run ids (`abibench runs`)"
                          " or exported .json files")
@@ -612,12 +857,12 @@ def cmd_report(args: argparse.Namespace, store: Store | None) -> int:
     return EXIT_OK
 
 
-def _one_report(args: argparse.Namespace, store: Store | None) -> analysis.Report:
+def _one_report(args: argparse.Namespace, store: SqlStore | None) -> analysis.Report:
     sets = load_sources([args.run], store)
     return analysis.from_sets(sets, deployment=_deployment(args))
 
 
-def cmd_explain(args: argparse.Namespace, store: Store | None) -> int:
+def cmd_explain(args: argparse.Namespace, store: SqlStore | None) -> int:
     from .report import terminal
     from .report.jsonout import explanation_json
 
@@ -633,7 +878,7 @@ def cmd_explain(args: argparse.Namespace, store: Store | None) -> int:
     return EXIT_OK
 
 
-def cmd_advise(args: argparse.Namespace, store: Store | None) -> int:
+def cmd_advise(args: argparse.Namespace, store: SqlStore | None) -> int:
     from .report import terminal
     from .report.jsonout import advice_json
 
@@ -645,7 +890,7 @@ def cmd_advise(args: argparse.Namespace, store: Store | None) -> int:
     return EXIT_OK
 
 
-def cmd_import(args: argparse.Namespace, store: Store) -> int:
+def cmd_import(args: argparse.Namespace, store: SqlStore) -> int:
     from .store.exchange import import_doc, load_file
 
     docs = [(path, load_file(path)) for path in args.files]  # every file checked before storing
@@ -664,7 +909,7 @@ def cmd_import(args: argparse.Namespace, store: Store) -> int:
     return EXIT_OK
 
 
-def cmd_export(args: argparse.Namespace, store: Store) -> int:
+def cmd_export(args: argparse.Namespace, store: SqlStore) -> int:
     doc = store.load_run(store.resolve_run(args.run)).to_dict()
     if args.output:
         write_file(args.output, json.dumps(doc, indent=1, default=str) + "\n")
@@ -742,19 +987,25 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_calibrate(args)
         if args.command == "list":
             return cmd_list(args)
-        db = args.db or default_db()
+        if args.command == "fleet":
+            return cmd_fleet(args, _join_negative_values(own))
+        ref = db_ref(args.db)
         readers = {"report": cmd_report, "compare": cmd_report, "explain": cmd_explain,
                    "advise": cmd_advise}
-        if args.command in readers and not db.exists() and \
-                all(is_file_ref(ref) for ref in _report_sources(args)):
-            return readers[args.command](args, None)  # exported files only: no database needed
+        sources = _report_sources(args) if args.command in readers else []
+        if sources and all(is_file_ref(r) for r in sources):
+            # Exported files only: no database is opened (a shared one may be out of reach).
+            return readers[args.command](args, None)
+        if args.command == "run":
+            return _with_run_store(args, ref)
+        if args.command == "push":
+            return cmd_push(args, ref)
         # The commands that only read open it read-only: they work on a read-only file,
-        # directory or mount, and never migrate or write it.
-        store = Store(db, readonly=args.command in _READ_COMMANDS)
+        # directory or mount (or a read-only role), and never migrate or write it.
+        store = open_store(ref, readonly=args.command in _READ_COMMANDS)
         try:
-            handler = {"run": cmd_run, "runs": cmd_runs, "report": cmd_report,
-                       "compare": cmd_report, "import": cmd_import,
-                       "export": cmd_export, "explain": cmd_explain,
+            handler = {"runs": cmd_runs, "report": cmd_report, "compare": cmd_report,
+                       "import": cmd_import, "export": cmd_export, "explain": cmd_explain,
                        "advise": cmd_advise}[args.command]
             return handler(args, store)
         finally:

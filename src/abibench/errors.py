@@ -17,6 +17,7 @@ EXIT_STORE_FULL = 6  # the results database's disk is full
 EXIT_STORE_READONLY = 7  # the results database cannot be written (read-only file, dir or mount)
 EXIT_STORE_CORRUPT = 8  # the results database fails SQLite's integrity check
 EXIT_STORE_LOCKED = 9  # another process holds the results database locked
+EXIT_STORE_UNREACHABLE = 10  # the shared (PostgreSQL) results database cannot be reached
 EXIT_INTERRUPTED = 130  # Ctrl-C, SIGTERM or SIGHUP; what was measured before it is in the store
 
 
@@ -55,3 +56,13 @@ class StoreError(AbibenchError):
     def __init__(self, message: str, exit_code: int) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+class StoreUnreachable(StoreError):
+    """The shared results database cannot be reached (no server, or the connection broke): a
+    run goes on into its local spool; a command that only reads or uploads ends (exit 10)."""
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message, EXIT_STORE_UNREACHABLE)
+        # What happened, without the advice: for a message that gives its own (the spool's).
+        self.reason = reason or message

@@ -4,7 +4,6 @@ names the file and the fix, exit 2, and nothing of it is stored."""
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
 MakeDoc = Callable[..., dict[str, Any]]
+DbRows = Callable[..., list[tuple[Any, ...]]]
 
 
 def _first_value(doc: dict[str, Any]) -> str:
@@ -53,18 +53,17 @@ CASES: dict[str, tuple[Callable[[dict[str, Any]], str], tuple[str, ...]]] = {
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_bad_run_document_is_refused_and_nothing_stored(cli: Cli, make_doc: MakeDoc,
-                                                          tmp_path: Path, db_file: Path,
-                                                          case: str) -> None:
+                                                          tmp_path: Path, db_ref: str,
+                                                          db_rows: DbRows, case: str) -> None:
     make, words = CASES[case]
     f = tmp_path / f"{case}.json"
     f.write_text(make(make_doc()))
-    r = cli("import", str(f))
+    r = cli("--db", db_ref, "import", str(f))
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert r.stderr.count("\n") == 1 and r.stderr.startswith(f"abibench: error: {f}: "), r.stderr
     for w in words:
         assert w in r.stderr, r.stderr
-    assert not db_file.exists() or sqlite3.connect(db_file).execute(
-        "SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+    assert db_rows(db_ref, "SELECT COUNT(*) FROM runs") in ([], [(0,)])
 
 
 def test_a_directory_is_refused(cli: Cli, tmp_path: Path) -> None:
@@ -76,10 +75,11 @@ def test_a_directory_is_refused(cli: Cli, tmp_path: Path) -> None:
 
 
 def test_importing_the_same_run_twice_stores_it_once(cli: Cli, make_doc: MakeDoc,
-                                                     tmp_path: Path, db_file: Path) -> None:
+                                                     tmp_path: Path, db_ref: str,
+                                                     db_rows: DbRows) -> None:
     f = tmp_path / "run.json"
     f.write_text(json.dumps(make_doc()))
-    assert cli("import", str(f)).returncode == 0
-    again = cli("import", str(f))
+    assert cli("--db", db_ref, "import", str(f)).returncode == 0
+    again = cli("--db", db_ref, "import", str(f))
     assert again.returncode == 0 and "already stored" in again.stdout, again.stdout
-    assert sqlite3.connect(db_file).execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 1
+    assert db_rows(db_ref, "SELECT COUNT(*) FROM runs") == [(1,)]

@@ -4,15 +4,16 @@ fails during a run is stored, said once on stderr, and the run marked."""
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
 ProfileWriter = Callable[..., Path]
+DbRows = Callable[..., list[tuple[Any, ...]]]
 
 
 def _error(r: subprocess.CompletedProcess[str], code: int, *words: str) -> str:
@@ -24,9 +25,8 @@ def _error(r: subprocess.CompletedProcess[str], code: int, *words: str) -> str:
     return r.stderr
 
 
-def _nothing_built(cli_env: dict[str, str], db_file: Path) -> None:
-    assert not db_file.exists() or sqlite3.connect(db_file).execute(
-        "SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+def _nothing_built(stored: DbRows) -> None:
+    assert stored("SELECT COUNT(*) FROM runs") in ([], [(0,)])
 
 
 @pytest.mark.parametrize(("args", "words"), [
@@ -49,29 +49,29 @@ def _nothing_built(cli_env: dict[str, str], db_file: Path) -> None:
         "precision-over-100", "precision-nan", "precision-not-a-percentage", "max-below-min",
         "abi-unknown", "abi-empty"])
 def test_bad_values_are_refused_before_any_build(cli: Cli, cli_env: dict[str, str],
-                                                 db_file: Path, args: tuple[str, ...],
+                                                 stored: DbRows, args: tuple[str, ...],
                                                  words: tuple[str, ...]) -> None:
     _error(cli("run", "ptrtree", *args), 2, *words)
-    _nothing_built(cli_env, db_file)
+    _nothing_built(stored)
 
 
 def test_a_compiler_that_does_not_compile_is_exit_3(cli: Cli, cli_env: dict[str, str],
-                                                     db_file: Path) -> None:
+                                                     stored: DbRows) -> None:
     err = _error(cli("run", "ptrtree", "--cc", "/bin/false"), 3, "/bin/false",
                  "cannot compile a test program")
     assert "CompletedProcess" not in err and "<" not in err  # no Python repr
     _error(cli("run", "ptrtree", "--cc", "no-such-cc"), 3, "'no-such-cc' not found")
-    _nothing_built(cli_env, db_file)
+    _nothing_built(stored)
 
 
 def test_a_missing_program_is_found_before_building(cli: Cli, write_profile: ProfileWriter,
-                                                    shared_cache: Path, db_file: Path,
+                                                    shared_cache: Path, stored: DbRows,
                                                     cli_env: dict[str, str]) -> None:
     prof = write_profile("noprog", '[run.x]\n', command='["no-such-program-abibench", "x"]')
     prof.write_text(prof.read_text().replace("[run.x]\n", ""))
     _error(cli("run", str(prof), "--abi", "i386,x86_64"), 3, "no-such-program-abibench",
            "not installed")
-    _nothing_built(cli_env, db_file)
+    _nothing_built(stored)
     setup = write_profile("nosetup")
     setup.write_text(setup.read_text().replace('timeout = "30s"',
                                                'timeout = "30s"\nsetup = ["no-such-setup"]'))
@@ -79,13 +79,13 @@ def test_a_missing_program_is_found_before_building(cli: Cli, write_profile: Pro
 
 
 @pytest.mark.parametrize("where", ["file/report.md", "dir"])
-def test_report_outputs_are_checked_before_the_run(cli: Cli, tmp_path: Path, db_file: Path,
+def test_report_outputs_are_checked_before_the_run(cli: Cli, tmp_path: Path, stored: DbRows,
                                                    cli_env: dict[str, str], where: str) -> None:
     (tmp_path / "file").write_text("a regular file, not a directory")
     (tmp_path / "dir").mkdir()
     _error(cli("run", "ptrtree", "--report", str(tmp_path / where)), 2, "report")
     _error(cli("run", "ptrtree", "--html", str(tmp_path / where)), 2)
-    _nothing_built(cli_env, db_file)
+    _nothing_built(stored)
 
 
 def test_run_report_into_a_missing_directory_is_created(cli: Cli, write_profile: ProfileWriter,
@@ -113,7 +113,7 @@ def test_export_into_a_missing_directory_is_created_or_refused(cli: Cli, tmp_pat
 
 def test_duplicate_workload_ids_are_refused_naming_both(cli: Cli, write_profile: ProfileWriter,
                                                         cli_env: dict[str, str],
-                                                        db_file: Path) -> None:
+                                                        stored: DbRows) -> None:
     a = write_profile("one", wid="same")
     b = write_profile("two", wid="same")
     _error(cli("run", str(a), str(b)), 2, "'same'", "one.toml", "two.toml")
@@ -121,7 +121,7 @@ def test_duplicate_workload_ids_are_refused_naming_both(cli: Cli, write_profile:
     # A copy of a built-in under its own id, run with the built-in, is refused too.
     copy = write_profile("ptrcopy", wid="ptrtree")
     _error(cli("run", "ptrtree", str(copy)), 2, "'ptrtree'", "ptrcopy.toml")
-    _nothing_built(cli_env, db_file)
+    _nothing_built(stored)
 
 
 def test_a_relative_profile_path_works_from_any_directory(cli_env: dict[str, str],
@@ -141,19 +141,19 @@ def test_a_relative_profile_path_works_from_any_directory(cli_env: dict[str, str
 
 
 def test_a_run_where_every_target_fails_is_failed_and_says_so(
-        cli: Cli, write_profile: ProfileWriter, db_file: Path) -> None:
+        cli: Cli, write_profile: ProfileWriter, stored: DbRows) -> None:
     prof = write_profile("allcrash", command='["{bin}/crash"]',
                          source='[source]\nfiles = ["crash.c"]\nartifacts = ["crash"]\n')
     r = cli("run", str(prof), "--abi", "i386,x86_64", "--rounds", "1", "--no-html")
     assert r.returncode == 1
     errors = [ln for ln in r.stderr.splitlines() if ln.startswith("abibench: error:")]
     assert len(errors) == 1 and "killed by SIGSEGV" in errors[0], r.stderr
-    (status,) = sqlite3.connect(db_file).execute("SELECT status FROM runs").fetchone()
+    ((status,),) = stored("SELECT status FROM runs")
     assert status == "failed"
 
 
 def test_one_abi_failing_to_build_measures_nothing_unless_keep_going(
-        cli: Cli, write_profile: ProfileWriter, db_file: Path, profile_dir: Path) -> None:
+        cli: Cli, write_profile: ProfileWriter, stored: DbRows, profile_dir: Path) -> None:
     # A recipe that cannot build for i386; the sweep's second value must not retry it.
     attempts = profile_dir / "attempts"
     prof = write_profile("halfbuild", '[params]\nk = "1"\n[sweep]\nk = ["1", "2"]\n',
@@ -165,14 +165,12 @@ def test_one_abi_failing_to_build_measures_nothing_unless_keep_going(
             "--no-html")
     assert r.returncode == 1
     assert "--keep-going measures the others" in " ".join(r.stdout.split())
-    db = sqlite3.connect(db_file)
-    assert db.execute("SELECT COUNT(*) FROM samples").fetchone()[0] == 0
+    assert stored("SELECT COUNT(*) FROM samples") == [(0,)]
     assert attempts.read_text().split().count("i386") == 1  # not once per sweep value
     kept = cli("run", str(prof), "--abi", "i386,x86_64", "--rounds", "1", "--warmup", "0",
                "--no-html", "--keep-going")
     assert kept.returncode == 1
-    assert db.execute("SELECT COUNT(*) FROM samples WHERE target='x86_64' AND status='ok'"
-                      ).fetchone()[0] == 2
+    assert stored("SELECT COUNT(*) FROM samples WHERE target='x86_64' AND status='ok'") == [(2,)]
 
 
 def test_no_validate_message_only_when_true(cli: Cli, write_profile: ProfileWriter) -> None:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,6 +22,7 @@ from abibench.workspace import clean_stale, temp_root
 from tests.processes import alive, wait_until
 
 Program = Callable[[str], Path]
+DbRows = Callable[..., list[tuple[Any, ...]]]
 
 
 def children(pid: int) -> list[int]:
@@ -161,7 +162,7 @@ def test_sigterm_of_abibench_interrupts_the_sample_and_removes_its_temp_dirs(
 
 
 def test_sigterm_of_abibench_run_ends_it_like_ctrl_c(fixtures: Path, cli_env: dict[str, str],
-                                                     db_file: Path, tmp_path: Path,
+                                                     stored: DbRows, tmp_path: Path,
                                                      reaper: list[int]) -> None:
     tmp = tmp_path / "tmp"
     tmp.mkdir()
@@ -185,5 +186,5 @@ def test_sigterm_of_abibench_run_ends_it_like_ctrl_c(fixtures: Path, cli_env: di
     assert proc.returncode == EXIT_INTERRUPTED, err
     assert not any(alive(p) for p in pids_in(pidfile))
     assert [p.name for p in tmp.rglob("*")] == [f"abibench-{os.getuid()}"]
-    (status,) = sqlite3.connect(db_file).execute("SELECT status FROM runs").fetchone()
+    ((status,),) = stored("SELECT status FROM runs")
     assert status == "interrupted"

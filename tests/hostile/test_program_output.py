@@ -4,14 +4,15 @@ report and its export stay readable, and nothing the program wrote is obeyed by 
 from __future__ import annotations
 
 import re
-import sqlite3
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
+DbRows = Callable[..., list[tuple[Any, ...]]]
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 HOSTILE = str(FIXTURES / "hostile.toml")
 
@@ -42,12 +43,12 @@ def test_stderr_title_and_unit_are_shown_not_obeyed(cli: Cli) -> None:
 
 
 def test_a_metric_that_is_not_finite_fails_and_every_report_still_works(
-        cli: Cli, db_file: Path, tmp_path: Path) -> None:
+        cli: Cli, stored: DbRows, tmp_path: Path) -> None:
     r = cli("run", HOSTILE, "--abi", "x86_64", "--rounds", "2", "--set", "mode=1e999",
             "--no-html")
     assert r.returncode == 1, r.stdout[-1500:] + r.stderr[-1500:]
     _clean(r)
-    rows = sqlite3.connect(db_file).execute("SELECT status, error FROM samples").fetchall()
+    rows = stored("SELECT status, error FROM samples")
     assert rows and all(status == "failed" for status, _ in rows)
     assert {error for _, error in rows} == {"metric 'value': '1e999' is not a finite number"}
     assert "metric 'value': '1e999' is not a finite number" in r.stdout

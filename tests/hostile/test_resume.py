@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,17 +20,28 @@ ROUNDS = 6
 SIZES = ("--set", "nodes=150000", "--set", "steps=1500000")
 
 
-def _counted(db: Path) -> dict[tuple[str, str], int]:
-    rows = sqlite3.connect(db).execute(
-        "SELECT workload, target, COUNT(*) FROM samples WHERE warmup=0 AND status='ok' AND "
-        "kind='timed' AND discarded IS NULL GROUP BY 1, 2").fetchall()
-    return {(w, t): n for w, t, n in rows}
+_COUNTED = ("SELECT workload, target, COUNT(*) FROM samples WHERE warmup=0 AND status='ok' AND "
+            "kind='timed' AND discarded IS NULL GROUP BY 1, 2")
 
 
-def _samples(db: Path) -> int:
+def _query(db: Path | str, query: str) -> list[tuple[Any, ...]]:
+    """Rows straight from the database, a SQLite file or a PostgreSQL URL."""
+    if str(db).startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(str(db)) as con:
+            return list(con.execute(query).fetchall())
+    return list(sqlite3.connect(db).execute(query).fetchall())
+
+
+def _counted(db: Path | str) -> dict[tuple[str, str], int]:
+    return {(str(w), str(t)): int(n) for w, t, n in _query(db, _COUNTED)}
+
+
+def _samples(db: Path | str) -> int:
     try:
-        return int(sqlite3.connect(db).execute("SELECT COUNT(*) FROM samples").fetchone()[0])
-    except sqlite3.Error:
+        return int(_query(db, "SELECT COUNT(*) FROM samples")[0][0])
+    except Exception:  # not created yet
         return 0
 
 
@@ -48,11 +60,18 @@ def _descendants_gone(pid: int) -> bool:
     return True
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP],
-                         ids=["SIGKILL", "SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize(("sig", "backend"), [
+    (signal.SIGKILL, "sqlite"), (signal.SIGTERM, "sqlite"), (signal.SIGHUP, "sqlite"),
+    (signal.SIGKILL, "postgresql"), (signal.SIGTERM, "postgresql")],
+    ids=["SIGKILL", "SIGTERM", "SIGHUP", "SIGKILL-postgresql", "SIGTERM-postgresql"])
 def test_killed_run_resumes_to_exactly_the_asked_rounds(cli: Cli, cli_env: dict[str, str],
-                                                        db_file: Path, sig: int,
-                                                        tmp_path: Path) -> None:
+                                                        db_file: Path, sig: int, backend: str,
+                                                        tmp_path: Path,
+                                                        request: pytest.FixtureRequest) -> None:
+    db: Path | str = db_file
+    if backend == "postgresql":  # the same through the shared store (and its local spool)
+        db = request.getfixturevalue("pg_url")
+    cli_env["ABIBENCH_DB"] = str(db)  # whatever ABIBENCH_TEST_DB_BACKEND chose for the others
     # A temp dir of this test's own: whatever the killed run left there must be gone after the
     # resume (which cleans what dead runs left).
     tmp = tmp_path / "tmp"
@@ -64,9 +83,9 @@ def test_killed_run_resumes_to_exactly_the_asked_rounds(cli: Cli, cli_env: dict[
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 240
     # Kill it when ptrtree is half done (by condition, never by a fixed sleep).
-    while _samples(db_file) < 2 + ROUNDS and time.monotonic() < deadline:
+    while _samples(db) < 2 + ROUNDS and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _samples(db_file) >= 2 + ROUNDS, "the run never got going"
+    assert _samples(db) >= 2 + ROUNDS, "the run never got going"
     os.kill(proc.pid, sig)
     try:
         _, err = proc.communicate(timeout=120)
@@ -83,15 +102,15 @@ def test_killed_run_resumes_to_exactly_the_asked_rounds(cli: Cli, cli_env: dict[
     assert state in runs.stdout, runs.stdout
     if sig != signal.SIGKILL:
         assert proc.returncode == 130 and "--resume" in err, err[-2000:]
-    before = _samples(db_file)
+    before = _samples(db)
     r = cli("run", "--resume", "latest", "--no-html")
     assert r.returncode == 0, r.stdout[-1500:] + r.stderr[-1500:]
-    assert _samples(db_file) > before
-    assert _counted(db_file) == {(w, t): ROUNDS for w in ("ptrtree", "nbody")
-                                 for t in ("i386", "x86_64")}
-    db = sqlite3.connect(db_file)
-    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    assert db.execute("SELECT status FROM runs").fetchone()[0] == "complete"
+    assert _samples(db) > before
+    assert _counted(db) == {(w, t): ROUNDS for w in ("ptrtree", "nbody")
+                            for t in ("i386", "x86_64")}
+    if backend == "sqlite":
+        assert _query(db, "PRAGMA integrity_check")[0][0] == "ok"
+    assert _query(db, "SELECT status FROM runs") == [("complete",)]
     left = [p for p in tmp.rglob("*")]
     assert all(p.is_dir() and not any(p.iterdir()) for p in left), left  # an empty root at most
     # Resuming a complete run is refused with one line.
@@ -100,7 +119,7 @@ def test_killed_run_resumes_to_exactly_the_asked_rounds(cli: Cli, cli_env: dict[
 
 
 def test_resume_takes_no_plan_options_and_refuses_a_changed_profile(
-        cli: Cli, cli_env: dict[str, str], db_file: Path, tmp_path: Path,
+        cli: Cli, cli_env: dict[str, str], cli_db: str, tmp_path: Path,
         fixtures: Path) -> None:
     r = cli("run", "--resume", "latest", "--rounds", "3")
     assert r.returncode == 2 and "--rounds" in r.stderr
@@ -112,7 +131,7 @@ def test_resume_takes_no_plan_options_and_refuses_a_changed_profile(
                              "millions=20"], env=cli_env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
-    while _samples(db_file) < 3 and time.monotonic() < deadline:
+    while _samples(cli_db) < 3 and time.monotonic() < deadline:
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)

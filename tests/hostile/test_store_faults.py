@@ -31,6 +31,8 @@ from abibench.errors import (
 from abibench.records import Artifact, HostContext, Outcome, Run, RunWarning, Sample, TargetStatus
 from abibench.run.schedule import Plan
 from abibench.run.suite import Request, measure_suite
+from abibench.store.open import open_store
+from abibench.store.sql import SqlStore
 from abibench.store.sqlite import Store
 from abibench.workloads.profile import load_workloads
 
@@ -60,7 +62,7 @@ def _integrity(db: Path) -> str:
     raise AssertionError(f"cannot open {db} at all")
 
 
-def _listing(main: Main, db: Path) -> dict[str, dict[str, Any]]:
+def _listing(main: Main, db: Path | str) -> dict[str, dict[str, Any]]:
     code, out, err = main("--db", str(db), "runs", "--json")
     assert code == 0 and err == "", err
     return {r["id"]: r for r in json.loads(out)}
@@ -158,7 +160,7 @@ class _FillingStore:
     """The run's sink: a real store whose disk fills up at the n-th sample; with `stays_full`,
     every write after that fails too (marking the run failed included)."""
 
-    def __init__(self, store: Store, full_at: int, stays_full: bool) -> None:
+    def __init__(self, store: SqlStore, full_at: int, stays_full: bool) -> None:
         self.store = store
         self.full_at = full_at
         self.stays_full = stays_full
@@ -168,7 +170,7 @@ class _FillingStore:
 
     def _write(self) -> None:
         if self.error is not None and self.stays_full:
-            raise StoreError(f"results database {self.store.path}: the disk is full",
+            raise StoreError(f"results database {self.store.label}: the disk is full",
                              EXIT_STORE_FULL)
 
     def create_run(self, run: Run, host: HostContext) -> None:
@@ -198,7 +200,7 @@ class _FillingStore:
     def add_sample(self, s: Sample) -> None:
         self._write()
         if self.samples + 1 == self.full_at:
-            self.error = StoreError(f"results database {self.store.path}: the disk is full "
+            self.error = StoreError(f"results database {self.store.label}: the disk is full "
                                     "(first)", EXIT_STORE_FULL)
             raise self.error
         self.store.add_sample(s)
@@ -216,8 +218,8 @@ class _FillingStore:
 
 @pytest.mark.parametrize("stays_full", [False, True], ids=["frees-up", "stays-full"])
 def test_store_fault_mid_run_marks_it_failed_and_is_the_error_reported(
-        stays_full: bool, tmp_path: Path, shared_cache: Path) -> None:
-    store = Store(tmp_path / "results.sqlite")
+        stays_full: bool, open_db: Callable[..., SqlStore], shared_cache: Path) -> None:
+    store = open_db()
     sink = _FillingStore(store, full_at=4, stays_full=stays_full)
     req = Request(workloads=load_workloads([str(FIXTURES / "spin.toml")], None,
                                            {"millions": "1"}),
@@ -378,11 +380,9 @@ def test_database_locked_by_another_process(mode: str, tmp_path: Path, main: Mai
 
 _OWNER = """
 import sys
-from pathlib import Path
 from abibench.records import HostContext, Run, RunConfig
-from abibench.store.sqlite import Store
-from abibench.workloads.profile import load_workloads
-store = Store(Path(sys.argv[1]))
+from abibench.store.open import open_store
+store = open_store(sys.argv[1])
 store.create_run(Run(sys.argv[2], sys.argv[3], None, "running", "0", RunConfig({})),
                  HostContext())
 print("created", flush=True)
@@ -390,7 +390,7 @@ sys.stdin.read()
 """
 
 
-def _owner(db: Path, run_id: str, started: str) -> subprocess.Popen[str]:
+def _owner(db: Path | str, run_id: str, started: str) -> subprocess.Popen[str]:
     """Another process that creates a run and then waits, as `abibench run` between samples."""
     proc = subprocess.Popen([sys.executable, "-c", _OWNER, str(db), run_id, started], text=True,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
@@ -410,10 +410,10 @@ def _state(pid: int) -> str:
     return stat[stat.rfind(")") + 2]
 
 
-def test_run_whose_owner_was_killed_reads_abandoned(tmp_path: Path, main: Main,
+def test_run_whose_owner_was_killed_reads_abandoned(db_ref: str, main: Main,
                                                     error_line: ErrorLine) -> None:
-    db = tmp_path / "results.sqlite"
-    Store(db).close()
+    db = db_ref
+    open_store(db).close()
     killed = _owner(db, "killed", "2026-01-01T00:00:01")
     alive = _owner(db, "alive", "2026-01-01T00:00:02")
     try:
@@ -423,14 +423,14 @@ def test_run_whose_owner_was_killed_reads_abandoned(tmp_path: Path, main: Main,
         assert {k: r["status"] for k, r in _listing(main, db).items()} == \
             {"killed": "abandoned", "alive": "running"}
         killed.wait(timeout=60)
-        store = Store(db, readonly=True)
+        store = open_store(db, readonly=True)
         assert store.load_run("killed").run.status == "abandoned"
         assert store.load_run("alive").run.status == "running"
         store.close()
         code, out, err = main("--db", str(db), "export", "killed")
         assert code == 0 and json.loads(out)["run"]["status"] == "abandoned", err
 
-        store = Store(db)
+        store = open_store(db)
         with pytest.raises(UsageError) as refused:
             store.claim_run("alive")
         assert refused.value.exit_code == EXIT_USAGE
@@ -449,4 +449,5 @@ def test_run_whose_owner_was_killed_reads_abandoned(tmp_path: Path, main: Main,
                 proc.wait(timeout=60)
     # The live owner ended without finishing its run: that one is abandoned too now.
     assert _listing(main, db)["alive"]["status"] == "abandoned"
-    assert _integrity(db) == "ok"
+    if not db.startswith("postgresql://"):
+        assert _integrity(Path(db)) == "ok"

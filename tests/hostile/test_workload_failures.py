@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
+DbRows = Callable[..., list[tuple[Any, ...]]]
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
@@ -22,9 +23,9 @@ def _one_line(stderr: str) -> str:
     return lines[0]
 
 
-def _samples(db_file: Path) -> list[tuple[str, str, str]]:
-    db = sqlite3.connect(db_file)
-    return db.execute("SELECT workload, target, status FROM samples ORDER BY id").fetchall()
+def _samples(stored: DbRows) -> list[tuple[str, str, str]]:
+    return [(w, t, s) for w, t, s in stored("SELECT workload, target, status FROM samples "
+                                            "ORDER BY id")]
 
 
 def test_malformed_profile(cli: Cli) -> None:
@@ -34,24 +35,24 @@ def test_malformed_profile(cli: Cli) -> None:
     assert "malformed.toml:" in line and 'better = "higher" or "lower"' in line
 
 
-def test_crashing_workload_is_stored_and_others_go_on(cli: Cli, db_file: Path) -> None:
+def test_crashing_workload_is_stored_and_others_go_on(cli: Cli, stored: DbRows) -> None:
     r = cli("run", str(FIXTURES / "crash.toml"), str(FIXTURES / "hog.toml"), "--abi",
             "i386,x86_64", "--rounds", "2")
     assert r.returncode == 1, r.stderr
     assert "failed" in r.stdout and "killed by SIGSEGV" in r.stdout
-    rows = _samples(db_file)
+    rows = _samples(stored)
     assert ("crash", "i386", "failed") in rows and ("crash", "x86_64", "failed") in rows
     # The next workload still ran in full.
     assert sum(1 for w, _, s in rows if w == "hog" and s == "ok") == 6
 
 
-def test_hanging_workload_times_out(cli: Cli, db_file: Path, tmp_path: Path) -> None:
+def test_hanging_workload_times_out(cli: Cli, stored: DbRows, tmp_path: Path) -> None:
     pidfile = tmp_path / "pids"
     r = cli("run", str(FIXTURES / "hang.toml"), "--abi", "x86_64", "--rounds", "2",
             "--set", f"pidfile={pidfile}")
     assert r.returncode == 4, r.stdout + r.stderr
     assert "timed out after 1s" in r.stdout
-    assert _samples(db_file) == [("hang", "x86_64", "timeout")]
+    assert _samples(stored) == [("hang", "x86_64", "timeout")]
     for pid in (int(x) for x in pidfile.read_text().split()):
         assert not Path(f"/proc/{pid}/cmdline").exists() or \
             Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] == "Z"
@@ -65,30 +66,23 @@ def test_miscompare_is_reported_not_averaged(cli: Cli) -> None:
     assert "INVALID (outputs differ)" in r.stdout
 
 
-def test_ctrl_c_keeps_what_was_measured(cli_env: dict[str, str], db_file: Path) -> None:
+def test_ctrl_c_keeps_what_was_measured(cli_env: dict[str, str], stored: DbRows) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "abibench", "run", str(FIXTURES / "spin.toml"), "--abi",
          "i386,x86_64", "--rounds", "30", "--set", "millions=30"],
         env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    db = db_file
     deadline = time.monotonic() + 120
     # Wait (by condition, not by a fixed sleep) until samples exist, then interrupt mid-run.
     while time.monotonic() < deadline:
-        if db.exists():
-            try:
-                n = sqlite3.connect(db).execute("SELECT COUNT(*) FROM samples").fetchone()[0]
-            except sqlite3.OperationalError:
-                n = 0
-            if n >= 3:
-                break
+        if stored("SELECT COUNT(*) FROM samples") not in ([], [(0,)], [(1,)], [(2,)]):
+            break
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
     assert "interrupted" in _one_line(stderr)
-    con = sqlite3.connect(db)
-    assert con.execute("SELECT status FROM runs").fetchone()[0] == "interrupted"
-    ok = con.execute("SELECT COUNT(*) FROM samples WHERE status='ok'").fetchone()[0]
+    assert stored("SELECT status FROM runs") == [("interrupted",)]
+    ((ok,),) = stored("SELECT COUNT(*) FROM samples WHERE status='ok'")
     assert ok >= 3
     # No spin process is left running.
     leftovers = subprocess.run(["pgrep", "-f", "bin/spin 30"], capture_output=True, text=True)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sqlite3
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,6 +25,7 @@ from abibench.workspace import (
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 Cli = Callable[..., subprocess.CompletedProcess[str]]
+DbRows = Callable[..., list[tuple[Any, ...]]]
 
 
 def dead_pid() -> int:
@@ -120,7 +121,7 @@ def test_a_live_sysroot_scratch_dir_is_never_swept(tmp_path: Path) -> None:
 
 
 def test_abibench_run_cleans_what_a_killed_run_left_and_records_strays(
-        cli: Cli, cli_env: dict[str, str], db_file: Path, shared_cache: Path,
+        cli: Cli, cli_env: dict[str, str], stored: DbRows, shared_cache: Path,
         tmp_path: Path) -> None:
     me = current()
     dead = dataclasses.replace(me, pid=dead_pid(), start=1)
@@ -137,8 +138,7 @@ def test_abibench_run_cleans_what_a_killed_run_left_and_records_strays(
     # Its own temporary directories are gone too.
     assert sorted(p.name for p in temp_root(base).iterdir()) == [live.name]
     # Every sample (warm-up and one round) left its grandchild: not a failure, but recorded.
-    db = sqlite3.connect(db_file)
-    statuses = [s for (s,) in db.execute("SELECT status FROM samples")]
+    statuses = [s for (s,) in stored("SELECT status FROM samples")]
     assert statuses == ["ok", "ok"]
-    (message,) = [m for (m,) in db.execute("SELECT message FROM warnings WHERE target='x86_64'")]
+    (message,) = [m for (m,) in stored("SELECT message FROM warnings WHERE target='x86_64'")]
     assert message.startswith("x86_64: its samples left 2 processes running")

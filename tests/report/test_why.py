@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +13,7 @@ from abibench.analyse.advise import Deployment
 from abibench.records import RunDoc
 from abibench.report import render
 from abibench.store.exchange import import_doc
-from abibench.store.sqlite import Store
+from abibench.store.sql import SqlStore
 
 Main = Callable[..., tuple[int, str, str]]
 
@@ -62,10 +61,11 @@ def test_every_format_shows_the_why_and_the_advice(memory_doc: RunDoc) -> None:
     assert "## Advice" not in render(plain, "markdown")
 
 
-def test_explain_and_advise_commands(memory_doc: RunDoc, tmp_path: Path,
+def test_explain_and_advise_commands(memory_doc: RunDoc, db_ref: str,
+                                     open_db: Callable[..., SqlStore],
                                      main_in_process: Main) -> None:
-    db = tmp_path / "r.sqlite"
-    store = Store(db)
+    db = db_ref  # on both backends: the counted samples' profiles come back from either
+    store = open_db()
     run_id = import_doc(store, memory_doc, "x.json").run_id
     store.close()
     code, out, err = main_in_process("--db", str(db), "explain", run_id)

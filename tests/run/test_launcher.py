@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -119,3 +120,29 @@ def test_the_result_line_has_the_escaped_count(sample_launcher: Path, tmp_path: 
     result = tmp_path / "result"
     subprocess.run([str(sample_launcher), str(result), "5000", "/bin/true"], check=True)
     assert parse_result_line(result.read_text())["escaped"] == "0"
+
+
+def test_a_kill_while_the_guard_starts_leaves_nothing_waiting(
+        launch: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGTERM comes as KeyboardInterrupt (run/signals.py), and a polite kill tends to land
+    right after a sample was stored, while the next one starts: if it lands inside the guard
+    thread's start, that thread must still be cancelled, or abibench waits out the sample's
+    whole timeout at exit."""
+    started: list[threading.Timer] = []
+    real_start = threading.Timer.start
+
+    def start_then_interrupted(timer: threading.Timer) -> None:
+        real_start(timer)
+        started.append(timer)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(threading.Timer, "start", start_then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_sample(["/bin/true"], cwd=tmp_path, env=dict(os.environ), timeout_s=600,
+                   launch=launch)
+    (guard,) = started
+    try:
+        guard.join(timeout=10)  # cancelled: it ends at once (else it would wait 660 s)
+        assert not guard.is_alive() and guard.daemon
+    finally:
+        guard.cancel()  # a failure here must not keep pytest waiting for it at exit

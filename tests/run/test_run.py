@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
+DbRows = Callable[..., list[tuple[Any, ...]]]
 
 
 SMALL = ["--set", "nodes=200000", "--set", "steps=20000", "--set", "elements=200000",
@@ -16,7 +17,7 @@ SMALL = ["--set", "nodes=200000", "--set", "steps=20000", "--set", "elements=200
 
 
 def test_default_workloads_run_and_compare(cli: Cli, cli_env: dict[str, str],
-                                           db_file: Path) -> None:
+                                           stored: DbRows) -> None:
     r = cli("run", "ptrtree", "nbody", "stream", "--rounds", "5", *SMALL)
     assert r.returncode == 0, r.stdout + r.stderr
     out = r.stdout
@@ -26,10 +27,9 @@ def test_default_workloads_run_and_compare(cli: Cli, cli_env: dict[str, str],
     assert "MISCOMPARE" not in out
     assert out.count("output check: identical on i386, x86_64") == 3
 
-    db = sqlite3.connect(db_file)
-    (run_id,) = db.execute("SELECT id FROM runs").fetchone()
-    rows = db.execute("SELECT workload, target, round, position, warmup, status, max_rss_kb "
-                      "FROM samples ORDER BY id").fetchall()
+    ((run_id,),) = stored("SELECT id FROM runs")
+    rows = stored("SELECT workload, target, round, position, warmup, status, max_rss_kb "
+                  "FROM samples ORDER BY id")
     # 3 workloads x 2 runnable ABIs x (1 warm-up + 5 rounds)
     assert len(rows) == 36
     assert all(r[5] == "ok" for r in rows)
@@ -54,9 +54,8 @@ def test_default_workloads_run_and_compare(cli: Cli, cli_env: dict[str, str],
     assert i386["sizes"]["ptrtree"]["text"] > 0
 
 
-def test_second_run_rebuilds_nothing(cli: Cli, cli_env: dict[str, str], db_file: Path,
-                                     tmp_path: object) -> None:
-    env = dict(cli_env, ABIBENCH_CACHE=str(db_file.parent / "cold-cache"))
+def test_second_run_rebuilds_nothing(cli: Cli, cli_env: dict[str, str], tmp_path: Path) -> None:
+    env = dict(cli_env, ABIBENCH_CACHE=str(tmp_path / "cold-cache"))
     first = cli("run", "nbody", "--rounds", "1", "--min-rounds", "1", "--set", "steps=1000",
                 env=env)
     assert first.returncode == 0, first.stderr

@@ -10,11 +10,16 @@ from typing import Any
 
 import pytest
 
-from abibench.errors import EXIT_STORE_READONLY, StoreError, UsageError
+from abibench.errors import EXIT_STORE_READONLY, EXIT_USAGE, StoreError, UsageError
 from abibench.records import HostContext, Run, RunConfig, RunDoc, Sample
 from abibench.store import owner
 from abibench.store.exchange import import_doc, validate
+from abibench.store.open import open_store
+from abibench.store.schema import POSTGRESQL, SCHEMA_TEMPLATE, SQLITE, migrations, schema
+from abibench.store.sql import SqlStore
 from abibench.store.sqlite import _MIGRATIONS, _SCHEMA, SCHEMA_VERSION, Store
+
+OpenDb = Callable[..., SqlStore]
 
 
 def _sample(run_id: str, **kw: object) -> Sample:
@@ -30,13 +35,13 @@ def _run(run_id: str, started: str = "2026-01-01T00:00:00") -> Run:
     return Run(run_id, started, None, "running", "0", RunConfig({}))
 
 
-def test_every_sample_is_visible_to_another_connection_at_once(tmp_path: Path) -> None:
-    store = Store(tmp_path / "r.sqlite")
+def test_every_sample_is_visible_to_another_connection_at_once(open_db: OpenDb) -> None:
+    store = open_db()
     store.create_run(_run("r1"), HostContext(cpu_model="x"))
     store.add_sample(_sample("r1"))
     # A second reader (as after a crash of the writer) sees the sample without any close/commit.
-    other = sqlite3.connect(tmp_path / "r.sqlite")
-    assert other.execute("SELECT COUNT(*) FROM samples").fetchone()[0] == 1
+    other = open_db(readonly=True)
+    assert other.runs()[0].samples == 1
     doc = store.load_run("r1")
     assert doc.to_dict()["format"] == "abibench-run" and doc.run.status == "running"
     assert doc.samples[0].metrics == {"rate": 3.0}
@@ -60,15 +65,97 @@ def test_version_1_database_is_migrated(tmp_path: Path) -> None:
     assert int(version) == SCHEMA_VERSION
 
 
-def test_newer_database_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "new.sqlite"
-    Store(path).db.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
-    with pytest.raises(UsageError, match="newer abibench"):
-        Store(path)
+def test_version_1_postgresql_database_is_migrated(pg_url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(pg_url, autocommit=True) as db:
+        for statement in _SCHEMA_PG:
+            db.execute(statement)
+        db.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+        db.execute("INSERT INTO runs VALUES ('old', 's', NULL, 'complete', '0', '{}', '{}')")
+    store = open_store(pg_url)
+    store.add_sample(_sample("old"))
+    assert store.samples("old")[0].kind == "timed"
+    assert store.check_version() == SCHEMA_VERSION
+    store.close()
 
 
-def test_run_references(tmp_path: Path) -> None:
-    store = Store(tmp_path / "r.sqlite")
+_SCHEMA_PG = [s.strip() for s in POSTGRESQL.render(SCHEMA_TEMPLATE).split(";") if s.strip()]
+
+
+def _raw_execute(db_ref: str, statements: list[tuple[str, tuple[object, ...]]]) -> None:
+    """Statements (with `?`) straight into the database, around abibench's store."""
+    if db_ref.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(db_ref, autocommit=True) as pg:
+            for query, params in statements:
+                pg.execute(query.replace("?", "%s"), params)
+        return
+    db = sqlite3.connect(db_ref)
+    for query, params in statements:
+        db.execute(query, params)
+    db.commit()
+    db.close()
+
+
+def test_the_last_database_before_row_numbers_is_migrated_and_its_rows_numbered(
+        db_ref: str) -> None:
+    """Schema 7 is what the one-machine abibench before the shared store writes (samples with
+    their design, CPU, repeats, page faults, counter profiles and tree memory): it migrates in
+    place, every row is numbered per run in the order it was written, and new rows continue
+    the numbering."""
+    dialect = POSTGRESQL if db_ref.startswith("postgresql://") else SQLITE
+    before = SCHEMA_VERSION - 1
+    statements: list[tuple[str, tuple[object, ...]]] = [
+        (q, ()) for q in [*schema(dialect),
+                          *(q for step in migrations(dialect)[:before - 1] for q in step)]]
+    statements.append(("INSERT INTO meta VALUES ('schema_version', ?)", (str(before),)))
+    columns = ("run_id, workload, target, round, position, warmup, status, exit_code, wall_s, "
+               "user_s, sys_s, max_rss_kb, stdout_digest, check_value, metrics_json, error, "
+               "started_at, env_pad, instructions, kind, discarded, design, cpu, repeat, "
+               "foreign_cpu_s, steal_s, covariate, minflt, majflt, counters_json, "
+               "tree_peak_rss_kb, tree_memory")
+    for run_id in ("a", "b"):
+        statements.append(("INSERT INTO runs(id, started, finished, status, tool_version, "
+                           "host_json, config_json) VALUES (?, 's', 'f', 'complete', '0', '{}', "
+                           "'{}')", (run_id,)))
+        statements.append(("INSERT INTO warnings(run_id, workload, target, message) VALUES "
+                           "(?, NULL, NULL, 'm')", (run_id,)))
+    for i in range(6):  # the two runs' samples interleaved, as two writers would store them
+        run_id = "ab"[i % 2]
+        statements.append((f"INSERT INTO samples({columns}) VALUES (?, 'w', ?, ?, 0, 0, 'ok', 0, "
+                           "1.5, 1.0, 0.1, 2048, 'd', NULL, '{}', NULL, 's', 0, NULL, 'timed', "
+                           "NULL, 'simultaneous', ?, 3, 0.25, 0.0, 1e6, 120, 0, NULL, 4096, "
+                           "'cgroup-v2')", (run_id, "i386" if i < 4 else "x86_64", i // 2, i % 2)))
+    _raw_execute(db_ref, statements)
+
+    store = open_store(db_ref)
+    assert store.check_version() == SCHEMA_VERSION
+    for run_id in ("a", "b"):
+        samples = store.samples(run_id)
+        assert [(s.round, s.design, s.cpu, s.repeat, s.foreign_cpu_s, s.covariate, s.minflt,
+                 s.tree_peak_rss_kb, s.tree_memory) for s in samples] == \
+            [(r, "simultaneous", "ab".index(run_id), 3, 0.25, 1e6, 120, 4096, "cgroup-v2")
+             for r in range(3)]
+        assert [row[1] for row in store.rows("samples", run_id)] == [0, 1, 2]
+        assert [row[1] for row in store.rows("warnings", run_id)] == [0]
+    store.add_sample(_sample("a", round=9, design="covariate", covariate=2.5))
+    assert [row[1] for row in store.rows("samples", "a")] == [0, 1, 2, 3]
+    assert store.samples("a")[-1].covariate == 2.5
+    store.close()
+
+
+def test_newer_database_is_refused(open_db: OpenDb, db_ref: str) -> None:
+    open_db().execute("UPDATE meta SET value='99' WHERE key='schema_version'")
+    for readonly in (False, True):
+        with pytest.raises(UsageError, match=r"newer abibench \(schema 99; this one knows") as e:
+            open_store(db_ref, readonly=readonly)
+        assert e.value.exit_code == EXIT_USAGE
+
+
+def test_run_references(open_db: OpenDb) -> None:
+    store = open_db()
     with pytest.raises(UsageError, match="no runs"):
         store.resolve_run(None)
     store.create_run(_run("20260101-a", "1"), HostContext())
@@ -82,15 +169,15 @@ def test_run_references(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- owners
 
 
-def _set(store: Store, run_id: str, **values: object) -> None:
+def _set(store: SqlStore, run_id: str, **values: object) -> None:
     for column, value in values.items():
-        store.db.execute(f"UPDATE runs SET {column}=? WHERE id=?", (value, run_id))
+        store.execute(f"UPDATE runs SET {column}=? WHERE id=?", (value, run_id))
 
 
-def test_a_run_records_its_owner_and_reads_running_while_it_lives(tmp_path: Path) -> None:
-    store = Store(tmp_path / "r.sqlite")
+def test_a_run_records_its_owner_and_reads_running_while_it_lives(open_db: OpenDb) -> None:
+    store = open_db()
     store.create_run(_run("r1"), HostContext())
-    row = store.db.execute("SELECT * FROM runs").fetchone()
+    row = store.execute("SELECT * FROM runs").fetchone()
     assert row["owner_pid"] == os.getpid() and row["owner_host"] == socket.gethostname()
     assert row["owner_start"] == owner.start_time(os.getpid())
     assert row["owner_boot"] == owner.boot_id()
@@ -105,30 +192,30 @@ def test_a_run_records_its_owner_and_reads_running_while_it_lives(tmp_path: Path
     ({"owner_host": "elsewhere", "owner_boot": "another boot"}, "running"),  # cannot be judged
     ({"owner_pid": None}, "running"),  # no owner recorded (an older abibench)
 ])
-def test_owner_judged_when_read(tmp_path: Path, change: dict[str, object], status: str) -> None:
-    store = Store(tmp_path / "r.sqlite")
+def test_owner_judged_when_read(open_db: OpenDb, change: dict[str, object], status: str) -> None:
+    store = open_db()
     store.create_run(_run("r1"), HostContext())
     _set(store, "r1", **change)
     assert store.runs()[0].status == status
     assert store.load_run("r1").run.status == status
-    assert store.db.execute("SELECT status FROM runs").fetchone()[0] == "running"  # never written
+    assert store.execute("SELECT status FROM runs").fetchone()["status"] == "running"  # as stored
 
 
-def test_only_running_runs_can_be_abandoned(tmp_path: Path) -> None:
-    store = Store(tmp_path / "r.sqlite")
+def test_only_running_runs_can_be_abandoned(open_db: OpenDb) -> None:
+    store = open_db()
     store.create_run(_run("r1"), HostContext())
     store.finish_run("r1", "2026-01-01T00:01:00", "interrupted")
     _set(store, "r1", owner_start=-1)
     assert store.runs()[0].status == "interrupted"
 
 
-def test_claim_run(tmp_path: Path) -> None:
-    store = Store(tmp_path / "r.sqlite")
+def test_claim_run(open_db: OpenDb) -> None:
+    store = open_db()
     store.create_run(_run("dead"), HostContext())
     _set(store, "dead", owner_pid=2**22 + 7)
     store.finish_run("dead", "2026-01-01T00:01:00", "running")  # as a killed writer left it
     store.claim_run("dead")
-    row = store.db.execute("SELECT * FROM runs WHERE id='dead'").fetchone()
+    row = store.execute("SELECT * FROM runs WHERE id='dead'").fetchone()
     assert (row["status"], row["owner_pid"], row["finished"]) == ("running", os.getpid(), None)
     with pytest.raises(UsageError, match=r"run dead is still running \(pid \d+ on "):
         store.claim_run("dead")  # now this live process owns it
@@ -148,12 +235,13 @@ def test_claim_run(tmp_path: Path) -> None:
         store.claim_run("nope")
 
 
-def test_imported_run_has_no_owner(tmp_path: Path, make_doc: Callable[..., dict[str, Any]]) -> None:
+def test_imported_run_has_no_owner(open_db: OpenDb,
+                                   make_doc: Callable[..., dict[str, Any]]) -> None:
     doc = make_doc()
     doc["run"]["status"] = "running"  # exported while it ran elsewhere
-    store = Store(tmp_path / "r.sqlite")
+    store = open_db()
     res = import_doc(store, RunDoc.from_dict(doc), "x.json")
-    assert store.db.execute("SELECT owner_pid FROM runs").fetchone()[0] is None
+    assert store.execute("SELECT owner_pid FROM runs").fetchone()["owner_pid"] is None
     assert store.load_run(res.run_id).run.status == "running"
 
 
@@ -196,9 +284,9 @@ def test_version_5_database_gains_tree_memory(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- discarded samples
 
 
-def test_discarded_samples_are_kept_and_exported(tmp_path: Path,
+def test_discarded_samples_are_kept_and_exported(open_db: OpenDb,
                                                  make_doc: Callable[..., dict[str, Any]]) -> None:
-    store = Store(tmp_path / "r.sqlite")
+    store = open_db()
     run_id = import_doc(store, RunDoc.from_dict(make_doc(rounds=3)), "x.json").run_id
     assert store.discard_samples(run_id, "alpha", [2, 3, 9], "round cut short") == 4
     assert store.discard_samples(run_id, "alpha", [3], "again") == 0  # the first reason stays
@@ -384,27 +472,65 @@ def test_no_sqlite_error_leaves_the_store(tmp_path: Path) -> None:
     (tmp_path / "dir.sqlite").mkdir()
     with pytest.raises(StoreError, match=r"dir\.sqlite"):
         Store(tmp_path / "dir.sqlite")
-    store = Store(tmp_path / "r.sqlite")
+
+
+def test_no_engine_error_leaves_the_store(open_db: OpenDb) -> None:
+    store = open_db()
     store.create_run(_run("r1"), HostContext())
-    with pytest.raises(StoreError, match="UNIQUE constraint failed"):
+    with pytest.raises(StoreError, match=r"UNIQUE constraint failed|duplicate key value"):
         store.create_run(_run("r1"), HostContext())
     with pytest.raises(StoreError), store.transaction():
         store.create_run(_run("r2"), HostContext())
         store.create_run(_run("r2"), HostContext())
     assert store.run_ids() == ["r1"]  # the transaction was undone as a whole
     store.close()
-    with pytest.raises(StoreError, match="closed database"):
+    with pytest.raises(StoreError, match=r"closed database|connection is closed"):
         store.runs()
 
 
 @pytest.mark.parametrize(("value", "ok"), [("0.25", True), ("", True), ("soon", False),
                                             ("-1", False)])
-def test_busy_timeout_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_busy_timeout_from_the_environment(db_ref: str, monkeypatch: pytest.MonkeyPatch,
                                            value: str, ok: bool) -> None:
     monkeypatch.setenv("ABIBENCH_DB_TIMEOUT", value)
     if ok:
-        assert Store(tmp_path / "r.sqlite").timeout == (0.25 if value else 30.0)
+        store = open_store(db_ref)
+        assert store.timeout == (0.25 if value else 30.0)
+        store.close()
     else:
         with pytest.raises(StoreError, match="ABIBENCH_DB_TIMEOUT") as caught:
-            Store(tmp_path / "r.sqlite")
+            open_store(db_ref)
         assert caught.value.exit_code == 2
+
+
+def test_db_before_or_after_the_command(tmp_path: Path, make_doc: Callable[..., Any],
+                                        main_in_process: Callable[..., tuple[int, str, str]]
+                                        ) -> None:
+    doc = tmp_path / "doc.json"
+    doc.write_text(json.dumps(make_doc()))
+    here, there = str(tmp_path / "here.sqlite"), str(tmp_path / "there.sqlite")
+    assert main_in_process("import", str(doc), "--db", here)[0] == 0
+    for args in (("--db", here, "runs", "--json"), ("runs", "--json", "--db", here),
+                 ("--db", there, "runs", "--json", "--db", here)):  # the command's own wins
+        code, out, err = main_in_process(*args)
+        assert code == 0 and len(json.loads(out)) == 1, err
+    assert not Path(there).exists()
+
+
+def test_every_sample_field_comes_back_as_stored(open_db: OpenDb,
+                                                 cachegrind_profile: Callable[..., Any]) -> None:
+    """What each backend gives back is the sample as written: how it was measured, its page
+    faults, the counter profile of a counted run, the tree memory."""
+    store = open_db()
+    store.create_run(_run("r1"), HostContext())
+    written = [
+        _sample("r1", round=1, design="simultaneous", cpu=1, repeat=4, foreign_cpu_s=0.5,
+                steal_s=0.01, covariate=1.5e6, minflt=321, majflt=2, tree_peak_rss_kb=9000,
+                tree_memory="cgroup-v2", instructions=2**40),
+        _sample("r1", round=2, kind="counters", instructions=123456789,
+                counters=cachegrind_profile("ptrchase", "i386")),
+    ]
+    for s in written:
+        store.add_sample(s)
+    assert store.samples("r1") == written
+    assert open_db(readonly=True).load_run("r1").samples == tuple(written)

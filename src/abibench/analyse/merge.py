@@ -50,11 +50,15 @@ class Merged:
 
 
 def default_tags(sets: list[ResultSet]) -> list[str]:
-    """host + kernel bitness; sets that would share a tag get their date, then their run id."""
+    """host + kernel bitness; sets that would share a tag get their date, then their run id.
+
+    The host is the name a run was given (`run --label`, a fleet's inventory name), else its
+    hostname: hosts of a fleet may well share a hostname."""
     tags = []
     for rs in sets:
         bits = rs.doc.host.kernel_bits
-        name = str(rs.doc.host.hostname or "host")
+        label = rs.doc.host.extra.get("label")
+        name = label if isinstance(label, str) and label else str(rs.doc.host.hostname or "host")
         tags.append(f"{name} k{bits}" if bits else name)
     for extra in ("date", "id"):
         seen: dict[str, int] = {}

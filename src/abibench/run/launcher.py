@@ -275,9 +275,13 @@ class _Launched:
         if job.stopper is not None:
             job.stopper.attach(self.proc)
         # The launcher enforces the timeout; this guard only catches a launcher gone wrong.
+        # Its cancel is registered before it starts, and it is a daemon: a SIGTERM that lands
+        # while the thread starts (right after a sample was stored, when a polite kill tends
+        # to come) would otherwise leave it waiting out the timeout, and abibench with it.
         self.guard = threading.Timer(job.timeout_s * job.how.repeat + 60, _guard, (self.proc,))
-        self.guard.start()
+        self.guard.daemon = True
         stack.callback(self.guard.cancel)
+        self.guard.start()
         stack.callback(self._stop)
 
     def _stop(self) -> None:

@@ -38,7 +38,12 @@ def request_of(doc: RunDoc) -> Request:
                    abis=[get_abi(a) for a in cfg.abis], plan=plan, cflags=cfg.cflags,
                    cc=cfg.cc, provenance=cfg.provenance or "source",
                    allow_version_skew=bool(cfg.extra.get("allow_version_skew")),
-                   keep_going=bool(cfg.extra.get("keep_going")))
+                   keep_going=bool(cfg.extra.get("keep_going")),
+                   label=_text(doc.host.extra.get("label")), fleet=_text(cfg.extra.get("fleet")))
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _workload(doc: RunDoc, wid: str) -> Workload:

@@ -97,6 +97,8 @@ class Request:
     provenance: str = "source"  # or "debian": Debian's own per-arch builds in sysroots
     allow_version_skew: bool = False  # debian: compare different versions (a warning each)
     keep_going: bool = False  # measure the other ABIs when one ABI's build fails
+    label: str | None = None  # this host's name in comparisons (a fleet's inventory name)
+    fleet: str | None = None  # the fleet run this run is part of (abibench fleet)
 
 
 @dataclass
@@ -113,7 +115,10 @@ class Result:
 
 
 def new_run_id() -> str:
-    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+    """The time (UTC) and 32 random bits: unique across the hosts of a fleet that start their
+    runs in the same second into one shared database (16 bits would collide once in ~350
+    fleets of 20 hosts starting together; 32 bits once in ~20 million)."""
+    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(4)
 
 
 def _workload_meta(wl: Workload, targets: list[str]) -> WorkloadMeta:
@@ -215,6 +220,8 @@ def _measure(req: Request, store: RunSink, cache_root: Path, progress: Progress,
                                      if probes[a.name].can_run}
     ctx = host.capture().with_extra(probe=[s.to_dict() for s in probes.values()],
                                     runtime_libc=runtime_libc)
+    if req.label:
+        ctx = ctx.with_extra(label=req.label)
     noise = _noise(req, cache_root, progress)
     if noise is not None:
         ctx = ctx.with_extra(noise=noise.to_dict())
@@ -260,7 +267,8 @@ def _measure(req: Request, store: RunSink, cache_root: Path, progress: Progress,
                        cflags=tuple(req.cflags), cc=req.cc, provenance=req.provenance,
                        plan=dict(asdict(req.plan)),
                        extra={"allow_version_skew": req.allow_version_skew,
-                              "keep_going": req.keep_going})
+                              "keep_going": req.keep_going,
+                              **({"fleet": req.fleet} if req.fleet else {})})
     # Debian's binaries are resolved, downloaded and unpacked before the run, never beside
     # timed samples; a package that cannot be had refuses the run (exit 5) before it exists.
     debian_arts = _obtain_debian(req, probes, cache_root, progress)

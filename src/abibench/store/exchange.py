@@ -23,8 +23,16 @@ from typing import Any
 
 from ..errors import UsageError
 from ..files import NotRegular, TooLarge, read_regular
-from ..records import DESIGNS, EXPORT_FORMAT, EXPORT_VERSION, JSONDict, RunDoc, RunWarning, TargetStatus
-from .sqlite import Store
+from ..records import (
+    DESIGNS,
+    EXPORT_FORMAT,
+    EXPORT_VERSION,
+    JSONDict,
+    RunDoc,
+    RunWarning,
+    TargetStatus,
+)
+from .sql import SqlStore
 
 MAX_FILE_BYTES = 256 << 20  # a run of thousands of samples is a few MB; refuse absurd inputs
 
@@ -337,7 +345,7 @@ class Imported:
     samples: int
 
 
-def _existing(store: Store, doc: RunDoc, want: str) -> str | None:
+def _existing(store: SqlStore, doc: RunDoc, want: str) -> str | None:
     """The id under which exactly this document is already stored, if any."""
     base = doc.run.id
     for rid in store.run_ids():
@@ -358,7 +366,7 @@ def _without_import_note(doc: RunDoc) -> dict[str, Any]:
     return replace(doc, run=replace(doc.run, config=config)).to_dict()
 
 
-def import_doc(store: Store, doc: RunDoc, source: str) -> Imported:
+def import_doc(store: SqlStore, doc: RunDoc, source: str) -> Imported:
     """Store a validated run document; never overwrites: a clashing id gets a suffix -iN."""
     want = digest(doc.to_dict())
     found = _existing(store, doc, want)

@@ -7,7 +7,7 @@ from pathlib import Path
 from ..analyse.merge import ResultSet
 from ..errors import UsageError
 from .exchange import load_file
-from .sqlite import Store
+from .sql import SqlStore
 
 
 def is_file_ref(ref: str) -> bool:
@@ -16,7 +16,7 @@ def is_file_ref(ref: str) -> bool:
     return path.suffix.lower() == ".json" or path.is_file()
 
 
-def load_sources(refs: list[str], store: Store | None) -> list[ResultSet]:
+def load_sources(refs: list[str], store: SqlStore | None) -> list[ResultSet]:
     """Each ref is a path to an exported JSON file or a run id (prefix, `latest`) in the DB.
 
     store: None when there is no database; then every ref must be a file.
@@ -33,3 +33,13 @@ def load_sources(refs: list[str], store: Store | None) -> list[ResultSet]:
             run_id = store.resolve_run(ref)
             sets.append(ResultSet(store.load_run(run_id), f"run {run_id}"))
     return sets
+
+
+def latest_fleet(store: SqlStore) -> list[str]:
+    """The runs of the last fleet run in the database (abibench fleet), oldest first."""
+    newest = None
+    for run_id in store.runs_with('"fleet": "'):  # oldest first: the last one seen is newest
+        fleet = store.run_config(run_id).get("fleet")
+        if isinstance(fleet, str):
+            newest = fleet
+    return [] if newest is None else store.runs_with(f'"fleet": "{newest}"')

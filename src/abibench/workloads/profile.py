@@ -819,6 +819,11 @@ def _refuse_duplicates(workloads: list[Workload]) -> None:
         seen[w.id] = w.path
 
 
+def names_a_profile_file(item: str) -> bool:
+    """Whether a selected workload is a path to a profile (else a built-in id)."""
+    return item.endswith(".toml") or "/" in item
+
+
 def _select(selection: list[str] | None, suite: str | None) -> list[Workload]:
     """Select built-in workloads by id or suite; a path to a .toml file loads a user's profile."""
     builtins = builtin_profiles()
@@ -832,7 +837,7 @@ def _select(selection: list[str] | None, suite: str | None) -> list[Workload]:
         return chosen
     chosen = []
     for item in selection:
-        if item.endswith(".toml") or "/" in item:
+        if names_a_profile_file(item):
             chosen.append(load_profile(Path(item)))
         elif item in builtins:
             chosen.append(load_profile(builtins[item]))

@@ -1,0 +1,514 @@
+"""The results store over any SQL backend: every query, written once.
+
+A backend (store/sqlite.py, store/postgres.py) opens its connection and says how its engine
+differs: how a statement runs (placeholders), how a write transaction begins, which tables and
+columns exist, and what its failures mean (one `StoreError` each). Everything a run writes and
+every reader reads is here, so both backends store and return exactly the same thing.
+
+Every write is its own transaction, committed before the call returns (`transaction()` groups
+several). Rows of a run are numbered by its writer (`seq`): the same numbers in a local spool
+and in the shared store, which is what makes an upload idempotent (store/spool.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
+
+from ..errors import StoreError, UsageError
+from ..records import (
+    EXPORT_FORMAT,
+    EXPORT_VERSION,
+    Artifact,
+    CounterProfile,
+    HostContext,
+    Outcome,
+    Run,
+    RunDoc,
+    RunWarning,
+    Sample,
+    TargetStatus,
+)
+from . import owner
+from .owner import Owner
+from .schema import (
+    ADDED_DEFAULTS,
+    COLUMNS,
+    KEYS,
+    SCHEMA_VERSION,
+    SEQ_TABLES,
+    TABLES,
+    Dialect,
+    migrations,
+    schema,
+    upsert,
+)
+
+
+class Cursor(Protocol):
+    """What both sqlite3's and psycopg's cursors offer (rows are read by column name)."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+@dataclass(frozen=True)
+class RunListing:
+    """One line of `abibench runs`."""
+
+    id: str
+    started: str
+    finished: str | None
+    status: str
+    samples: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {"id": self.id, "started": self.started, "finished": self.finished,
+                "status": self.status, "samples": self.samples}
+
+
+def field_of(row: Any, name: str) -> Any:
+    """A column of a row, or what it stands for in a schema that predates it."""
+    # `name in row` would search a sqlite3.Row's values, not its column names.
+    return row[name] if name in row.keys() else ADDED_DEFAULTS[name]  # noqa: SIM118
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+S = TypeVar("S", bound="SqlStore")
+
+
+def guarded(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
+    """Every failure of the engine leaves a public method as one StoreError."""
+    def run(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as exc:
+            error = self.translate(exc)
+            if error is None:
+                raise
+            raise error from exc
+
+    return functools.wraps(method)(run)
+
+
+def writer(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
+    """A method that writes: refused on a store opened read-only, guarded like every other."""
+    def run(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        if self.readonly:
+            raise self.refuse_write()
+        return method(self, *args, **kwargs)
+
+    return guarded(functools.wraps(method)(run))
+
+
+class SqlStore:
+    """The results database: what a run writes (the RunSink protocol) and what readers read."""
+
+    dialect: Dialect
+    label: str  # the database as messages name it: a path, or a URL without its password
+    readonly: bool
+    timeout: float  # how long a write waits for another writer's lock (seconds)
+    local_dir: Path  # where files that go with the results are written (reports, profiles)
+    # Whether the schema has the columns later versions added (an older one opened read-only
+    # is read as it is).
+    _owner_columns: bool = True
+
+    # --------------------------------------------------------------- what a backend provides
+
+    def execute(self, query: str, params: Sequence[Any] = ()) -> Cursor:
+        """One statement with `?` placeholders."""
+        raise NotImplementedError
+
+    def translate(self, exc: Exception) -> StoreError | None:
+        """The one-line error of a failure of the engine; None for anything else."""
+        raise NotImplementedError
+
+    def refuse_write(self) -> StoreError:
+        raise NotImplementedError
+
+    def begin(self, schema_change: bool = False) -> None:
+        """Start a write transaction; `schema_change`: one that creates or migrates tables,
+        which concurrent writers must take in turn."""
+        raise NotImplementedError
+
+    def rollback(self) -> None:
+        raise NotImplementedError
+
+    def tables(self) -> set[str]:
+        raise NotImplementedError
+
+    def has_column(self, table: str, column: str) -> bool:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    lock_rows = ""  # appended to a SELECT whose rows the transaction then updates
+
+    # --------------------------------------------------------------- schema
+
+    def check_readable(self) -> None:
+        """An older schema is read as it is; a newer one or a foreign database is refused."""
+        if not set(TABLES) <= self.tables():
+            raise UsageError(f"{self.label} holds no abibench results: run `abibench run` first "
+                             "or choose another with --db")
+        self.check_version()
+
+    def check_version(self) -> int:
+        row = self.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        version = 1 if row is None else int(row["value"])
+        if version > SCHEMA_VERSION:
+            raise UsageError(f"{self.label} was written by a newer abibench (schema "
+                             f"{version}; this one knows {SCHEMA_VERSION}): upgrade abibench "
+                             "or use another --db")
+        return version
+
+    def migrate(self) -> None:
+        """Create the tables, or bring an older schema up to date, in one transaction."""
+        self.begin(schema_change=True)
+        try:
+            for statement in schema(self.dialect):
+                self.execute(statement)
+            version = self.check_version()
+            for step in migrations(self.dialect)[version - 1:]:
+                for statement in step:
+                    self.execute(statement)
+            self.execute(upsert("meta", ("key", "value")), ("schema_version", str(SCHEMA_VERSION)))
+            self.execute("COMMIT")
+        except BaseException:
+            self.rollback()
+            raise
+
+    def after_open(self) -> None:
+        self._owner_columns = self.has_column("runs", "owner_pid")
+        self._seqs: dict[tuple[str, str], int] = {}
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Everything inside is committed together, or not at all."""
+        if self.readonly:
+            raise self.refuse_write()
+        self._guard(self.begin)
+        try:
+            yield
+            self._guard(lambda: self.execute("COMMIT"))
+        except BaseException:
+            self.rollback()
+            raise
+
+    def _guard(self, call: Callable[[], object]) -> None:
+        try:
+            call()
+        except Exception as exc:
+            error = self.translate(exc)
+            if error is None:
+                raise
+            raise error from exc
+
+    def _stored_next(self, table: str, run_id: str) -> int:
+        row = self.execute(f"SELECT MAX(seq) AS n FROM {table} WHERE run_id=?",
+                           (run_id,)).fetchone()
+        return 0 if row is None or row["n"] is None else int(row["n"]) + 1
+
+    def _seq(self, table: str, run_id: str, given: int | None) -> int:
+        """The number of a run's next row in a table: `given` (a writer that numbers rows for
+        two stores at once), else this store's own count."""
+        key = (table, run_id)
+        if given is not None:
+            self._seqs[key] = max(self._seqs.get(key, 0), given + 1)
+            return given
+        if key not in self._seqs:
+            self._seqs[key] = self._stored_next(table, run_id)
+        seq = self._seqs[key]
+        self._seqs[key] = seq + 1
+        return seq
+
+    @guarded
+    def take_seq(self, table: str, run_id: str) -> int:
+        """The number the run's next row in this table gets; counted as used."""
+        return self._seq(table, run_id, None)
+
+    def seed_seqs(self, run_id: str, nexts: dict[str, int]) -> None:
+        """Number the run's next rows from these on (a writer that resumes another's run)."""
+        for table, n in nexts.items():
+            self._seqs[(table, run_id)] = n
+
+    @guarded
+    def next_seqs(self, run_id: str) -> dict[str, int]:
+        """The next row number of a run in each numbered table, as stored."""
+        return {table: self._stored_next(table, run_id) for table in SEQ_TABLES}
+
+    # --------------------------------------------------------------- writing
+
+    @writer
+    def create_run(self, run: Run, host: HostContext, owned: bool = True) -> None:
+        """owned: this process writes the run (False for an imported run: nobody writes it)."""
+        who = owner.current() if owned else None
+        self.execute(
+            "INSERT INTO runs(id, started, finished, status, tool_version, host_json, config_json, "
+            "owner_pid, owner_start, owner_boot, owner_host) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (run.id, run.started, run.finished, run.status, run.tool_version,
+             json.dumps(host.to_dict()), json.dumps(run.config.to_dict()),
+             *(_owner_values(who))))
+
+    @writer
+    def finish_run(self, run_id: str, finished: str | None, status: str) -> None:
+        self.execute("UPDATE runs SET finished=?, status=? WHERE id=?", (finished, status, run_id))
+
+    @writer
+    def claim_run(self, run_id: str) -> None:
+        """Make this process the writer of a stored run again (`run --resume`): status running.
+
+        Refused when the run is complete, or running with a writer that is alive or cannot be
+        judged (another host). A running run with no recorded writer (stored before writers
+        were recorded) can be claimed: no abibench that could still write it records none.
+        """
+        with self.transaction():
+            row = self.execute(f"SELECT * FROM runs WHERE id=?{self.lock_rows}",
+                               (run_id,)).fetchone()
+            if row is None:
+                raise UsageError(f"run '{run_id}' not found in {self.label}: see `abibench runs`")
+            status = self._status(row)
+            if status == "complete":
+                raise UsageError(f"run {run_id} is complete: nothing to resume; start a new one "
+                                 "with `abibench run`")
+            who = self._owner_of(row)
+            if status == owner.RUNNING and who is not None:
+                raise UsageError(f"run {run_id} is still running (pid {who.pid} on {who.host}): "
+                                 "let it finish or stop it, then resume it")
+            self.execute("UPDATE runs SET status=?, finished=NULL, owner_pid=?, owner_start=?, "
+                         "owner_boot=?, owner_host=? WHERE id=?",
+                         (owner.RUNNING, *_owner_values(owner.current()), run_id))
+        self._seqs = {k: v for k, v in self._seqs.items() if k[1] != run_id}
+
+    @writer
+    def add_artifact(self, run_id: str, artifact: Artifact, seq: int | None = None) -> None:
+        info = {**artifact.info_dict(), **artifact.extra}
+        self.execute("INSERT INTO artifacts(run_id, seq, workload, target, cached, info_json) "
+                     "VALUES (?,?,?,?,?,?)",
+                     (run_id, self._seq("artifacts", run_id, seq), artifact.workload,
+                      artifact.target, int(artifact.cached), json.dumps(info)))
+
+    @writer
+    def set_target_status(self, run_id: str, status: TargetStatus, seq: int | None = None) -> None:
+        self.execute("INSERT INTO target_status(run_id, seq, workload, target, state, reason) "
+                     "VALUES (?,?,?,?,?,?)",
+                     (run_id, self._seq("target_status", run_id, seq), status.workload,
+                      status.target, status.state, status.reason))
+
+    @writer
+    def add_warning(self, run_id: str, warning: RunWarning, seq: int | None = None) -> None:
+        self.execute("INSERT INTO warnings(run_id, seq, workload, target, message) "
+                     "VALUES (?,?,?,?,?)",
+                     (run_id, self._seq("warnings", run_id, seq), warning.workload,
+                      warning.target, warning.message))
+
+    @writer
+    def set_outcome(self, run_id: str, workload: str, outcome: Outcome) -> None:
+        self.execute(upsert("outcomes", COLUMNS["outcomes"]),
+                     (run_id, workload, outcome.rounds, outcome.stop_reason))
+
+    @writer
+    def add_sample(self, s: Sample, seq: int | None = None) -> None:
+        columns = COLUMNS["samples"]
+        self.execute(
+            f"INSERT INTO samples({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})",
+            (s.run_id, self._seq("samples", s.run_id, seq), s.workload, s.target, s.round,
+             s.position, int(s.warmup), s.status, s.exit_code, s.wall_s, s.user_s, s.sys_s,
+             s.max_rss_kb, s.stdout_digest, s.check, json.dumps(s.metrics), s.error,
+             s.started_at, s.env_pad, s.instructions, s.kind, s.discarded, s.design, s.cpu,
+             s.repeat, s.foreign_cpu_s, s.steal_s, s.covariate, s.minflt, s.majflt,
+             None if s.counters is None else json.dumps(s.counters.to_dict()),
+             s.tree_peak_rss_kb, s.tree_memory))
+
+    @writer
+    def discard_samples(self, run_id: str, workload: str, rounds: Iterable[int],
+                        reason: str) -> int:
+        """Mark the samples of these rounds of a workload as no longer counted (kept as they
+        were measured); a sample already discarded keeps its first reason. Returns how many."""
+        marked = 0
+        with self.transaction():
+            for rnd in sorted(set(rounds)):
+                marked += self.execute(
+                    "UPDATE samples SET discarded=? WHERE run_id=? AND workload=? AND round=? "
+                    "AND discarded IS NULL", (reason, run_id, workload, rnd)).rowcount
+        return marked
+
+    # --------------------------------------------------------------- copying between stores
+
+    @guarded
+    def rows(self, table: str, run_id: str) -> list[tuple[Any, ...]]:
+        """A run's rows of a table, every column an upload copies, in the order written."""
+        columns = COLUMNS[table]
+        key = "id" if table == "runs" else "run_id"
+        order = "id" if table in SEQ_TABLES else ", ".join(KEYS[table])
+        return [tuple(r[c] for c in columns) for r in self.execute(
+            f"SELECT {', '.join(columns)} FROM {table} WHERE {key}=? ORDER BY {order}", (run_id,))]
+
+    @writer
+    def put_rows(self, table: str, rows: Sequence[tuple[Any, ...]]) -> int:
+        """Store rows copied from another store of the same schema; a row already here by its
+        key is left as it is, except what can change after it was written (a run's status and
+        owner, an outcome, a sample's discarded mark), which the copy brings up to date.
+        Returns how many rows were new or changed."""
+        columns = COLUMNS[table]
+        if table == "samples":
+            query = upsert(table, columns, ("discarded",),
+                           "samples.discarded IS NULL AND excluded.discarded IS NOT NULL")
+        elif table in ("runs", "outcomes"):
+            rest = tuple(c for c in columns if c not in KEYS[table])
+            query = upsert(table, columns, rest,
+                           " OR ".join(f"{table}.{c} IS DISTINCT FROM excluded.{c}" for c in rest))
+        else:
+            query = upsert(table, columns, ())
+        return sum(max(self.execute(query, row).rowcount, 0) for row in rows)
+
+    @writer
+    def delete_run(self, run_id: str) -> None:
+        """Remove a run and everything of it (a spool, once the shared store holds it)."""
+        with self.transaction():
+            for table in ("samples", "artifacts", "target_status", "warnings", "outcomes"):
+                self.execute(f"DELETE FROM {table} WHERE run_id=?", (run_id,))
+            self.execute("DELETE FROM runs WHERE id=?", (run_id,))
+        self._seqs = {k: v for k, v in self._seqs.items() if k[1] != run_id}
+
+    # --------------------------------------------------------------- reading
+
+    def _owner_of(self, row: Any) -> Owner | None:
+        pid = field_of(row, "owner_pid")
+        if pid is None:
+            return None
+        return Owner(int(pid), field_of(row, "owner_start"), field_of(row, "owner_boot"),
+                     str(field_of(row, "owner_host") or ""))
+
+    def _status(self, row: Any, here: Owner | None = None) -> str:
+        """The stored status, or `abandoned` for a running run whose writer has died."""
+        return owner.effective_status(row["status"], self._owner_of(row),
+                                      here or owner.current())
+
+    @guarded
+    def run_ids(self) -> list[str]:
+        return [r["id"] for r in self.execute("SELECT id FROM runs ORDER BY started, id")]
+
+    @guarded
+    def resolve_run(self, ref: str | None) -> str:
+        ids = self.run_ids()
+        if not ids:
+            raise UsageError(f"no runs in {self.label}: run `abibench run` first")
+        if ref in (None, "latest", "last"):
+            return ids[-1]
+        matches = [i for i in ids if i == ref] or [i for i in ids if ref and i.startswith(ref)]
+        if len(matches) != 1:
+            raise UsageError(f"run '{ref}' {'is ambiguous' if matches else 'not found'} in "
+                             f"{self.label}: see `abibench runs`")
+        return matches[0]
+
+    @guarded
+    def runs(self) -> list[RunListing]:
+        owners = (", r.owner_pid, r.owner_start, r.owner_boot, r.owner_host"
+                  if self._owner_columns else "")
+        rows = self.execute(
+            f"SELECT r.id, r.started, r.finished, r.status{owners}, "
+            "(SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id) AS samples FROM runs r "
+            "ORDER BY r.started, r.id")
+        here = owner.current()
+        return [RunListing(r["id"], r["started"], r["finished"], self._status(r, here),
+                           int(r["samples"])) for r in rows]
+
+    @guarded
+    def runs_with(self, text: str) -> list[str]:
+        """Ids of the runs whose recorded configuration holds this text (a fleet's id)."""
+        return [r["id"] for r in self.execute(
+            "SELECT id FROM runs WHERE config_json LIKE ? ORDER BY started, id",
+            (f"%{text}%",))]
+
+    @guarded
+    def run_config(self, run_id: str) -> dict[str, Any]:
+        """What a run recorded it was asked to do, without loading its samples."""
+        row = self.execute("SELECT config_json FROM runs WHERE id=?", (run_id,)).fetchone()
+        if row is None:
+            raise UsageError(f"run '{run_id}' not found in {self.label}")
+        config: dict[str, Any] = json.loads(row["config_json"])
+        return config
+
+    @guarded
+    def samples(self, run_id: str) -> list[Sample]:
+        rows = self.execute("SELECT * FROM samples WHERE run_id=? ORDER BY id", (run_id,))
+        return [
+            Sample(run_id=r["run_id"], workload=r["workload"], target=r["target"],
+                   round=r["round"], position=r["position"], warmup=bool(r["warmup"]),
+                   status=r["status"], exit_code=r["exit_code"], wall_s=r["wall_s"],
+                   user_s=r["user_s"], sys_s=r["sys_s"], max_rss_kb=r["max_rss_kb"],
+                   stdout_digest=r["stdout_digest"], check=r["check_value"],
+                   metrics=json.loads(r["metrics_json"]), error=r["error"],
+                   started_at=r["started_at"], env_pad=r["env_pad"],
+                   instructions=r["instructions"], kind=field_of(r, "kind"),
+                   discarded=field_of(r, "discarded"), design=field_of(r, "design"),
+                   cpu=field_of(r, "cpu"), repeat=field_of(r, "repeat"),
+                   foreign_cpu_s=field_of(r, "foreign_cpu_s"), steal_s=field_of(r, "steal_s"),
+                   covariate=field_of(r, "covariate"), minflt=field_of(r, "minflt"),
+                   majflt=field_of(r, "majflt"), counters=_counters(field_of(r, "counters_json")),
+                   tree_peak_rss_kb=field_of(r, "tree_peak_rss_kb"),
+                   tree_memory=field_of(r, "tree_memory"))
+            for r in rows
+        ]
+
+    @guarded
+    def load_run(self, run_id: str) -> RunDoc:
+        """Everything about one run."""
+        return RunDoc.from_dict(self.load_run_dict(run_id))
+
+    @guarded
+    def load_run_dict(self, run_id: str) -> dict[str, Any]:
+        """Everything about one run, as the versioned export document."""
+        run = self.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
+        if run is None:
+            raise UsageError(f"run '{run_id}' not found in {self.label}")
+        artifacts = [
+            {"workload": r["workload"], "target": r["target"], "cached": bool(r["cached"]),
+             **json.loads(r["info_json"])}
+            for r in self.execute("SELECT * FROM artifacts WHERE run_id=? ORDER BY id", (run_id,))
+        ]
+        statuses = [dict(r) for r in self.execute(
+            "SELECT workload, target, state, reason FROM target_status WHERE run_id=? ORDER BY id",
+            (run_id,))]
+        warnings = [dict(r) for r in self.execute(
+            "SELECT workload, target, message FROM warnings WHERE run_id=? ORDER BY id",
+            (run_id,))]
+        outcomes = {r["workload"]: {"rounds": r["rounds"], "stop_reason": r["stop_reason"]}
+                    for r in self.execute("SELECT * FROM outcomes WHERE run_id=?", (run_id,))}
+        return {
+            "format": EXPORT_FORMAT,
+            "version": EXPORT_VERSION,
+            "run": {"id": run["id"], "started": run["started"], "finished": run["finished"],
+                    "status": self._status(run), "tool_version": run["tool_version"],
+                    "config": json.loads(run["config_json"])},
+            "host": json.loads(run["host_json"]),
+            "artifacts": artifacts,
+            "target_status": statuses,
+            "warnings": warnings,
+            "outcomes": outcomes,
+            "samples": [s.to_dict() for s in self.samples(run_id)],
+        }
+
+
+def _counters(text: str | None) -> CounterProfile | None:
+    return None if text is None else CounterProfile.from_dict(json.loads(text))
+
+
+def _owner_values(who: Owner | None) -> tuple[int | None, int | None, str | None, str | None]:
+    if who is None:
+        return (None, None, None, None)
+    return (who.pid, who.start, who.boot, who.host)
