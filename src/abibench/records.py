@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Literal, cast
 
-from .abi import Abi
+from .abi import ABIS, Abi
 
 # Free-form data that travels as JSON (parameters, plan, host extras): typed as what it is.
 JSON = str | int | float | bool | None | list["JSON"] | dict[str, "JSON"]
@@ -64,6 +64,18 @@ REFERENCE_ABIS = ("x86_64", "aarch64")
 def abi_of(label: str) -> str:
     """The ABI part of a target label: 'x86_64/debian' -> 'x86_64'."""
     return label.split("/", 1)[0]
+
+
+def family_of(label: str) -> str | None:
+    """The host family of a target label's ABI (x86, arm), None for an ABI this version lacks."""
+    abi = ABIS.get(abi_of(label))
+    return abi.family if abi else None
+
+
+def emulated_words(label: str) -> str:
+    """What the times of an emulated target are, in the words every report uses."""
+    cpu = {"arm": "an ARM", "x86": "an x86"}.get(family_of(label) or "", "a real")
+    return f"emulated: measures QEMU, not {cpu} CPU"
 
 
 def is_reference(label: str) -> bool:
