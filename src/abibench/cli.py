@@ -423,7 +423,8 @@ def cmd_run(args: argparse.Namespace, store: Store) -> int:
                 budget_s=None if args.rounds is not None else budget, design=args.design)
     req = Request(workloads=workloads, abis=abis, plan=plan, cflags=tuple(args.cflags.split()),
                   cc=args.cc, provenance=args.provenance,
-                  allow_version_skew=args.allow_version_skew, keep_going=args.keep_going)
+                  allow_version_skew=args.allow_version_skew, keep_going=args.keep_going,
+                  explicit_abis=args.abi is not None)
     return _measure(args, store, req, None)
 
 

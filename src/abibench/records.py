@@ -126,7 +126,9 @@ class Sample:
     started_at: str = ""
     env_pad: int = 0  # bytes of environment padding (stack alignment is randomised per sample)
     instructions: int | None = None
-    kind: str = "timed"  # timed | counters (one run under valgrind: its times mean nothing)
+    # timed | counters (one run under a counter: its times mean nothing) | baseline (the ABI's
+    # empty program under the same emulator: its peak memory is the emulator's own)
+    kind: str = "timed"
     # Why a stored sample no longer counts (e.g. its round was cut short and measured again
     # after `run --resume`); the sample itself is kept as it was measured.
     discarded: str | None = None
@@ -140,6 +142,9 @@ class Sample:
     foreign_cpu_s: float | None = None
     steal_s: float | None = None
     covariate: float | None = None
+    # Run under an emulator (qemu-user): its times measure the emulator, never the ABI on its
+    # own hardware, and its peak memory includes the emulator's.
+    emulated: bool = False
 
     @property
     def counted(self) -> bool:
@@ -192,7 +197,8 @@ class Sample:
             repeat=int(cast(int, d.get("repeat", 1))),
             foreign_cpu_s=_opt_float(d.get("foreign_cpu_s")),
             steal_s=_opt_float(d.get("steal_s")),
-            covariate=_opt_float(d.get("covariate")))
+            covariate=_opt_float(d.get("covariate")),
+            emulated=bool(d.get("emulated", False)))
 
 
 def _opt_float(v: object) -> float | None:
@@ -632,6 +638,20 @@ class RunDoc:
         return {s.target: s.instructions for s in self.samples
                 if s.workload == workload and s.kind == "counters"
                 and s.instructions is not None}
+
+    def emulated_targets(self, workload: str) -> set[str]:
+        """Targets of a workload whose samples ran under an emulator (their times measure the
+        emulator, never the ABI on its own hardware)."""
+        return {s.target for s in self.samples if s.workload == workload and s.emulated}
+
+    def baseline_rss(self, workload: str) -> dict[str, list[float]]:
+        """Per emulated target: the peak memory of its ABI's empty program under the same
+        emulator (kind "baseline"), the emulator's own share of every sample's peak."""
+        out: dict[str, list[float]] = {}
+        for s in self.samples:
+            if s.workload == workload and s.kind == "baseline" and s.status == "ok":
+                out.setdefault(s.target, []).append(float(s.max_rss_kb))
+        return out
 
     def status_of(self, workload: str, target: str) -> TargetStatus | None:
         found = [x for x in self.statuses if x.workload == workload and x.target == target]

@@ -280,7 +280,8 @@ def _block(res: WorkloadResult, doc: RunDoc, reference: str | None) -> WorkloadB
         for metric in order[1:]:
             info = meta.metrics[metric]
             for row in res.rows:
-                if row.label == reference:
+                # No emulated figure is compared: it measures the emulator (analyse()).
+                if row.label == reference or row.emulated:
                     continue
                 d = _secondary_diff(counted, res.id, metric, info.unit, info.better, row.label,
                                     reference, valid)
@@ -294,7 +295,7 @@ def _block(res: WorkloadResult, doc: RunDoc, reference: str | None) -> WorkloadB
 def _reference_of(res: WorkloadResult) -> str | None:
     if res.comparisons:
         return res.comparisons[0].b
-    measured = [r.label for r in res.rows if r.n >= 2]
+    measured = [r.label for r in res.rows if r.n >= 2 and not r.emulated]
     return pick_reference(measured) if measured else None
 
 

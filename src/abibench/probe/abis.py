@@ -114,10 +114,10 @@ def probe_abi(abi: Abi, workdir: Path, machine: str | None = None,
               cache_root: Path | None = None) -> AbiStatus:
     machine = machine or platform.machine()
     if HOST_FAMILY.get(machine) != abi.family and not abi.emulator:
-        want = "an ARM" if abi.family == "arm" else "an x86"
+        host_kind = "an ARM" if abi.family == "arm" else "an x86"
         return AbiStatus(abi.name, False, False, None,
-                         f"needs {want} host (this one is {machine})",
-                         f"run abibench on {want} machine")
+                         f"needs {host_kind} host (this one is {machine})",
+                         f"run abibench on {host_kind} machine")
     cc = compiler_for(abi, machine)
     if cc is None:
         return _no_compiler(abi, machine)

@@ -24,6 +24,7 @@ from ..paths import MICRO_DIR
 from ..records import Artifact, Target
 from ..workloads.confine import confined
 from ..workloads.profile import Workload, substitute
+from .runtime import AbiRuntime
 from .sandbox import SysrootRunner
 from .servers import LOOPBACK, MariaDBDatadir, MariaDBServer, ServerError
 from .steps import untimed_step
@@ -49,16 +50,20 @@ class Placement:
     runner: SysrootRunner | None = None
     datadir: MariaDBDatadir | None = None
     stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    runtime: AbiRuntime = field(default_factory=AbiRuntime)
 
     @staticmethod
     def create(wl: Workload, target: Target, art: Artifact, tmp: Path, inputs: dict[str, Path],
-               stack: contextlib.ExitStack) -> Placement:
+               stack: contextlib.ExitStack, runtime: AbiRuntime | None = None) -> Placement:
         label = target.label.replace("/", "_")
         if art.sysroot is None:
             work = tmp / label
             work.mkdir(exist_ok=True)
+            # An emulated program sees the host's files (qemu-user's guest root only holds
+            # its C library), so its paths are the host's.
             return Placement(wl, target, art, work, str(work), inputs,
-                             {k: str(v) for k, v in inputs.items()}, stack=stack)
+                             {k: str(v) for k, v in inputs.items()}, stack=stack,
+                             runtime=runtime or AbiRuntime())
         root = Sysroot(Path(art.sysroot), debian_arch(target.abi), (), art.cache_key)
         runner = SysrootRunner(root)
         work, inner = stack.enter_context(runner.scratch(f"{wl.base_id or wl.id}-{label}"))
@@ -76,6 +81,14 @@ class Placement:
     @property
     def in_sysroot(self) -> bool:
         return self.runner is not None
+
+    @property
+    def emulated(self) -> bool:
+        return self.runtime.emulated and self.runner is None
+
+    def timeout(self, seconds: float) -> float:
+        """A sample's time limit: the profile's, longer under an emulator."""
+        return self.runtime.timeout(seconds) if self.emulated else seconds
 
     def _base(self) -> dict[str, str]:
         return {"abi": self.target.abi.name, "micro": str(MICRO_DIR),
@@ -102,8 +115,11 @@ class Placement:
                 "program": f"{bin_dir}/{self.art.files[0]}" if self.art.files else ""}
 
     def argv(self, argv: list[str]) -> list[str]:
-        if self.runner is None or self.wl.server is not None:
+        if self.wl.server is not None:
             return argv
+        if self.runner is None:
+            emu = self.runtime.emulator
+            return emu.wrap(argv) if emu is not None else argv
         return self.runner.wrap(argv)
 
     # -- paths a sample touches, confined to their roots ---------------------------------------
@@ -144,6 +160,20 @@ class Placement:
             inner = inner if isinstance(inner, str) else f"{self.art.bin_dir}/{f}"
             out.append(resolve_inside(self.runner.sysroot.path, inner))
         return out
+
+    def emulation_problem(self) -> str | None:
+        """Why this target cannot run under its emulator, or None. qemu-user runs one program
+        of the guest ABI; a command that starts a host program (`sh -c ...`) would hand the
+        guest's programs to the host kernel, which cannot run them."""
+        if not self.emulated or self.wl.server is not None:
+            return None
+        program = self.wl.command[0] if self.wl.command else ""
+        if not program.startswith("{bin}/"):
+            emu = self.runtime.emulator
+            return (f"its command starts '{program}', a host program: under "
+                    f"{emu.command if emu else 'the emulator'} only a command that starts the "
+                    "built program ({bin}/...) runs; run it on an ARM host")
+        return None
 
     def verify(self) -> str | None:
         """Is what would run the very program that was built? None, or why not.

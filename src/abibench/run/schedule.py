@@ -23,10 +23,11 @@ from ..probe.noise import NoiseProfile
 from ..records import Artifact, Sample, Target
 from ..workloads.profile import Workload, substitute
 from ..workspace import owned_dir
-from .counters import count_instructions
+from .counters import count_guest_instructions, count_instructions
 from .designs import Design, choose, repeats_for
 from .launcher import How, Job, RawResult, run_sample, run_together
 from .placement import Placement, ServerRun
+from .runtime import AbiRuntime
 from .samples import sample_from
 from .servers import ServerError
 from .signals import signals_as_interrupt
@@ -44,6 +45,7 @@ class SampleSink(Protocol):
 DEFAULT_MAX_TIME_S = 120.0
 DEFAULT_MAX_ROUNDS = 30
 ROUND_CAP = 10_000  # under a budget: no round limit but this one
+BASELINE_RUNS = 3  # runs of the empty program under an emulator, for its own peak memory
 
 
 @dataclass(frozen=True)
@@ -171,7 +173,8 @@ class Session:
                  store: SampleSink, run_id: str, launch: Path, *,
                  on_sample: Callable[[Sample], None] | None = None,
                  inputs: dict[str, Path] | None = None, resume: Continuation | None = None,
-                 noise: NoiseProfile | None = None, cpus: list[int] | None = None) -> None:
+                 noise: NoiseProfile | None = None, cpus: list[int] | None = None,
+                 runtimes: dict[str, AbiRuntime] | None = None) -> None:
         if plan.design == "short" and wl.short:
             # The short design measures the profile's smaller size, warm-ups included.
             wl = wl.with_params(wl.short)
@@ -180,6 +183,7 @@ class Session:
         self.inputs = inputs or {}
         self.resume = resume or Continuation(0, 0, (), 0, 0.0)
         self.noise = noise
+        self.runtimes = runtimes or {}  # by ABI name
         self.cpus = sorted(os.sched_getaffinity(0)) if cpus is None else cpus
         self.outcome = ScheduleResult(wl.id)
         self.outcome.failed.update(self.resume.failed)
@@ -207,7 +211,8 @@ class Session:
         if self.wl.server is not None:
             # A polite kill must stop the servers too: SIGTERM unwinds like Ctrl-C.
             stack.enter_context(signals_as_interrupt())
-        self.places = {t.label: Placement.create(self.wl, t, a, tmp, self.inputs, stack)
+        self.places = {t.label: Placement.create(self.wl, t, a, tmp, self.inputs, stack,
+                                                 self.runtimes.get(t.abi.name))
                        for t, a in self.targets}
         # The very programs that were built, each of its own ABI, none shared by two targets.
         shared = _shared_programs(self.places)
@@ -215,7 +220,7 @@ class Session:
             if target.label in self.outcome.failed:
                 continue
             pl = self.places[target.label]
-            failure = (shared.get(target.label) or pl.verify()
+            failure = (shared.get(target.label) or pl.emulation_problem() or pl.verify()
                        or _setup(self.wl, pl.host_values(), pl.work, self.base_env)
                        or pl.prepare_server(self.wl.timeout * 10))
             if failure:
@@ -306,8 +311,9 @@ class Session:
                     raise ServerError(failure)
                 prep = self._prepare(target, pos, srv)
                 started = now_iso()
-                raw = run_sample(prep.argv, cwd=pl.work, env=prep.env, timeout_s=self.wl.timeout,
-                                 launch=self.launch, stdin=prep.stdin, how=how)
+                raw = run_sample(prep.argv, cwd=pl.work, env=prep.env,
+                                 timeout_s=pl.timeout(self.wl.timeout), launch=self.launch,
+                                 stdin=prep.stdin, how=how)
                 # Again: the program may have removed {work} or put a link where an output
                 # belongs, and nothing is read through it.
                 prep.files, prep.close = pl.output_files(srv)
@@ -328,7 +334,8 @@ class Session:
         """Both targets at the same moment, each pinned to its CPU (swapped every round)."""
         preps = [self._prepare(t, pos) for pos, t in enumerate(order)]
         hows = [self.design.how(p.pos, number, self.repeat) for p in preps]
-        jobs = [Job(p.argv, self.places[p.target.label].work, p.env, self.wl.timeout, p.stdin, h)
+        jobs = [Job(p.argv, self.places[p.target.label].work, p.env,
+                    self.places[p.target.label].timeout(self.wl.timeout), p.stdin, h)
                 for p, h in zip(preps, hows, strict=True)]
         started = now_iso()
         try:
@@ -356,7 +363,8 @@ class Session:
               design: str, cpu: int | None, ours_s: float = 0.0) -> None:
         sample = sample_from(raw, self.wl, self.run_id, prep.target.label, number, prep.pos, warm,
                              started, prep.pad, prep.files, prep.close, self.close_refs,
-                             design=design, cpu=cpu, ours_s=ours_s)
+                             design=design, cpu=cpu, ours_s=ours_s,
+                             emulated=self.places[prep.target.label].emulated)
         self.store.add_sample(sample)
         self.samples.append(sample)
         if self.on_sample:
@@ -435,6 +443,13 @@ class Session:
                     outcome.count_escaped(target.label, raw)
                     self.store.add_sample(sample)
                     self.samples.append(sample)
+        for pos, target in enumerate(self.active):
+            # The emulator's own peak memory: the ABI's empty program under it, a few times.
+            for sample in _baseline(self.wl, self.places[target.label], self.run_id,
+                                    target.label, self.resume.next_round + self.rnd, pos,
+                                    self.launch):
+                self.store.add_sample(sample)
+                self.samples.append(sample)
         for target in self.active:
             # Again after the last sample: a program replaced mid-run is no result.
             changed = self.places[target.label].verify()
@@ -467,20 +482,65 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
         return session.finish()
 
 
+def counting_env(work: Path) -> dict[str, str]:
+    """The environment of every counting run, whatever abibench was started with: the guest's
+    environment is part of what its loader and C library execute, so a count repeats only
+    with the same one."""
+    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C", "HOME": str(work)}
+
+
 def _count(wl: Workload, pl: Placement, run_id: str, label: str, number: int, pos: int,
            base_env: dict[str, str], launch: Path) -> tuple[Sample, RawResult] | None:
-    """One run under valgrind counting the instructions executed (None inside a sysroot:
-    valgrind would count chroot/bwrap, not the program)."""
+    """One run under a counter: valgrind natively, abibench's QEMU plugin under an emulator
+    (None inside a sysroot, where valgrind would count chroot/bwrap, not the program, and for
+    an emulated target without the plugin: the run says why once)."""
     if pl.in_sysroot:
         return None
     argv = [substitute(a, pl.host_values()) for a in wl.command]
     files, _ = pl.output_files()
     started = now_iso()
-    # No environment padding: the count must repeat exactly for the same build.
-    raw, count = count_instructions(argv, pl.work, base_env, wl.timeout, launch, pl.stdin_path())
+    # No environment padding and a fixed environment: the count must repeat exactly.
+    env = counting_env(pl.work)
+    clock = pl.runtime.stepclock
+    emu, plugin = pl.runtime.emulator, pl.runtime.plugin
+    if pl.emulated:
+        if emu is None or plugin is None:
+            return None
+        raw, count = count_guest_instructions(emu, plugin, argv, pl.work, env,
+                                              pl.timeout(wl.timeout), launch, pl.stdin_path(),
+                                              clock)
+        counter = "the QEMU plugin"
+    else:
+        raw, count = count_instructions(argv, pl.work, env, wl.timeout, launch, pl.stdin_path(),
+                                        clock)
+        counter = "valgrind"
     files, _ = pl.output_files()  # again, as after every sample
-    sample = sample_from(raw, wl, run_id, label, number, pos, False, started, 0, files)
+    sample = sample_from(raw, wl, run_id, label, number, pos, False, started, 0, files,
+                         emulated=pl.emulated)
     return replace(sample, kind="counters", instructions=count,
                    status=sample.status if count is not None else "failed",
                    error=sample.error if count is not None else
-                   "valgrind wrote no instruction count"), raw
+                   f"{counter} wrote no instruction count"), raw
+
+
+def _baseline(wl: Workload, pl: Placement, run_id: str, label: str, number: int,
+              pos: int, launch: Path) -> list[Sample]:
+    """The ABI's empty program under the target's emulator: the peak memory a program has
+    there before doing anything (the emulator, the loader, the C library). Nothing for a
+    target that is not emulated."""
+    empty, emu = pl.runtime.empty, pl.runtime.emulator
+    if not pl.emulated or empty is None or emu is None:
+        return []
+    out = []
+    for _ in range(BASELINE_RUNS):
+        started = now_iso()
+        raw = run_sample(emu.wrap([str(empty)]), cwd=pl.work, env=counting_env(pl.work),
+                         timeout_s=pl.timeout(10.0), launch=launch)
+        out.append(Sample(run_id=run_id, workload=wl.id, target=label, round=number,
+                          position=pos, warmup=False,
+                          status="ok" if raw.ok else "failed", exit_code=raw.exit_code,
+                          wall_s=raw.wall_s, user_s=raw.user_s, sys_s=raw.sys_s,
+                          max_rss_kb=raw.max_rss_kb, stdout_digest=raw.stdout_digest,
+                          check=None, error=None if raw.ok else raw.describe_failure(),
+                          started_at=started, kind="baseline", emulated=True))
+    return out

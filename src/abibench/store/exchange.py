@@ -185,10 +185,10 @@ _SAMPLE = _obj({"workload": _str, "target": _str, "round": _int, "position": _in
                 "user_s": _AMOUNT, "sys_s": _AMOUNT, "max_rss_kb": _COUNT,
                 "stdout_digest": _str, "check": _opt(_str), "metrics": _map(_num)},
                {"run_id": _str, "error": _opt(_str), "started_at": _str, "env_pad": _int,
-                "instructions": _opt(_COUNT), "kind": _enum("timed", "counters"),
+                "instructions": _opt(_COUNT), "kind": _enum("timed", "counters", "baseline"),
                 "discarded": _opt(_str), "design": _enum(*DESIGNS), "cpu": _opt(_COUNT),
                 "repeat": _POSITIVE_COUNT, "foreign_cpu_s": _opt(_AMOUNT),
-                "steal_s": _opt(_AMOUNT), "covariate": _opt(_AMOUNT)})
+                "steal_s": _opt(_AMOUNT), "covariate": _opt(_AMOUNT), "emulated": _bool})
 _DOC = _obj({"format": _str, "version": _any, "run": _RUN, "host": _HOST,
              "samples": _list(_SAMPLE)},
             {"artifacts": _list(_ARTIFACT), "target_status": _list(_STATUS),
