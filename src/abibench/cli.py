@@ -160,7 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a workload parameter, e.g. --set nodes=20000")
     r.add_argument("--seed", type=int, default=0, help="seed for environment-size randomisation")
     r.add_argument("--counters", action="store_true",
-                   help="also count instructions: one run per target under valgrind")
+                   help="also count instructions: one run per target under valgrind, or under "
+                   "qemu with abibench's plugin for emulated ABIs (exact, repeatable)")
     r.add_argument("--report", type=Path, default=None, help="also write a Markdown report")
     r.add_argument("--html", type=Path, default=None, help="write the HTML report here (default: "
                    "reports/RUN.html beside the results database)")
@@ -298,14 +299,17 @@ def cmd_probe(args: argparse.Namespace) -> int:
                 f"compilers: {'; '.join(ctx.compilers.values()) or 'none'}"))
     for s in statuses:
         build = "builds" if s.can_build else "cannot build"
-        run = "runs" if s.can_run else "cannot run here"
+        run = ("runs emulated" if s.emulated else "runs") if s.can_run else "cannot run here"
         line = f"  {s.abi:8s} {build:13s} {run:16s}"
         if s.reason:
             line += f" {s.reason}; fix: {s.fix}"
+        elif s.note:
+            line += f" {s.note}"
         con.print(e(line))
     perf = counters.perf
     con.print(e(f"instruction counts: perf {'yes' if perf.available else f'no ({perf.reason})'}"
-                f"; valgrind {'yes' if counters.valgrind.available else 'no'}"))
+                f"; valgrind {'yes' if counters.valgrind.available else 'no'}; under qemu: "
+                f"{counters.qemu_plugin.reason or 'yes'}"))
     profile = noise.cached(cache_dir())
     con.print(e(f"noise: {profile.summary()}" if profile is not None else
                 "noise: not measured in the last hour (`abibench calibrate`)"))

@@ -270,6 +270,8 @@ class _Page:
             s = row.summary
             state = row.shown_state if row.state == "ok" else f"{row.state}: {row.reason or ''}"
             cv = f"{fmt.number(abs(s.cv) * 100)}%" if s and math.isfinite(s.cv) else "-"
+            if row.emulated:
+                state = f"{state} (emulated; peak RSS net of the emulator {fmt.kib(row.net_rss_kb)})"
             trows.append([self.swatch(row.label), h("span", state, class_="wrap"), row.n or "-",
                           fmt.si(s.median, res.unit) if s else "-",
                           fmt.si(s.min, res.unit) if s else "-", fmt.si(s.max, res.unit) if s else "-",
@@ -292,6 +294,16 @@ class _Page:
             comps.append(h("li", "peak RSS ", f"{c.a}/{c.b} ratio "
                            f"{fmt.ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high)} → "
                            f"{c.verdict.text}"))
+        for c in res.emulated_memory:
+            comps.append(h("li", "peak RSS net of the emulator ", f"{c.a}/{c.b} ratio "
+                           f"{fmt.ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high)} → "
+                           f"{c.verdict.text}"))
+        for count in res.counts:
+            comps.append(h("li", "instructions ", f"{count.a} {count.count_a:,} / {count.b} "
+                           f"{count.count_b:,} = {fmt.number(count.ratio, '.3f')} → ",
+                           h("strong", count.text)))
+        for line in res.emulation:
+            comps.append(h("li", h("span", line, class_="bad")))
         check_cls = {"miscompare": "bad", "ok": "ok"}.get(res.validation, "muted")
         label = {"miscompare": "MISCOMPARE", "ok": "identical"}.get(res.validation, "unchecked")
         lines: list[object] = [
