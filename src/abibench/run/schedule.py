@@ -482,11 +482,13 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
         return session.finish()
 
 
-def counting_env(work: Path) -> dict[str, str]:
+def counting_env() -> dict[str, str]:
     """The environment of every counting run, whatever abibench was started with: the guest's
-    environment is part of what its loader and C library execute, so a count repeats only
-    with the same one."""
-    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C", "HOME": str(work)}
+    environment is part of what its loader and C library execute (its length too: a HOME of
+    the run's own directory made two counts differ), so a count repeats only with the same
+    one. ABIBENCH_COUNTING tells abibench's own micro programs not to read /proc, whose
+    numbers change from run to run (micro.h)."""
+    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C", "ABIBENCH_COUNTING": "1"}
 
 
 def _count(wl: Workload, pl: Placement, run_id: str, label: str, number: int, pos: int,
@@ -500,7 +502,7 @@ def _count(wl: Workload, pl: Placement, run_id: str, label: str, number: int, po
     files, _ = pl.output_files()
     started = now_iso()
     # No environment padding and a fixed environment: the count must repeat exactly.
-    env = counting_env(pl.work)
+    env = counting_env()
     clock = pl.runtime.stepclock
     emu, plugin = pl.runtime.emulator, pl.runtime.plugin
     if pl.emulated:
@@ -534,7 +536,7 @@ def _baseline(wl: Workload, pl: Placement, run_id: str, label: str, number: int,
     out = []
     for _ in range(BASELINE_RUNS):
         started = now_iso()
-        raw = run_sample(emu.wrap([str(empty)]), cwd=pl.work, env=counting_env(pl.work),
+        raw = run_sample(emu.wrap([str(empty)]), cwd=pl.work, env=counting_env(),
                          timeout_s=pl.timeout(10.0), launch=launch)
         out.append(Sample(run_id=run_id, workload=wl.id, target=label, round=number,
                           position=pos, warmup=False,
