@@ -131,6 +131,11 @@ def check_artifact(path: Path, abi: Abi) -> ElfInfo:
     return info
 
 
+def abi_of_elf(info: ElfInfo) -> str | None:
+    """The name of the ABI an ELF header belongs to, None when it is none of the table's."""
+    return next((abi.name for abi in ABIS.values() if abi.matches(info)), None)
+
+
 def describe(info: ElfInfo) -> str:
     """Name the ABI an ELF header belongs to, or spell out the header when none matches."""
     for abi in ABIS.values():

@@ -294,6 +294,12 @@ def cmd_probe(args: argparse.Namespace) -> int:
     # Everything here is read from the host (/proc, compilers' banners): text, never markup.
     con.print(e(f"host: {ctx.cpu_model}, {ctx.cpus_online} CPUs, {ctx.machine} kernel "
                 f"{ctx.kernel_release} ({ctx.kernel_bits}-bit), {ctx.libc}"))
+    board = ctx.get("board")
+    if board:
+        con.print(e(f"board: {board}; maximum clock {ctx.get('cpu_max_mhz') or '?'} MHz; "
+                    f"throttled since boot: {ctx.get('throttled_since_boot') or 'not exposed'}"))
+    con.print(e(f"userspace: {ctx.get('userspace') or 'unknown'} on a {ctx.kernel_bits}-bit "
+                f"{ctx.machine} kernel"))
     con.print(e(f"governor: {ctx.governor or 'not exposed (no cpufreq)'}; turbo: "
                 f"{ctx.turbo or 'unknown'}; load {load:.2f}; "
                 f"compilers: {'; '.join(ctx.compilers.values()) or 'none'}"))

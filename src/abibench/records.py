@@ -145,6 +145,11 @@ class Sample:
     # Run under an emulator (qemu-user): its times measure the emulator, never the ABI on its
     # own hardware, and its peak memory includes the emulator's.
     emulated: bool = False
+    # The board right after the sample (probe/board.py), where the kernel shows it: the
+    # lowest CPU clock, the hottest thermal zone, the firmware's throttling bits.
+    clock_mhz: float | None = None
+    temp_c: float | None = None
+    throttled: int | None = None
 
     @property
     def counted(self) -> bool:
@@ -198,7 +203,9 @@ class Sample:
             foreign_cpu_s=_opt_float(d.get("foreign_cpu_s")),
             steal_s=_opt_float(d.get("steal_s")),
             covariate=_opt_float(d.get("covariate")),
-            emulated=bool(d.get("emulated", False)))
+            emulated=bool(d.get("emulated", False)),
+            clock_mhz=_opt_float(d.get("clock_mhz")), temp_c=_opt_float(d.get("temp_c")),
+            throttled=None if d.get("throttled") is None else int(cast(int, d["throttled"])))
 
 
 def _opt_float(v: object) -> float | None:

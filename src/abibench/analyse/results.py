@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from .. import stats
+from ..probe import board
 from ..records import (
     REFERENCE_ABIS,
     Artifact,
@@ -261,6 +262,12 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
                              unit=primary.unit, better=primary.better, rows=rows,
                              stop_reason=doc.outcomes[wid].text() if wid in doc.outcomes else "")
         res.warnings.extend(_sample_warnings(rows, counted, res.stop_reason))
+        top = doc.host.get("cpu_max_mhz")
+        warnings, board_line = board_conditions(
+            counted, float(top) if isinstance(top, int | float) else None)
+        res.warnings.extend(warnings)
+        if board_line:
+            res.provenance.append(board_line)
         notes, skew = debian_versions([a for a in doc.artifacts if a.workload == wid])
         res.provenance.extend(notes)
         conditions = sampling_conditions(counted)
@@ -344,6 +351,42 @@ def _emulated_memory(res: WorkloadResult, doc: RunDoc, wid: str, rows: list[Targ
                 f"{base_b / 1024:.1f} MiB) [emulated estimate]")
         res.emulated_memory.append(PairVerdict("max_rss", label, ref, ratio,
                                                replace(v, text=note), ratio.p_value, a, b))
+
+
+SLOW_CLOCK = 0.97  # a clock below this fraction of the maximum counts as lowered
+
+
+def board_conditions(counted: Sequence[Sample], max_mhz: float | None,
+                     ) -> tuple[list[str], str | None]:
+    """Per target, the samples after which the board's clock was lowered or the firmware said
+    it throttled (a warning each), and the clock and temperature range over all of them."""
+    warnings = []
+    by_target: dict[str, list[Sample]] = {}
+    for s in counted:
+        by_target.setdefault(s.target, []).append(s)
+    for label, mine in by_target.items():
+        slow = [s for s in mine if (max_mhz and s.clock_mhz is not None
+                                     and s.clock_mhz < SLOW_CLOCK * max_mhz)
+                or (s.throttled is not None and board.throttle_words(s.throttled))]
+        if not slow:
+            continue
+        clocks = [s.clock_mhz for s in slow if s.clock_mhz is not None and max_mhz
+                  and s.clock_mhz < SLOW_CLOCK * max_mhz]
+        shown = (f"{min(clocks) / 1000:.2g} GHz of {max_mhz / 1000:.2g} GHz" if clocks and max_mhz
+                 else "the firmware reported it")
+        words = sorted({w for s in slow if s.throttled for w in board.throttle_words(s.throttled)})
+        warnings.append(f"{label}: throttled: {shown} during "
+                        f"{stats.short(100 * len(slow) / len(mine), '.0f')}% of samples"
+                        + (f" ({', '.join(words)})" if words else ""))
+    clocks = [s.clock_mhz for s in counted if s.clock_mhz is not None]
+    temps = [s.temp_c for s in counted if s.temp_c is not None]
+    parts = []
+    if clocks:
+        parts.append(f"CPU clock {min(clocks):.0f}–{max(clocks):.0f} MHz"
+                     + (f" (maximum {max_mhz:.0f})" if max_mhz else ""))
+    if temps:
+        parts.append(f"temperature {min(temps):.0f}–{max(temps):.0f} °C")
+    return warnings, ("after each sample: " + ", ".join(parts)) if parts else None
 
 
 SHORT_SAMPLE_S = 0.005  # below this, timer resolution and spawn cost are a visible share

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..errors import UsageError
+from ..probe import board
 from ..probe.noise import NoiseProfile
 from ..records import Artifact, Sample, Target
 from ..workloads.profile import Workload, substitute
@@ -184,6 +185,10 @@ class Session:
         self.resume = resume or Continuation(0, 0, (), 0, 0.0)
         self.noise = noise
         self.runtimes = runtimes or {}  # by ABI name
+        # A board that shows its clock, temperature or throttling is read after every sample.
+        first = board.read_now()
+        self.watch_board = any(v is not None for v in (first.clock_mhz, first.temp_c,
+                                                        first.throttled))
         self.cpus = sorted(os.sched_getaffinity(0)) if cpus is None else cpus
         self.outcome = ScheduleResult(wl.id)
         self.outcome.failed.update(self.resume.failed)
@@ -365,6 +370,10 @@ class Session:
                              started, prep.pad, prep.files, prep.close, self.close_refs,
                              design=design, cpu=cpu, ours_s=ours_s,
                              emulated=self.places[prep.target.label].emulated)
+        if self.watch_board:
+            now = board.read_now()
+            sample = replace(sample, clock_mhz=now.clock_mhz, temp_c=now.temp_c,
+                             throttled=now.throttled)
         self.store.add_sample(sample)
         self.samples.append(sample)
         if self.on_sample:

@@ -188,7 +188,8 @@ _SAMPLE = _obj({"workload": _str, "target": _str, "round": _int, "position": _in
                 "instructions": _opt(_COUNT), "kind": _enum("timed", "counters", "baseline"),
                 "discarded": _opt(_str), "design": _enum(*DESIGNS), "cpu": _opt(_COUNT),
                 "repeat": _POSITIVE_COUNT, "foreign_cpu_s": _opt(_AMOUNT),
-                "steal_s": _opt(_AMOUNT), "covariate": _opt(_AMOUNT), "emulated": _bool})
+                "steal_s": _opt(_AMOUNT), "covariate": _opt(_AMOUNT), "emulated": _bool,
+                "clock_mhz": _opt(_AMOUNT), "temp_c": _opt(_num), "throttled": _opt(_COUNT)})
 _DOC = _obj({"format": _str, "version": _any, "run": _RUN, "host": _HOST,
              "samples": _list(_SAMPLE)},
             {"artifacts": _list(_ARTIFACT), "target_status": _list(_STATUS),

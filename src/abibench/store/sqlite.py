@@ -99,8 +99,12 @@ _MIGRATIONS: list[tuple[str, ...]] = [
      "ALTER TABLE samples ADD COLUMN foreign_cpu_s REAL",
      "ALTER TABLE samples ADD COLUMN steal_s REAL",
      "ALTER TABLE samples ADD COLUMN covariate REAL"),
-    # 6: a sample run under an emulator (its times measure QEMU, its memory includes QEMU's)
-    ("ALTER TABLE samples ADD COLUMN emulated INTEGER NOT NULL DEFAULT 0",),
+    # 6: a sample run under an emulator (its times measure QEMU, its memory includes QEMU's);
+    # a board's clock, temperature and throttling bits after the sample (NULL: not exposed)
+    ("ALTER TABLE samples ADD COLUMN emulated INTEGER NOT NULL DEFAULT 0",
+     "ALTER TABLE samples ADD COLUMN clock_mhz REAL",
+     "ALTER TABLE samples ADD COLUMN temp_c REAL",
+     "ALTER TABLE samples ADD COLUMN throttled INTEGER"),
 ]
 assert len(_MIGRATIONS) == SCHEMA_VERSION - 1
 
@@ -110,6 +114,7 @@ _TABLES = ("meta", "runs", "artifacts", "target_status", "samples", "outcomes", 
 _ADDED_DEFAULTS: dict[str, Any] = {"kind": "timed", "discarded": None, "design": "sequential",
                                    "cpu": None, "repeat": 1, "foreign_cpu_s": None,
                                    "steal_s": None, "covariate": None, "emulated": 0,
+                                   "clock_mhz": None, "temp_c": None, "throttled": None,
                                    "owner_pid": None,
                                    "owner_start": None, "owner_boot": None, "owner_host": None}
 
@@ -362,13 +367,13 @@ class Store:
             "INSERT INTO samples(run_id, workload, target, round, position, warmup, status, "
             "exit_code, wall_s, user_s, sys_s, max_rss_kb, stdout_digest, check_value, "
             "metrics_json, error, started_at, env_pad, instructions, kind, discarded, design, "
-            "cpu, repeat, foreign_cpu_s, steal_s, covariate, emulated) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "cpu, repeat, foreign_cpu_s, steal_s, covariate, emulated, clock_mhz, temp_c, "
+            "throttled) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (s.run_id, s.workload, s.target, s.round, s.position, int(s.warmup), s.status,
              s.exit_code, s.wall_s, s.user_s, s.sys_s, s.max_rss_kb, s.stdout_digest, s.check,
              json.dumps(s.metrics), s.error, s.started_at, s.env_pad, s.instructions, s.kind,
              s.discarded, s.design, s.cpu, s.repeat, s.foreign_cpu_s, s.steal_s, s.covariate,
-             int(s.emulated)))
+             int(s.emulated), s.clock_mhz, s.temp_c, s.throttled))
 
     @_writer
     def discard_samples(self, run_id: str, workload: str, rounds: Iterable[int],
@@ -440,7 +445,9 @@ class Store:
                    discarded=_field(r, "discarded"), design=_field(r, "design"),
                    cpu=_field(r, "cpu"), repeat=_field(r, "repeat"),
                    foreign_cpu_s=_field(r, "foreign_cpu_s"), steal_s=_field(r, "steal_s"),
-                   covariate=_field(r, "covariate"), emulated=bool(_field(r, "emulated")))
+                   covariate=_field(r, "covariate"), emulated=bool(_field(r, "emulated")),
+                   clock_mhz=_field(r, "clock_mhz"), temp_c=_field(r, "temp_c"),
+                   throttled=_field(r, "throttled"))
             for r in rows
         ]
 
