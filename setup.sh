@@ -33,6 +33,15 @@ case "$(uname -m)" in
   *) ARCH_PKGS=() ;;
 esac
 PKGS+=("${ARCH_PKGS[@]}")
+# ABIBENCH_SETUP_SKIP="pkg ..." leaves packages out (bench/arm-host.sh: no browser in an
+# emulated arm64 root, where installing it would take most of an hour).
+if [ -n "${ABIBENCH_SETUP_SKIP:-}" ]; then
+  kept=()
+  for p in "${PKGS[@]}"; do
+    case " $ABIBENCH_SETUP_SKIP " in *" $p "*) ;; *) kept+=("$p") ;; esac
+  done
+  PKGS=("${kept[@]}")
+fi
 # Removed if present: it blocks the cross compilers (and installed later, removes them).
 CONFLICTING=(gcc-multilib g++-multilib)
 
