@@ -252,3 +252,36 @@ def test_busy_timeout_from_the_environment(tmp_path: Path, monkeypatch: pytest.M
         with pytest.raises(StoreError, match="ABIBENCH_DB_TIMEOUT") as caught:
             Store(tmp_path / "r.sqlite")
         assert caught.value.exit_code == 2
+
+
+def test_a_database_of_the_previous_schema_migrates_and_keeps_emulated_and_board_fields(
+        tmp_path: Path) -> None:
+    from abibench.store.sqlite import _MIGRATIONS
+
+    path = tmp_path / "before.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(_SCHEMA)
+    for step in _MIGRATIONS[:-1]:  # what the version before this one wrote
+        for statement in step:
+            db.execute(statement)
+    db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION - 1),))
+    config = {"workloads": {"w": {"primary": "wall", "metrics": {},
+                                  "targets": ["i386", "armhf"]}}}
+    db.execute("INSERT INTO runs(id, started, finished, status, tool_version, host_json, "
+               "config_json) VALUES ('old', 's', NULL, 'complete', '0', '{}', ?)",
+               (json.dumps(config),))
+    db.execute("INSERT INTO samples(run_id, workload, target, round, position, warmup, status, "
+               "exit_code, wall_s, user_s, sys_s, max_rss_kb, stdout_digest, metrics_json, "
+               "started_at, env_pad) VALUES ('old','w','i386',1,0,0,'ok',0,1,1,0,10,'d','{}','',0)")
+    db.commit()
+    db.close()
+    store = Store(path)
+    (before,) = store.samples("old")
+    assert not before.emulated and before.clock_mhz is None and before.throttled is None
+    store.add_sample(_sample("old", target="armhf", emulated=True, clock_mhz=1200.0, temp_c=61.5,
+                             throttled=0x50005, kind="baseline"))
+    after = store.samples("old")[1]
+    assert (after.emulated, after.clock_mhz, after.temp_c, after.throttled, after.kind) == \
+        (True, 1200.0, 61.5, 0x50005, "baseline")
+    exported = store.load_run("old").to_dict()
+    validate(json.loads(json.dumps(exported)), "export")  # the new fields pass the importer

@@ -34,7 +34,7 @@ from . import footprint, xbench
 from .context import ContextRow, context_rows, provenance_rows
 from .merge import ResultSet, Series, merge, single_series
 from .results import SuiteSummary, TargetRow, WorkloadResult, analyse, suite_summary
-from .sizes import SizeRow, size_rows
+from .sizes import SizeRow, size_notes, size_rows
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,7 @@ class SetInfo:
     host: HostContext
     artifacts: tuple[Artifact, ...]
     sizes: tuple[SizeRow, ...]  # seed 000's size factor, per artifact and target
+    size_notes: tuple[str, ...] = ()  # how to read them (e.g. aarch64's 64 KiB alignment)
 
 
 @dataclass(frozen=True)
@@ -301,8 +302,9 @@ def _reference_of(res: WorkloadResult) -> str | None:
 
 def _set_info(rs: ResultSet) -> SetInfo:
     doc = rs.doc
-    return SetInfo(rs.tag, rs.source, doc.run, doc.host, doc.artifacts,
-                   tuple(size_rows(doc.artifacts, doc.statuses)))
+    rows = size_rows(doc.artifacts, doc.statuses)
+    return SetInfo(rs.tag, rs.source, doc.run, doc.host, doc.artifacts, tuple(rows),
+                   tuple(size_notes(rows)))
 
 
 def _sample_rows(sets: list[ResultSet], series: list[Series]) -> list[SampleRow]:

@@ -84,3 +84,19 @@ def size_rows(artifacts: Sequence[Artifact],
                     file_larger_pct=_pct(ref_sz.get("file"), sz.get("file")),
                     stripped_larger_pct=_pct(ref_sz.get("stripped"), sz.get("stripped"))))
     return rows
+
+
+PADDING_BYTES = 32 * 1024  # file bytes beyond its segments that only alignment explains
+
+
+def size_notes(rows: Sequence[SizeRow]) -> list[str]:
+    """What a reader of the size table must know to read it right."""
+    padded = sorted({r.target for r in rows
+                     if abi_of(r.target) == "aarch64" and r.file is not None
+                     and r.stripped is not None and r.text is not None and r.data is not None
+                     and r.stripped - r.text - r.data >= PADDING_BYTES})
+    if not padded:
+        return []
+    return [f"{', '.join(padded)}: even stripped, the file holds {PADDING_BYTES // 1024} KiB or "
+            "more beyond its segments: Debian's aarch64 linker aligns segments to 64 KiB "
+            "(max-page-size), so a small program's file is mostly padding; compare text"]

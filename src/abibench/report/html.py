@@ -19,7 +19,7 @@ from html import escape
 
 from ..analyse.footprint import Difference
 from ..analyse.report import Cell, Diff, Report, WorkloadBlock
-from ..analyse.results import PairVerdict
+from ..analyse.results import PairVerdict, family_reference
 from . import charts, csvout
 from . import formatting as fmt
 from .formatting import better_words, footprint_percent, index_rows
@@ -453,11 +453,14 @@ class _Page:
         rows = []
         for b in self.r.workloads:
             res = b.result
-            ref = next((r.size for r in res.rows if r.label == b.reference and r.size), None)
+            sizes = {r.label: r.size for r in res.rows if r.size}
             for row in res.rows:
-                vs = f"{fmt.number((row.size / ref - 1) * 100, '+.1f')}%" if ref and row.size and \
-                    row.label != b.reference else ("reference" if row.label == b.reference
-                                                   and row.size else "-")
+                # against the 64-bit ABI of its own family: armhf against aarch64
+                own = family_reference(row.label, list(sizes)) or b.reference
+                ref = sizes.get(own) if own else None
+                vs = (f"{fmt.number((row.size / ref - 1) * 100, '+.1f')}% vs {own}"
+                      if ref and row.size and row.label != own
+                      else ("reference" if row.label == own and row.size else "-"))
                 rows.append([res.id, self.swatch(row.label), fmt.size(row.size),
                              fmt.size(row.text), fmt.size(row.data), fmt.size(row.bss),
                              fmt.size(row.stripped), vs])
@@ -465,7 +468,9 @@ class _Page:
                  h("p", "Sizes of each workload's main binary (smaller is better): file, its "
                         "text/data/bss segments, and the file stripped.", class_="muted"),
                  _table(["workload", "target", "file", "text", "data", "bss", "stripped",
-                         "file vs reference"], rows, num={2, 3, 4, 5, 6, 7}), id="sizes")
+                         "file vs reference"], rows, num={2, 3, 4, 5, 6, 7}),
+                 *(h("p", n, class_="muted") for n in dict.fromkeys(
+                     n for s in self.r.sets for n in s.size_notes)), id="sizes")
 
     # ----------------------------------------------------------------- provenance, samples
     def provenance(self) -> Html:

@@ -176,6 +176,7 @@ def render(report: Report) -> str:
     out += ["## Sizes", ""]
     out += _table(["workload", "target", "file", "text", "data", "bss", "stripped"], sizes,
                   right={2, 3, 4, 5, 6})
+    out += [f"- {_esc(n)}" for n in dict.fromkeys(n for s in r.sets for n in s.size_notes)]
 
     prov = []
     for entry in r.provenance:

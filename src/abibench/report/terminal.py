@@ -208,6 +208,8 @@ def _sizes(report: Report, con: Console) -> None:
                       larger)
         last = head
     con.print(table)
+    for note in dict.fromkeys(n for s in report.sets for n in s.size_notes):
+        con.print(f"  {e(note)}")
 
 
 def _index_score(score: float, lo: float, hi: float) -> str:
