@@ -46,6 +46,14 @@ if [ "${1:-}" = "--inside" ]; then
       CI=true ABIBENCH_SETUP_SKIP="$SKIP" /bin/bash -c "$1"
   }
   say "uname inside: $(inside 'uname -m')"
+  # The host's own trust: CA certificates it added (a proxy's) and pip's settings, so that
+  # apt and pip inside reach what the host reaches.
+  if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+    mkdir -p "$root/usr/local/share/ca-certificates"
+    cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+    inside 'update-ca-certificates >/dev/null'
+  fi
+  if [ -f /etc/pip.conf ]; then cp /etc/pip.conf "$root/etc/pip.conf"; fi
   say "bash setup.sh inside (apt-get and pip, emulated)"
   inside 'cd /root/abibench && bash setup.sh'
   echo "===== abibench probe (inside the emulated arm64 host)"
