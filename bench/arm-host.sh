@@ -42,7 +42,8 @@ if [ "${1:-}" = "--inside" ]; then
   cp /etc/resolv.conf "$root/etc/resolv.conf"
   printf 'deb %s %s main\n' "$mirror" "$SUITE" >"$root/etc/apt/sources.list"
   inside() {
-    chroot "$root" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root LC_ALL=C \
+    chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+      HOME=/root LC_ALL=C \
       CI=true ABIBENCH_SETUP_SKIP="$SKIP" /bin/bash -c "$1"
   }
   say "uname inside: $(inside 'uname -m')"
