@@ -18,6 +18,8 @@ PKGS=(
   autoconf automake tcl   # seed workloads: POV-Ray's prebuild.sh, SQLite's amalgamation (tclsh)
   chromium fonts-dejavu-core
   qemu-user   # the dynamic build: it has the TCG plugin API that --counters uses under emulation
+  npm     # node-octane and chromium-octane fetch Octane (benchmark-octane) with npm pack
+  util-linux   # unshare: a browser sample's own PID and mount namespaces (chroot mode)
 )
 # Per host architecture: the other ABIs' compilers and C libraries.
 # gcc-multilib / g++-multilib are NOT used: Debian's gcc-multilib Conflicts with every cross
@@ -61,10 +63,17 @@ fi
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 
+# A name an installed package provides counts as installed (a vendor's nodejs provides npm and
+# conflicts with Debian's npm package).
+provided() {
+  dpkg-query -W -f='${db:Status-Status} ${Provides}\n' 2>/dev/null \
+    | awk -v p="$1" '$1 == "installed" { for (i = 2; i <= NF; i++) { gsub(/[(),].*/, "", $i); if ($i == p) found = 1 } } END { exit !found }'
+}
+
 missing_pkgs() {
   local p
   for p in "${PKGS[@]}"; do
-    installed "$p" || printf '%s\n' "$p"
+    installed "$p" || provided "$p" || printf '%s\n' "$p"
   done
 }
 

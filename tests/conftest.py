@@ -401,3 +401,54 @@ def make_run() -> Callable[..., Run]:
         return Run(run_id, started, None, status, "0", RunConfig({}))
 
     return run
+
+
+# --------------------------------------------------------------------------- counted runs
+
+
+def captured_profile(name: str, abi: str, attempts: tuple[int, ...] | None = None,
+                     simulation: str = "cache") -> Any:
+    """The CounterProfile of a real cachegrind output in tests/data/cachegrind/ (NAME-ABI),
+    as a counted run stores it; ``attempts`` default to two runs that agreed."""
+    import gzip
+
+    from abibench.run.counters import parse_cachegrind, profile_of
+
+    text = gzip.decompress((TESTS / "data" / "cachegrind" /
+                            f"{name}-{abi}.cachegrind.out.gz").read_bytes()).decode()
+    parsed = parse_cachegrind(text)
+    ir = parsed.totals[parsed.events.index("Ir")]
+    return profile_of(parsed, attempts or (ir, ir), simulation)
+
+
+@pytest.fixture(scope="session")
+def cachegrind_profile() -> Callable[..., Any]:
+    """A factory: cachegrind_profile("ptrchase", "i386") -> its CounterProfile."""
+    return captured_profile
+
+
+def counted_doc(times: dict[str, list[float]], profiles: dict[str, Any],
+                rss: dict[str, list[int]] | None = None,
+                faults: dict[str, list[int]] | None = None, workload: str = "w",
+                check: str | None = "same") -> RunDoc:
+    """A typed run of one workload (primary: wall time, lower is better): timed samples with
+    these times per target, round by round, and one counted sample per target holding its
+    profile."""
+    samples: list[dict[str, Any]] = []
+    for target, walls in times.items():
+        for rnd, wall in enumerate(walls, start=1):
+            samples.append({"workload": workload, "target": target, "round": rnd,
+                            "wall_s": wall, "user_s": wall, "check": check,
+                            "max_rss_kb": (rss or {}).get(target, [1000] * len(walls))[rnd - 1],
+                            "minflt": (faults or {}).get(target, [None] * len(walls))[rnd - 1]})
+    for target, prof in profiles.items():
+        samples.append({"workload": workload, "target": target, "round": len(
+            next(iter(times.values()))) + 1, "kind": "counters", "check": check,
+            "instructions": prof.totals[0], "counters": prof.to_dict()})
+    return partial_doc({workload: {"primary": "wall", "targets": list(times)}}, samples)
+
+
+@pytest.fixture(scope="session")
+def make_counted_doc() -> Callable[..., RunDoc]:
+    """A factory of run documents with timed and counted samples (see counted_doc)."""
+    return counted_doc

@@ -20,7 +20,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("abibench", "abibench.errors", "abibench.paths", "abibench.records",
               "abibench.abi", "abibench.elf", "abibench.stats", "abibench.text", "abibench.hashing",
               "abibench.tools",
-              "abibench.workspace",
+              "abibench.workspace", "abibench.files",
               "abibench.workloads")),
     ("probe", ("abibench.probe",)),
     ("obtain", ("abibench.obtain",)),

@@ -18,6 +18,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from . import __version__
 from .abi import ABIS, HOST_FAMILY, get_abi, parse_abi_list
 from .analyse import report as analysis
+from .analyse.advise import Deployment, parse_mix, parse_size
 from .errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -31,6 +32,7 @@ from .paths import cache_dir, default_db
 from .probe import host, noise
 from .probe.abis import probe_all
 from .probe.counters import counters_status
+from .probe.memory import tree_accounting
 from .records import RunDoc, Sample
 from .report import Output, render, write, write_file
 from .report import formatting as fmt
@@ -75,24 +77,23 @@ def _duration(text: str) -> float:
     return seconds
 
 
-def _count(text: str) -> int:
+def _whole(text: str, least: int) -> int:
     try:
         n = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"{n} must be 0 or more")
+    if n < least:
+        raise argparse.ArgumentTypeError(f"{n} must be 0 or more" if least == 0 else
+                                         f"{n} must be at least {least}")
     return n
+
+
+def _count(text: str) -> int:
+    return _whole(text, 0)
 
 
 def _positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{n} must be at least 1")
-    return n
+    return _whole(text, 1)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -159,9 +160,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="override a workload parameter, e.g. --set nodes=20000")
     r.add_argument("--seed", type=int, default=0, help="seed for environment-size randomisation")
-    r.add_argument("--counters", action="store_true",
-                   help="also count instructions: one run per target under valgrind, or under "
-                   "qemu with abibench's plugin for emulated ABIs (exact, repeatable)")
+    r.add_argument("--counters", nargs="?", const="insn", default=None,
+                   choices=("insn", "cache"), metavar="insn|cache",
+                   help="also count instructions under valgrind, or for emulated ABIs (armhf, "
+                   "aarch64 here) with abibench's QEMU plugin (runs per target until two "
+                   "agree); --counters=cache adds simulated cache and branch events, for "
+                   "`abibench explain` (valgrind only)")
     r.add_argument("--report", type=Path, default=None, help="also write a Markdown report")
     r.add_argument("--html", type=Path, default=None, help="write the HTML report here (default: "
                    "reports/RUN.html beside the results database)")
@@ -201,6 +205,19 @@ def build_parser() -> argparse.ArgumentParser:
                     help="two or more run ids or exported .json files")
     _report_options(cp)
 
+    xp = sub.add_parser("explain", help="why one ABI wins: each comparison's time ratio as "
+                        "instructions x time per instruction, with the evidence (needs a run "
+                        "with --counters, or --counters=cache)")
+    xp.add_argument("run", nargs="?", default="latest", metavar="RUN_OR_FILE")
+    xp.add_argument("workload", nargs="?", default=None, metavar="WORKLOAD")
+    xp.add_argument("--json", action="store_true", help="the explanations as JSON")
+
+    ad = sub.add_parser("advise", help="for a memory budget: instances that fit per ABI, and "
+                        "the throughput each gives")
+    ad.add_argument("run", nargs="?", default="latest", metavar="RUN_OR_FILE")
+    _deployment_options(ad, required=True)
+    ad.add_argument("--json", action="store_true", help="the advice as JSON")
+
     im = sub.add_parser("import", help="store others' exported results (validated, never run)")
     im.add_argument("files", nargs="+", type=Path, metavar="FILE.json")
     im.add_argument("--json", action="store_true")
@@ -223,6 +240,29 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _deployment_options(p: argparse.ArgumentParser, required: bool = False) -> None:
+    p.add_argument("--memory", required=required, default=None, metavar="SIZE",
+                   help="the deployment's memory, e.g. 4GiB: how many instances fit per ABI "
+                   "and the throughput each gives" + ("" if required else " (adds the advice)"))
+    limit = p.add_mutually_exclusive_group()
+    limit.add_argument("--instances", type=_positive, default=None, metavar="N",
+                       help="deploy exactly N instances of each workload")
+    limit.add_argument("--budget-cores", type=_positive, default=None, metavar="C",
+                       help="at most C instances run at once (one core each)")
+    p.add_argument("--mix", default=None, metavar="W=N,...",
+                   help="weight workloads deployed together, e.g. lua=3,sqlite-speedtest1=1")
+
+
+def _deployment(args: argparse.Namespace) -> Deployment | None:
+    if getattr(args, "memory", None) is None:
+        if getattr(args, "instances", None) or getattr(args, "budget_cores", None) or \
+                getattr(args, "mix", None):
+            raise UsageError("--instances, --budget-cores and --mix go with --memory SIZE")
+        return None
+    return Deployment(parse_size(args.memory), args.instances, args.budget_cores,
+                      parse_mix(args.mix) if args.mix else {})
+
+
 def _report_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--html", type=Path, default=None,
                    help="write a self-contained HTML report (inline SVG charts, works offline)")
@@ -238,6 +278,7 @@ def _report_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tag", action="append", default=None, metavar="NAME",
                    help="name of each result set, once per set in order (default: host and "
                    "kernel bitness, e.g. 'vm k64')")
+    _deployment_options(p)
 
 
 def _say(line: str, file: Any = None) -> None:
@@ -283,10 +324,12 @@ def cmd_probe(args: argparse.Namespace) -> int:
     statuses = probe_all()
     ctx = host.capture()
     counters = counters_status()
+    tree = tree_accounting()
     if args.json:
         cached = noise.cached(cache_dir())
         _print_json({"abis": [s.to_dict() for s in statuses], "host": ctx.to_dict(),
-                     "counters": counters.to_dict(), "warnings": host.context_warnings(ctx),
+                     "counters": counters.to_dict(), "tree_memory": tree.to_dict(),
+                     "warnings": host.context_warnings(ctx),
                      "noise": cached.to_dict() if cached is not None else None})
         return EXIT_OK
     con = _console()
@@ -316,6 +359,8 @@ def cmd_probe(args: argparse.Namespace) -> int:
     con.print(e(f"instruction counts: perf {'yes' if perf.available else f'no ({perf.reason})'}"
                 f"; valgrind {'yes' if counters.valgrind.available else 'no'}; under qemu: "
                 f"{counters.qemu_plugin.reason or 'yes'}"))
+    con.print(e(f"process-tree memory: {tree.kind} — {tree.description}"
+                + (f" ({tree.reason})" if tree.reason != "available" else "")))
     profile = noise.cached(cache_dir())
     con.print(e(f"noise: {profile.summary()}" if profile is not None else
                 "noise: not measured in the last hour (`abibench calibrate`)"))
@@ -429,7 +474,8 @@ def cmd_run(args: argparse.Namespace, store: Store) -> int:
         DEFAULT_BUDGET_PER_WORKLOAD_S * len(workloads)
     plan = Plan(min_rounds=args.min_rounds, max_rounds=args.max_rounds,
                 fixed_rounds=args.rounds, precision=args.precision, max_time_s=args.max_time,
-                warmup=args.warmup, seed=args.seed, counters=args.counters,
+                warmup=args.warmup, seed=args.seed, counters=args.counters is not None,
+                simulation=args.counters or "insn",
                 budget_s=None if args.rounds is not None else budget, design=args.design)
     req = Request(workloads=workloads, abis=abis, plan=plan, cflags=tuple(args.cflags.split()),
                   cc=args.cc, provenance=args.provenance,
@@ -545,10 +591,12 @@ def cmd_runs(args: argparse.Namespace, store: Store) -> int:
     return EXIT_OK
 
 
-_READ_COMMANDS = ("runs", "report", "compare", "export")
+_READ_COMMANDS = ("runs", "report", "compare", "export", "explain", "advise")
 
 
 def _report_sources(args: argparse.Namespace) -> list[str]:
+    if args.command in ("explain", "advise"):
+        return [args.run]
     sources: list[str] = args.run if args.command == "report" else args.sources
     return sources
 
@@ -560,7 +608,7 @@ def cmd_report(args: argparse.Namespace, store: Store | None) -> int:
         raise UsageError("compare needs two or more result sets: pass run ids (`abibench runs`)"
                          " or exported .json files")
     sets = load_sources(sources, store)
-    rep = analysis.from_sets(sets, args.baseline, args.tag)
+    rep = analysis.from_sets(sets, args.baseline, args.tag, _deployment(args))
     if args.json:
         sys.stdout.write(render(rep, "json"))
     outputs = [Output(fmt_, path) for fmt_, path in (
@@ -572,6 +620,39 @@ def cmd_report(args: argparse.Namespace, store: Store | None) -> int:
     if args.json or written:
         return EXIT_OK
     _print_terminal(rep)
+    return EXIT_OK
+
+
+def _one_report(args: argparse.Namespace, store: Store | None) -> analysis.Report:
+    sets = load_sources([args.run], store)
+    return analysis.from_sets(sets, deployment=_deployment(args))
+
+
+def cmd_explain(args: argparse.Namespace, store: Store | None) -> int:
+    from .report import terminal
+    from .report.jsonout import explanation_json
+
+    rep = _one_report(args, store)
+    if args.workload is not None and args.workload not in {b.result.id for b in rep.workloads}:
+        raise UsageError(f"workload '{args.workload}' is not in this run (it has "
+                         f"{', '.join(b.result.id for b in rep.workloads)})")
+    if args.json:
+        _print_json([explanation_json(x) for x in rep.explanations
+                     if args.workload in (None, x.workload)])
+        return EXIT_OK
+    sys.stdout.write(terminal.render_explanations(rep, args.workload))
+    return EXIT_OK
+
+
+def cmd_advise(args: argparse.Namespace, store: Store | None) -> int:
+    from .report import terminal
+    from .report.jsonout import advice_json
+
+    rep = _one_report(args, store)
+    if args.json:
+        _print_json(advice_json(rep.advice) if rep.advice else None)
+        return EXIT_OK
+    sys.stdout.write(terminal.render_advice(rep))
     return EXIT_OK
 
 
@@ -638,6 +719,13 @@ def _join_negative_values(argv: list[str]) -> list[str]:
     out: list[str] = []
     i = 0
     while i < len(argv):
+        if argv[i] == "--counters":
+            # `--counters` alone means instructions; a following word is its value only when it
+            # is one (`--counters nbody` counts nbody's instructions).
+            given = argv[i + 1] if i + 1 < len(argv) and argv[i + 1] in ("insn", "cache") else None
+            out.append(f"--counters={given or 'insn'}")
+            i += 2 if given else 1
+            continue
         if argv[i] in VALUE_OPTIONS and i + 1 < len(argv) and \
                 re.match(r"^-(\d|\.\d)", argv[i + 1]):
             out.append(f"{argv[i]}={argv[i + 1]}")
@@ -666,16 +754,19 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "list":
             return cmd_list(args)
         db = args.db or default_db()
-        if args.command in ("report", "compare") and not db.exists() and \
+        readers = {"report": cmd_report, "compare": cmd_report, "explain": cmd_explain,
+                   "advise": cmd_advise}
+        if args.command in readers and not db.exists() and \
                 all(is_file_ref(ref) for ref in _report_sources(args)):
-            return cmd_report(args, None)  # exported files only: no database needed
+            return readers[args.command](args, None)  # exported files only: no database needed
         # The commands that only read open it read-only: they work on a read-only file,
         # directory or mount, and never migrate or write it.
         store = Store(db, readonly=args.command in _READ_COMMANDS)
         try:
             handler = {"run": cmd_run, "runs": cmd_runs, "report": cmd_report,
                        "compare": cmd_report, "import": cmd_import,
-                       "export": cmd_export}[args.command]
+                       "export": cmd_export, "explain": cmd_explain,
+                       "advise": cmd_advise}[args.command]
             return handler(args, store)
         finally:
             store.close()

@@ -53,16 +53,21 @@ def _degenerate(d: FloatArray, method: str) -> Interval | None:
     return None
 
 
+def _student(centre: float, se: float, df: float, confidence: float, method: str) -> Interval:
+    """A centre with its standard error: Student's interval and two-sided test, from one t."""
+    if se == 0.0:
+        return Interval(centre, centre, centre, 1.0 if centre == 0.0 else 0.0, method)
+    q = float(_sps.t.ppf(0.5 + confidence / 2, df))
+    p = float(2 * _sps.t.sf(abs(centre / se), df))
+    return Interval(centre, centre - q * se, centre + q * se, p, method)
+
+
 def t_interval(d: FloatArray, confidence: float = 0.95, seed: int = 0) -> Interval:
     same = _degenerate(d, "t")
     if same:
         return same
-    n = d.size
-    m = float(np.mean(d))
-    se = float(np.std(d, ddof=1)) / math.sqrt(n)
-    q = float(_sps.t.ppf(0.5 + confidence / 2, n - 1))
-    p = float(2 * _sps.t.sf(abs(m / se), n - 1)) if se > 0 else (1.0 if m == 0 else 0.0)
-    return Interval(m, m - q * se, m + q * se, p, "t")
+    se = float(np.std(d, ddof=1)) / math.sqrt(d.size)
+    return _student(float(np.mean(d)), se, d.size - 1, confidence, "t")
 
 
 def trimmed_interval(d: FloatArray, confidence: float = 0.95, seed: int = 0) -> Interval:
@@ -80,12 +85,7 @@ def trimmed_interval(d: FloatArray, confidence: float = 0.95, seed: int = 0) -> 
     w = np.concatenate([np.full(g, s[g]), s[g:n - g], np.full(g, s[n - g - 1])])
     sw2 = float(np.var(w, ddof=1))
     se = math.sqrt(sw2) / ((1 - 2 * g / n) * math.sqrt(n)) if sw2 > 0 else 0.0
-    df = h - 1
-    if se == 0.0:
-        return Interval(centre, centre, centre, 1.0 if centre == 0 else 0.0, "trimmed")
-    q = float(_sps.t.ppf(0.5 + confidence / 2, df))
-    p = float(2 * _sps.t.sf(abs(centre / se), df))
-    return Interval(centre, centre - q * se, centre + q * se, p, "trimmed")
+    return _student(centre, se, h - 1, confidence, "trimmed")
 
 
 def hl_interval(d: FloatArray, confidence: float = 0.95, seed: int = 0) -> Interval:
@@ -164,9 +164,7 @@ def covariate_interval(d: FloatArray, c: FloatArray, confidence: float = 0.95,
     if float(2 * _sps.t.sf(abs(slope / se_slope), df)) >= alpha:
         return t_interval(d, confidence)
     se = math.sqrt(s2 * (1.0 / n + cm * cm / sxx))
-    q = float(_sps.t.ppf(0.5 + confidence / 2, df))
-    p = float(2 * _sps.t.sf(abs(icpt / se), df))
-    return Interval(icpt, icpt - q * se, icpt + q * se, p, "t+covariate")
+    return _student(icpt, se, df, confidence, "t+covariate")
 
 
 def welch_interval(la: FloatArray, lb: FloatArray, confidence: float = 0.95) -> Interval:
@@ -178,12 +176,9 @@ def welch_interval(la: FloatArray, lb: FloatArray, confidence: float = 0.95) -> 
     va, vb = float(np.var(la, ddof=1)) / la.size, float(np.var(lb, ddof=1)) / lb.size
     se = math.sqrt(va + vb)
     if se == 0.0:
-        return Interval(centre, centre, centre, 1.0 if centre == 0.0 else 0.0, "welch")
-    df = (va + vb) ** 2 / ((va * va / (la.size - 1) if va else 0.0)
-                           + (vb * vb / (lb.size - 1) if vb else 0.0))
-    q = float(_sps.t.ppf(0.5 + confidence / 2, df))
-    p = float(2 * _sps.t.sf(abs(centre / se), df))
-    return Interval(centre, centre - q * se, centre + q * se, p, "welch")
+        return _student(centre, 0.0, 1.0, confidence, "welch")
+    df = (va + vb) ** 2 / ((va * va / (la.size - 1)) + (vb * vb / (lb.size - 1)))
+    return _student(centre, se, df, confidence, "welch")
 
 
 METHODS: dict[str, Callable[..., Interval]] = {

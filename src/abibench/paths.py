@@ -9,6 +9,7 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 MICRO_DIR = PACKAGE_DIR / "micro"
 NATIVE_DIR = PACKAGE_DIR / "native"
 PROFILES_DIR = PACKAGE_DIR / "workloads" / "profiles"
+PAGES_DIR = PACKAGE_DIR / "pages"  # abibench's own benchmark pages, served to a browser
 
 
 def data_dir() -> Path:

@@ -55,7 +55,11 @@ BUILTIN_METRICS: dict[str, Metric] = {
     "user": Metric("user", "s", "lower"),
     "sys": Metric("sys", "s", "lower"),
     "max_rss": Metric("max_rss", "KiB", "lower"),
+    # [run] memory = "tree": the whole process tree's peak (a browser's dozen processes)
+    "tree_peak_rss": Metric("tree_peak_rss", "KiB", "lower"),
 }
+# Quantities of memory, not of speed: a covariate of the machine's speed says nothing of them.
+MEMORY_METRICS = ("max_rss", "tree_peak_rss")
 
 # The reference ("b" of every ratio): the 64-bit ABI of each host family.
 REFERENCE_ABIS = ("x86_64", "aarch64")
@@ -92,6 +96,79 @@ def pick_reference(labels: Sequence[str]) -> str:
             if abi_of(label) == ref:
                 return label
     return labels[-1]
+
+
+# --------------------------------------------------------------------------- counters
+
+
+# Cachegrind's event names, and the sums an explanation speaks of.
+INSTRUCTIONS = "Ir"
+D1_MISSES = ("D1mr", "D1mw")
+LL_MISSES = ("ILmr", "DLmr", "DLmw")
+BRANCHES = ("Bc", "Bi")
+MISPREDICTS = ("Bcm", "Bim")
+
+
+@dataclass(frozen=True)
+class FunctionCount:
+    """One function's share of a counted run: its events, in the order of CounterProfile.events."""
+
+    name: str
+    counts: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class CounterProfile:
+    """What the counted run under cachegrind saw: event totals, the top functions, and whether
+    the count repeated.
+
+    ``attempts`` are the instruction totals of every run made until two agreed (valgrind's counts
+    are deterministic for the same binary, inputs and environment; a program that reads the
+    clock or random numbers differs). ``agreed`` is False when they never did: the instruction
+    part of an explanation is then "not exact", and its range is that of the attempts.
+    ``simulation`` is "insn" (instructions only) or "cache" (cache and branch simulation, of the
+    fixed cache model in ``cache``: simulated, not hardware).
+    """
+
+    events: tuple[str, ...]
+    totals: tuple[int, ...]
+    functions: tuple[FunctionCount, ...] = ()
+    attempts: tuple[int, ...] = ()
+    agreed: bool = True
+    simulation: str = "insn"
+    cache: tuple[str, ...] = ()
+
+    def total(self, *names: str) -> int | None:
+        """The sum of these events' totals; None when one of them was not counted."""
+        idx = {e: i for i, e in enumerate(self.events)}
+        if not names or any(n not in idx for n in names):
+            return None
+        return sum(self.totals[idx[n]] for n in names)
+
+    def function_total(self, fn: FunctionCount, *names: str) -> int | None:
+        idx = {e: i for i, e in enumerate(self.events)}
+        if not names or any(n not in idx or idx[n] >= len(fn.counts) for n in names):
+            return None
+        return sum(fn.counts[idx[n]] for n in names)
+
+    def to_dict(self) -> JSONDict:
+        return {"events": list(self.events), "totals": list(self.totals),
+                "functions": [[f.name, list(f.counts)] for f in self.functions],
+                "attempts": list(self.attempts), "agreed": self.agreed,
+                "simulation": self.simulation, "cache": list(self.cache)}
+
+    @staticmethod
+    def from_dict(d: Mapping[str, object]) -> CounterProfile:
+        funcs = cast(list[list[object]], d.get("functions") or [])
+        return CounterProfile(
+            events=tuple(str(e) for e in cast(list[str], d.get("events") or [])),
+            totals=tuple(int(v) for v in cast(list[int], d.get("totals") or [])),
+            functions=tuple(FunctionCount(str(f[0]), tuple(int(v) for v in
+                                                           cast(list[int], f[1])))
+                            for f in funcs),
+            attempts=tuple(int(v) for v in cast(list[int], d.get("attempts") or [])),
+            agreed=bool(d.get("agreed", True)), simulation=str(d.get("simulation", "insn")),
+            cache=tuple(str(c) for c in cast(list[str], d.get("cache") or [])))
 
 
 # --------------------------------------------------------------------------- samples
@@ -132,6 +209,11 @@ class Sample:
     # Why a stored sample no longer counts (e.g. its round was cut short and measured again
     # after `run --resume`); the sample itself is kept as it was measured.
     discarded: str | None = None
+    # Page faults of the process, per run (rusage; None in runs stored before they were kept).
+    minflt: int | None = None
+    majflt: int | None = None
+    # kind "counters": what cachegrind counted (None in a timed sample or an older run).
+    counters: CounterProfile | None = None
     # How the sample was measured (run/designs.py): the design of its round, the CPU it was
     # pinned to, and how many back-to-back runs its times are the mean of.
     design: str = "sequential"
@@ -142,6 +224,10 @@ class Sample:
     foreign_cpu_s: float | None = None
     steal_s: float | None = None
     covariate: float | None = None
+    # [run] memory = "tree": the whole process tree's peak memory (KiB) and how it was measured
+    # (probe/memory.py: cgroup-v2, cgroup-v1, sampled); None for other workloads
+    tree_peak_rss_kb: int | None = None
+    tree_memory: str | None = None
     # Run under an emulator (qemu-user): its times measure the emulator, never the ABI on its
     # own hardware, and its peak memory includes the emulator's.
     emulated: bool = False
@@ -167,13 +253,21 @@ class Sample:
             return self.sys_s
         if metric == "max_rss":
             return float(self.max_rss_kb)
+        if metric in ("minflt", "majflt"):
+            faults = self.minflt if metric == "minflt" else self.majflt
+            return None if faults is None else float(faults)
+        if metric == "tree_peak_rss":
+            return None if self.tree_peak_rss_kb is None else float(self.tree_peak_rss_kb)
         return self.metrics.get(metric)
 
     def to_dict(self) -> JSONDict:
         out: JSONDict = {}
         for f in fields(self):
             v = getattr(self, f.name)
-            out[f.name] = dict(v) if isinstance(v, dict) else v
+            if isinstance(v, CounterProfile):
+                out[f.name] = v.to_dict()
+            else:
+                out[f.name] = dict(v) if isinstance(v, dict) else v
         return out
 
     @staticmethod
@@ -183,6 +277,8 @@ class Sample:
 
         metrics = cast(Mapping[str, float], d.get("metrics") or {})
         instructions = d.get("instructions")
+        counters = d.get("counters")
+        minflt, majflt = d.get("minflt"), d.get("majflt")
         return Sample(
             run_id=run_id if run_id is not None else str(d.get("run_id", "")),
             workload=str(d["workload"]), target=str(d["target"]), round=int(cast(int, d["round"])),
@@ -197,12 +293,19 @@ class Sample:
             instructions=None if instructions is None else int(cast(int, instructions)),
             kind=str(d.get("kind", "timed")),
             discarded=None if d.get("discarded") is None else str(d["discarded"]),
+            minflt=None if minflt is None else int(cast(int, minflt)),
+            majflt=None if majflt is None else int(cast(int, majflt)),
+            counters=None if counters is None else
+            CounterProfile.from_dict(cast(Mapping[str, object], counters)),
             design=str(d.get("design", "sequential")),
             cpu=None if d.get("cpu") is None else int(cast(int, d["cpu"])),
             repeat=int(cast(int, d.get("repeat", 1))),
             foreign_cpu_s=_opt_float(d.get("foreign_cpu_s")),
             steal_s=_opt_float(d.get("steal_s")),
             covariate=_opt_float(d.get("covariate")),
+            tree_peak_rss_kb=None if d.get("tree_peak_rss_kb") is None
+            else int(cast(int, d["tree_peak_rss_kb"])),
+            tree_memory=None if d.get("tree_memory") is None else str(d["tree_memory"]),
             emulated=bool(d.get("emulated", False)),
             clock_mhz=_opt_float(d.get("clock_mhz")), temp_c=_opt_float(d.get("temp_c")),
             throttled=None if d.get("throttled") is None else int(cast(int, d["throttled"])))
@@ -248,7 +351,7 @@ def pair_by_round(a: Iterable[Sample], b: Iterable[Sample], metric: str) -> Pair
     if va and set(va) == set(vb):
         rounds = sorted(va)
         ca, cb = _covariates(sa, rounds), _covariates(sb, rounds)
-        if metric == "max_rss" or ca is None or cb is None:
+        if metric in MEMORY_METRICS or ca is None or cb is None:
             ca = cb = ()
         return Paired(tuple(va[r] for r in rounds), tuple(vb[r] for r in rounds), True, ca, cb)
     return Paired(tuple(va.values()), tuple(vb.values()), False)
@@ -645,6 +748,12 @@ class RunDoc:
         return {s.target: s.instructions for s in self.samples
                 if s.workload == workload and s.kind == "counters"
                 and s.instructions is not None}
+
+    def counter_profiles(self, workload: str) -> dict[str, CounterProfile]:
+        """What cachegrind counted per target (the last counted run of each)."""
+        return {s.target: s.counters for s in self.samples
+                if s.workload == workload and s.kind == "counters" and s.status == "ok"
+                and s.counters is not None}
 
     def emulated_targets(self, workload: str) -> set[str]:
         """Targets of a workload whose samples ran under an emulator (their times measure the

@@ -12,6 +12,8 @@ import pytest
 from abibench.analyse import report as analysis
 from abibench.analyse.results import analyse, suite_summary, validate_outputs
 from abibench.records import RunDoc, Sample, pair_by_round, pick_reference
+from abibench.report import render
+from abibench.report.formatting import kib as fmt_kib
 
 DocFactory = Callable[[dict[str, dict[str, Any]], list[dict[str, Any]]], RunDoc]
 RATE = {"rate": {"unit": "ops/s", "better": "higher"}}
@@ -164,3 +166,35 @@ def test_a_secondary_metric_without_a_ratio_is_a_warning(run_doc: DocFactory) ->
     assert [d.metric for d in block.diffs] == ["rate"]
     assert "temp: i386 has values <= 0: a ratio of them means nothing, no verdict" in \
         block.result.warnings
+
+
+def test_tree_memory_has_its_own_verdict_beside_peak_rss(run_doc: DocFactory) -> None:
+    samples = []
+    for rnd in range(1, 6):
+        for target, tree in (("i386", 300_000 + rnd), ("x86_64", 450_000 - rnd)):
+            samples.append({"workload": "b", "target": target, "round": rnd, "check": "c",
+                            "metrics": {"rate": 10.0 + rnd}, "max_rss_kb": 100_000 + rnd,
+                            "tree_peak_rss_kb": tree, "tree_memory": "cgroup-v1"})
+    doc = run_doc({"b": {"primary": "rate", "targets": ["i386", "x86_64"], "metrics": RATE}},
+                  samples)
+    (res,) = analyse(doc)
+    by_metric = {c.metric: c for c in res.memory}
+    assert set(by_metric) == {"max_rss", "tree_peak_rss"}
+    verdict = by_metric["tree_peak_rss"]
+    assert verdict.ratio.ratio == pytest.approx(300_003 / 449_997)
+    assert verdict.verdict.significant and "smaller" in verdict.verdict.text
+    assert [r.tree_kb for r in res.rows] == [300_003, 449_997]
+    assert any("cgroup v1" in p for p in res.provenance)
+    rep = analysis.from_run(doc)
+    assert [p.metric for p in rep.workloads[0].panels][-2:] == ["max_rss", "tree_peak_rss"]
+    for fmt in ("terminal", "markdown", "html"):
+        text = render(rep, fmt)
+        assert "tree peak RSS" in text, fmt
+        assert fmt_kib(300_003) in text and fmt_kib(449_997) in text, fmt
+
+
+def test_without_tree_memory_there_is_no_tree_verdict_or_warning(run_doc: DocFactory) -> None:
+    doc = _doc(run_doc, {"w": {"i386": [1.0, 1.1, 1.2], "x86_64": [2.0, 2.1, 2.2]}})
+    (res,) = analyse(doc)
+    assert [c.metric for c in res.memory] == ["max_rss"]
+    assert not any("tree" in w for w in res.warnings)

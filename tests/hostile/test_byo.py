@@ -53,6 +53,7 @@ def test_bzip2_with_the_hosts_shared_libbz2_is_warned_about(cli_env: dict[str, s
                 "i386,x86_64", "--rounds", "1", "--warmup", "0", "--no-html", "--keep-going")
     out = " ".join(r.stdout.split())
     assert "loads the host's" in out and "libbz2.so" in out, r.stdout[-2000:]
+    assert r.returncode == 1  # i386 cannot link the shared library's 64-bit objects
     static = _run_in(EXAMPLES / "bzip2", cli_env, "run", "bzip2.toml", "--abi",
                      "i386,x86_64", "--rounds", "1", "--warmup", "0", "--no-html")
     assert static.returncode == 0, static.stderr[-1500:]
@@ -94,7 +95,8 @@ def test_two_prebuilt_programs_in_one_line(cli: Cli, prebuilt: dict[str, Path]) 
     (("i386=text", "x86_64=x86_64"), ("not an ELF program", "not a script")),
     (("sparc=i386", "x86_64=x86_64"), ("unknown ABI 'sparc'",)),
     (("i386", "x86_64=x86_64"), ("write ABI=PATH",)),
-])
+], ids=["elf-of-another-abi", "one-program", "abi-twice", "missing-file", "not-executable",
+        "a-script", "unknown-abi", "no-abi-named"])
 def test_prebuilt_pairs_that_do_not_match_are_refused(cli: Cli, prebuilt: dict[str, Path],
                                                       pair: tuple[str, ...],
                                                       words: tuple[str, ...]) -> None:
@@ -105,5 +107,78 @@ def test_prebuilt_pairs_that_do_not_match_are_refused(cli: Cli, prebuilt: dict[s
     r = cli("run", *args, "--rounds", "1", "--no-html")
     assert r.returncode == 2, r.stdout[-800:] + r.stderr
     assert r.stderr.count("\n") == 1, r.stderr
+    for w in words:
+        assert w in r.stderr, r.stderr
+
+
+def _sweep_profile(proj: Path, fixtures: Path, when: str) -> Path:
+    """A sweep whose "ptr" value legitimately writes different bytes per ABI (its {abi}), and
+    whose "fixed" value writes the same bytes on every ABI."""
+    (proj / "metric.c").write_bytes((fixtures / "metric.c").read_bytes())
+    prof = proj / "sweep.toml"
+    prof.write_text(
+        'id = "sweep"\ntitle = "per-sweep validation"\nprimary = "value"\n'
+        '[params]\nmode = "fixed"\n[sweep]\nmode = ["fixed", "ptr"]\n'
+        '[source]\nfiles = ["metric.c"]\nartifacts = ["metric"]\n'
+        '[run]\ncommand = ["sh", "-c", "{bin}/metric 0 && case {mode} in ptr) echo {abi};; '
+        '*) echo same;; esac > {work}/out.bin"]\ntimeout = "30s"\n'
+        '[validate]\nfiles = ["{work}/out.bin"]\n' + when +
+        '[[metric]]\nname = "value"\nparse = { regex = \'(?m)^value: ([0-9.]+)$\' }\n'
+        'unit = "units"\nbetter = "higher"\n')
+    return prof
+
+
+def test_validate_differs_per_sweep_value_as_the_profile_says(cli: Cli, tmp_path: Path,
+                                                               fixtures: Path) -> None:
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    args = ("--abi", "i386,x86_64", "--rounds", "1", "--warmup", "0", "--no-html")
+    # Without [[validate.when]], "ptr" miscompares: the file differs by ABI.
+    prof = _sweep_profile(proj, fixtures, "")
+    r = cli("run", str(prof), *args)
+    assert r.returncode == 1 and "MISCOMPARE" in r.stdout, r.stdout[-1500:]
+    # With it, "ptr" checks only the program's stdout, and "fixed" still checks the file.
+    prof = _sweep_profile(proj, fixtures, '[[validate.when]]\nparams = { mode = "ptr" }\n'
+                          'files = []\nstdout_match = \'(?m)^checksum: (\\S+)$\'\n')
+    r = cli("run", str(prof), *args, "--json")
+    assert r.returncode == 0, r.stderr[-1500:]
+    checks = {(s["workload"], s["target"]): s["check"] for s in json.loads(r.stdout)["samples"]}
+    assert "out.bin:" in checks[("sweep[mode=fixed]", "i386")]
+    assert "out.bin" not in checks[("sweep[mode=ptr]", "i386")]
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "profile-extensions.md"
+
+
+def test_every_input_kind_placeholder_and_stdin_is_documented() -> None:
+    # A newcomer had only the README and this page: an undocumented kind, key or placeholder
+    # is one they cannot use.
+    from abibench.workloads.profile import INPUT_KINDS, RESERVED
+
+    text = DOCS.read_text()
+    inputs = text.split("### Inputs", 1)[1].split("###", 1)[0]
+    for kind, keys in INPUT_KINDS.items():
+        (row,) = [ln for ln in inputs.splitlines() if ln.startswith(f"| `{kind}` |")]
+        assert all(f"`{k}`" in row for k in keys), row
+    placeholders = text.split("### Placeholders", 1)[1].split("###", 1)[0]
+    missing = [p for p in sorted(RESERVED) if f"{{{p}}}" not in placeholders]
+    assert missing == []
+    assert "### Standard input" in text and '`[run] stdin = "PATH"`' in text
+
+
+@pytest.mark.parametrize(("spec", "words"), [
+    ('{ kind = "mp3" }', ("kind 'mp3'", "corpus")),
+    ('{ kind = "corpus", megabytes = 5 }', ("megabytes", "mb")),
+    ('{ kind = "corpus", mb = 100000 }', ("mb", "4096")),
+], ids=["unknown-kind", "unknown-key", "size-out-of-range"])
+def test_bad_inputs_are_refused_naming_the_profile(cli: Cli, tmp_path: Path, fixtures: Path,
+                                                   spec: str, words: tuple[str, ...]) -> None:
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    prof = _sweep_profile(proj, fixtures, "")
+    prof.write_text(prof.read_text() + f"[inputs]\ndata = {spec}\n")
+    r = cli("run", str(prof), "--abi", "i386,x86_64", "--rounds", "1", "--no-html")
+    assert r.returncode == 2, (r.stdout[-800:], r.stderr)
+    assert r.stderr.count("\n") == 1 and "sweep.toml" in r.stderr, r.stderr
     for w in words:
         assert w in r.stderr, r.stderr

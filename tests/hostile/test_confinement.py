@@ -3,6 +3,7 @@ lead outside its root, when it is loaded or, symlinks resolved, right before it 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
@@ -128,3 +129,79 @@ def test_a_program_replaced_during_the_run_is_no_result(
     again = cli("run", str(prof), *RUN, "--json", env=env)
     doc = json.loads(again.stdout)
     assert doc["artifacts"] and not any(a["cached"] for a in doc["artifacts"])
+
+
+@pytest.mark.parametrize("replace_by", ["nothing", "a link to the canary's directory", "a file"],
+                         ids=["removed", "link", "file"])
+def test_a_program_that_removes_or_replaces_work_fails_its_target(
+        cli: Cli, write_profile: ProfileWriter, canary: Path, db_file: Path,
+        replace_by: str) -> None:
+    # The first sample removes {work} (and may put something in its place); before the next,
+    # abibench deletes the [validate] file canary.txt "in {work}": through a link, that would
+    # be the canary. The target fails instead, with the reason, and no traceback.
+    then = {"nothing": "", "a link to the canary's directory": f"; ln -s {canary.parent} {{work}}",
+            "a file": "; echo x > {work}"}[replace_by]
+    command = f'["sh", "-c", "{{bin}}/metric 0 && touch canary.txt && cd / && rm -rf {{work}}{then}"]'
+    prof = write_profile("rmwork", '[validate]\nfiles = ["canary.txt"]\n', command=command)
+    r = cli("run", str(prof), "--abi", "i386,x86_64", "--rounds", "2", "--warmup", "0",
+            "--no-html")
+    line = _one_error(r, 1, "the work directory", "was removed or replaced by the program")
+    assert "Traceback" not in r.stderr, r.stderr
+    assert line.count("\n") == 0
+    rows = sqlite3.connect(db_file).execute("SELECT state FROM target_status").fetchall()
+    assert {s for (s,) in rows} == {"failed"}
+
+
+@pytest.mark.parametrize(("key", "extra", "source"), [
+    ("close", '[validate]\nclose = { files = ["../outside/canary.txt"], max_diff = 1, '
+     'max_fraction = 0.01 }\n', None),
+    ("data", "", '[source]\nbuild = ["true"]\ndata = ["../../outside/canary.txt"]\n'
+     'artifacts = ["metric"]\n'),
+    ("files", '[params]\nk = "1"\n[sweep]\nk = ["1", "2"]\n[validate]\n'
+     'stdout_match = \'(?m)^checksum: (\\S+)$\'\n[[validate.when]]\nparams = { k = "2" }\n'
+     'files = ["/tmp/outside/canary.txt"]\n', None),
+], ids=["validate-close-files", "source-data", "validate-when-files"])
+def test_other_paths_outside_their_roots_are_refused_at_load(
+        cli: Cli, write_profile: ProfileWriter, db_file: Path, key: str, extra: str,
+        source: str | None) -> None:
+    kw = {"source": source} if source else {}
+    prof = write_profile("others", extra, **kw)
+    _one_error(cli("run", str(prof), *RUN), 2, "others.toml:", f"{key} entry")
+    assert not db_file.exists() or sqlite3.connect(db_file).execute(
+        "SELECT COUNT(*) FROM samples").fetchone()[0] == 0
+
+
+def _bin(cache: Path, abi: str) -> Path:
+    (path,) = cache.glob(f"builds/cached/{abi}-*/bin/metric")
+    return path
+
+
+@pytest.mark.parametrize("how", ["other bytes", "the other ABI's build, its digest forged"],
+                         ids=["other-bytes", "other-abi-forged-digest"])
+def test_a_cache_entry_changed_after_its_build_is_built_again(
+        cli: Cli, write_profile: ProfileWriter, cli_env: dict[str, str], tmp_path: Path,
+        how: str) -> None:
+    # Between two runs the i386 program in the build cache is replaced: by other bytes, or by
+    # the x86_64 program with the digest in its record changed to match. The next run must
+    # neither trust the entry nor measure the x86_64 program as "i386".
+    env = {**cli_env, "ABIBENCH_CACHE": str(tmp_path / "cache")}
+    prof = write_profile("cached")
+    assert cli("run", str(prof), *RUN, env=env).returncode == 0
+    i386 = _bin(tmp_path / "cache", "i386")
+    if how == "other bytes":
+        i386.write_bytes(i386.read_bytes() + b"\0")
+    else:
+        i386.write_bytes(_bin(tmp_path / "cache", "x86_64").read_bytes())
+        record = i386.parent.parent / "artifact.json"
+        art = json.loads(record.read_text())
+        art["digests"]["metric"] = hashlib.sha256(i386.read_bytes()).hexdigest()
+        record.write_text(json.dumps(art))
+    r = cli("run", str(prof), *RUN, "--json", env=env)
+    assert r.returncode == 0, r.stderr[-1500:]
+    doc = json.loads(r.stdout)
+    cached = {a["target"]: a["cached"] for a in doc["artifacts"]}
+    assert cached == {"i386": False, "x86_64": True}
+    (art,) = [a for a in doc["artifacts"] if a["target"] == "i386"]
+    assert art["elf"]["metric"]["elf_class"] == 32
+    assert i386.read_bytes()[4] == 1  # ELFCLASS32 again, in the cache too
+    assert {s["status"] for s in doc["samples"]} == {"ok"}

@@ -40,10 +40,14 @@ def _nothing_built(cli_env: dict[str, str], db_file: Path) -> None:
     (("--rounds", "0"), ("--rounds", "at least 1")),
     (("--precision", "150%"), ("between 0% and 100%",)),
     (("--precision", "nan%"), ("precision",)),
+    (("--precision", "lots"), ("'lots' is not a percentage",)),
     (("--min-rounds", "10", "--max-rounds", "3"), ("--max-rounds 3 is below",)),
     (("--abi", "i386,sparc"), ("unknown ABI 'sparc'",)),
     (("--abi", ","), ("empty --abi",)),
-])
+], ids=["set-not-a-number", "set-overflows", "set-unknown-name", "set-without-value",
+        "warmup-negative", "max-time-negative", "max-time-too-long", "rounds-zero",
+        "precision-over-100", "precision-nan", "precision-not-a-percentage", "max-below-min",
+        "abi-unknown", "abi-empty"])
 def test_bad_values_are_refused_before_any_build(cli: Cli, cli_env: dict[str, str],
                                                  db_file: Path, args: tuple[str, ...],
                                                  words: tuple[str, ...]) -> None:
@@ -82,6 +86,17 @@ def test_report_outputs_are_checked_before_the_run(cli: Cli, tmp_path: Path, db_
     _error(cli("run", "ptrtree", "--report", str(tmp_path / where)), 2, "report")
     _error(cli("run", "ptrtree", "--html", str(tmp_path / where)), 2)
     _nothing_built(cli_env, db_file)
+
+
+def test_run_report_into_a_missing_directory_is_created(cli: Cli, write_profile: ProfileWriter,
+                                                        tmp_path: Path) -> None:
+    # The case 9: a traceback after the run was stored. The directory is made instead.
+    prof = write_profile("reported")
+    md = tmp_path / "new" / "sub" / "report.md"
+    r = cli("run", str(prof), "--abi", "i386,x86_64", "--rounds", "1", "--warmup", "0",
+            "--no-html", "--report", str(md))
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-1500:]
+    assert md.is_file() and "hostile reported" in md.read_text()
 
 
 def test_export_into_a_missing_directory_is_created_or_refused(cli: Cli, tmp_path: Path,
@@ -165,5 +180,6 @@ def test_no_validate_message_only_when_true(cli: Cli, write_profile: ProfileWrit
                          command='["{bin}/crash"]',
                          source='[source]\nfiles = ["crash.c"]\nartifacts = ["crash"]\n')
     r = cli("run", str(prof), "--abi", "i386,x86_64", "--rounds", "1", "--no-html")
+    assert r.returncode == 1
     assert "no sample succeeded" in r.stdout
     assert "the profile has no [validate]" not in r.stdout

@@ -48,7 +48,8 @@ def _descendants_gone(pid: int) -> bool:
     return True
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP],
+                         ids=["SIGKILL", "SIGTERM", "SIGHUP"])
 def test_killed_run_resumes_to_exactly_the_asked_rounds(cli: Cli, cli_env: dict[str, str],
                                                         db_file: Path, sig: int,
                                                         tmp_path: Path) -> None:

@@ -209,16 +209,31 @@ def _colour_pixels(png: Path, hex_colour: str) -> int:
 
 
 def _assert_complete(dom: str) -> None:
-    for section in ("summary", "context", "workloads", "differences", "memory", "sizes",
-                    "provenance", "samples"):
+    for section in ("summary", "context", "workloads", "why", "advice", "differences", "memory",
+                    "sizes", "provenance", "samples"):
         assert f'<section id="{section}">' in dom, section
     for wid in ("nbody", "ptrtree"):
         assert re.search(rf'<article id="w\d-{wid}"><h3>{wid}</h3>', dom), wid
     svgs = re.findall(r"<svg .*?</svg>", dom, re.S)
-    # nbody: steps_per_s + peak RSS; ptrtree: 4 metrics + peak RSS; one difference chart.
-    assert len(svgs) == 2 + 5 + 1
+    # nbody: steps_per_s + peak RSS; ptrtree: 4 metrics + peak RSS; the why chart; one
+    # difference chart.
+    assert len(svgs) == 2 + 5 + 1 + 1
     assert all("higher is better" in s or "lower is better" in s for s in svgs)
     assert sum("not run" in s for s in svgs) == 7  # x32 cannot run here: said in every panel
+    # Why: the stacked chart of both comparisons, and one explanation each from the counts
+    why = re.search(r'<section id="why">.*?</section>', dom, re.S)
+    assert why is not None
+    assert "instruction-count ratio" in why.group(0) and "time-per-instruction ratio" in why.group(0)
+    for wid in ("nbody", "ptrtree"):
+        assert f"<h3>{wid}: i386 vs x86_64</h3>" in why.group(0), wid
+    assert why.group(0).count("time i386/x86_64 ") == 2
+    assert "= instructions " in why.group(0) and "(rule: " in why.group(0)
+    # Advice: the table (x32 built, not run: an estimate) and a sentence per workload
+    advice = re.search(r'<section id="advice">.*?</section>', dom, re.S)
+    assert advice is not None
+    assert "x32 (estimate, not measured)" in advice.group(0)
+    for wid in ("nbody", "ptrtree"):
+        assert re.search(rf"<li>In 4 GiB, i386 fits \d+% (more|fewer) {wid} instances", advice.group(0)), wid
     assert 'download="' in dom and 'href="data:text/csv;charset=utf-8;base64,' in dom
     for needle in ("Verdict per workload", "Results at a glance", "Host context", "kernel",
                    "Peak memory", "Sizes", "Provenance", "Raw samples"):
@@ -226,17 +241,22 @@ def _assert_complete(dom: str) -> None:
 
 
 def test_report_of_a_real_run_in_chromium(cli: Cli, tmp_path: Path, proxy: _Proxy) -> None:
+    # --counters: instruction counts for the Why section (insn only: the cheapest valgrind run)
     r = cli("run", "nbody", "ptrtree", "--rounds", "3", "--set", "steps=200000", "--set",
-            "nodes=50000")
+            "nodes=50000", "--counters")
     assert r.returncode == 0, r.stdout + r.stderr
     m = re.search(r"^report: (\S+\.html)", r.stdout, re.M)
     assert m, r.stdout  # the summary of every run points to its report
-    page = Path(m.group(1))
-    assert page.is_file()
+    assert Path(m.group(1)).is_file()
+    assert "explanation" in r.stdout and "why: i386 vs x86_64: " in r.stdout
+    # The report with a memory budget has the Advice section too.
+    page = tmp_path / "advised.html"
+    r = cli("report", "--html", str(page), "--memory", "4GiB")
+    assert r.returncode == 0, r.stderr
 
     ARTIFACTS.mkdir(exist_ok=True)
     shutil.copy(page, ARTIFACTS / "real-run.html")
-    for name, (w, h) in {"desktop": (1280, 9000), "phone": (390, 16000)}.items():
+    for name, (w, h) in {"desktop": (1280, 12000), "phone": (390, 22000)}.items():
         png = ARTIFACTS / f"real-run-{name}.png"
         png.unlink(missing_ok=True)
         dom = chromium(page, tmp_path, proxy, "--dump-dom", f"--screenshot={png}",

@@ -15,6 +15,7 @@ import pytest
 
 from abibench.errors import EXIT_INTERRUPTED, EXIT_PACKAGE
 from abibench.obtain.sysroot import WORK_DIR, prepare
+from abibench.probe.memory import tree_accounting
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -132,6 +133,9 @@ def test_mariadb_workload_leaves_nothing(cli: Cli, env: dict[str, str], mariadb_
         assert isinstance(samples, list)
         # peak RSS is the server's (tens of MB), not sysbench's few MB
         assert all(s["max_rss_kb"] > 20_000 for s in samples)
+        # [run] memory = "tree": the server's whole tree, measured the way this host can
+        assert all(s["tree_memory"] == tree_accounting().kind for s in samples)
+        assert all(s["tree_peak_rss_kb"] > 20_000 for s in samples)
         assert all(s["metrics"]["tps"] > 0 for s in samples)
     else:
         assert proc.returncode == 1, err + out

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from abibench.run.launcher import launcher, parse_result_line, run_sample
+from abibench.run.launcher import PARENT_ENV, launcher, parse_result_line, run_sample
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
@@ -95,3 +95,27 @@ def test_result_line_parsing() -> None:
             "minflt=71 majflt=1 nvcsw=3 nivcsw=1 errno=0\n")
     r = parse_result_line(line)
     assert r["status"] == "exited" and r["wall_ns"] == "1475694" and r["maxrss_kb"] == "980"
+
+
+def test_nothing_left_behind_counts_nothing(sample_launcher: Path, tmp_path: Path) -> None:
+    r = run_sample(["/bin/sh", "-c", "exit 0"], cwd=tmp_path, env=dict(os.environ),
+                   timeout_s=30, launch=sample_launcher)
+    assert r.ok and r.escaped == 0
+
+
+def test_the_program_sees_exactly_the_environment_it_was_given(sample_launcher: Path,
+                                                                tmp_path: Path) -> None:
+    # The launcher's parent check must not change the measured environment (its size moves
+    # the stack, which is what environment padding controls).
+    env = {"PATH": "/usr/bin:/bin", "PAD": "x" * 17}
+    r = run_sample(["/usr/bin/env"], cwd=tmp_path, env=env, timeout_s=30,
+                   launch=sample_launcher)
+    assert r.ok
+    assert sorted(r.stdout.splitlines()) == sorted(f"{k}={v}" for k, v in env.items())
+    assert PARENT_ENV not in r.stdout
+
+
+def test_the_result_line_has_the_escaped_count(sample_launcher: Path, tmp_path: Path) -> None:
+    result = tmp_path / "result"
+    subprocess.run([str(sample_launcher), str(result), "5000", "/bin/true"], check=True)
+    assert parse_result_line(result.read_text())["escaped"] == "0"

@@ -14,7 +14,7 @@ from abibench.errors import EXIT_STORE_READONLY, StoreError, UsageError
 from abibench.records import HostContext, Run, RunConfig, RunDoc, Sample
 from abibench.store import owner
 from abibench.store.exchange import import_doc, validate
-from abibench.store.sqlite import _SCHEMA, SCHEMA_VERSION, Store
+from abibench.store.sqlite import _MIGRATIONS, _SCHEMA, SCHEMA_VERSION, Store
 
 
 def _sample(run_id: str, **kw: object) -> Sample:
@@ -157,6 +157,42 @@ def test_imported_run_has_no_owner(tmp_path: Path, make_doc: Callable[..., dict[
     assert store.load_run(res.run_id).run.status == "running"
 
 
+def test_version_5_database_gains_tree_memory(tmp_path: Path) -> None:
+    """A database as the version before tree memory wrote it: its samples have none, new ones
+    keep theirs, and both export and import again."""
+    path = tmp_path / "v5.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(_SCHEMA)
+    for step in _MIGRATIONS[:4]:
+        for statement in step:
+            db.execute(statement)
+    db.execute("INSERT INTO meta VALUES ('schema_version', '5')")
+    db.execute("INSERT INTO runs(id, started, finished, status, tool_version, host_json, "
+               "config_json) VALUES ('v5', 's', NULL, 'complete', '0', '{}', "
+               "'{\"workloads\": {\"w\": {\"primary\": \"wall\", \"metrics\": {}, "
+               "\"targets\": [\"i386\"]}}}')")
+    db.execute("INSERT INTO samples(run_id, workload, target, round, position, warmup, status, "
+               "exit_code, wall_s, user_s, sys_s, max_rss_kb, stdout_digest, metrics_json, "
+               "started_at, env_pad, design, repeat) VALUES ('v5','w','i386',1,0,0,'ok',0,1,1,"
+               "0,10,'d','{}','',0,'sequential',1)")
+    db.commit()
+    db.close()
+    store = Store(path)
+    store.add_sample(_sample("v5", round=2, tree_peak_rss_kb=512_000, tree_memory="cgroup-v1"))
+    old, new = store.samples("v5")
+    assert (old.tree_peak_rss_kb, old.tree_memory) == (None, None)
+    assert (new.tree_peak_rss_kb, new.tree_memory) == (512_000, "cgroup-v1")
+    assert new.value("tree_peak_rss") == 512_000.0 and old.value("tree_peak_rss") is None
+    exported = json.loads(json.dumps(store.load_run("v5").to_dict()))
+    again = RunDoc.from_dict(validate(exported, "x.json"))
+    assert [s.tree_peak_rss_kb for s in again.samples] == [None, 512_000]
+    # A document without the fields (an older export) still imports.
+    for sample in exported["samples"]:
+        del sample["tree_peak_rss_kb"], sample["tree_memory"]
+    assert all(s.tree_memory is None for s in
+               RunDoc.from_dict(validate(exported, "x.json")).samples)
+
+
 # --------------------------------------------------------------------------- discarded samples
 
 
@@ -178,6 +214,125 @@ def test_discarded_samples_are_kept_and_exported(tmp_path: Path,
     assert [s.discarded for s in again.samples] == [s.discarded for s in doc.samples]
     store.add_sample(_sample(run_id, discarded="measured twice"))
     assert store.samples(run_id)[-1].discarded == "measured twice"
+
+
+# --------------------------------------------------------------------------- counted runs
+
+
+def test_counters_and_page_faults_are_stored_exported_and_imported(
+        tmp_path: Path, cachegrind_profile: Callable[..., Any],
+        make_doc: Callable[..., dict[str, Any]]) -> None:
+    store = Store(tmp_path / "r.sqlite")
+    run_id = import_doc(store, RunDoc.from_dict(make_doc(rounds=1)), "x.json").run_id
+    prof = cachegrind_profile("bignum", "i386", attempts=(12872461, 12872460))
+    store.add_sample(_sample(run_id, workload="alpha", round=5, minflt=123, majflt=0))
+    store.add_sample(_sample(run_id, workload="alpha", round=6, kind="counters",
+                             instructions=prof.totals[0], counters=prof))
+    *_, timed, counted = store.samples(run_id)
+    assert (timed.minflt, timed.majflt, timed.counters) == (123, 0, None)
+    assert counted.counters == prof
+    doc = store.load_run(run_id)
+    exported = json.loads(json.dumps(doc.to_dict()))
+    assert exported["samples"][-1]["counters"]["functions"][0][0] == "mul_add_words"
+    again = RunDoc.from_dict(validate(exported, "x.json"))
+    assert again.samples == doc.samples
+    # an exported counter profile is checked like every other field
+    exported["samples"][-1]["counters"]["totals"] = [1, 2]
+    with pytest.raises(UsageError, match=r"counters\.totals: expected one total per event"):
+        validate(exported, "x.json")
+    exported["samples"][-1]["counters"] = {"events": ["Ir"], "totals": [-1]}
+    with pytest.raises(UsageError, match=r"counters\.totals\[0\]: expected a number >= 0"):
+        validate(exported, "x.json")
+
+
+def _at_version(path: Path, version: int) -> None:
+    """A database exactly as the abibench of that schema version left it: the first schema and
+    the migration steps up to that version."""
+    db = sqlite3.connect(path)
+    db.executescript(_SCHEMA)
+    for step in _MIGRATIONS[:version - 1]:
+        for statement in step:
+            db.execute(statement)
+    db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(version),))
+    db.execute("INSERT INTO runs(id, started, finished, status, tool_version, config_json, "
+               "host_json) VALUES ('v5', 's', NULL, 'complete', '0', '{}', '{}')")
+    db.commit()
+    db.close()
+
+
+def _columns(store: Store) -> set[str]:
+    return {r["name"] for r in store.db.execute("PRAGMA table_info(samples)")}
+
+
+def test_version_5_database_gets_page_faults_and_counters(tmp_path: Path) -> None:
+    # Version 5 recorded how each sample was measured (design, CPU, repeats, the machine
+    # around it); version 6 adds page faults and counter profiles. A sample stored by version
+    # 5 keeps what it had and reads as having no page faults and no profile.
+    path = tmp_path / "v5.sqlite"
+    _at_version(path, 5)
+    db = sqlite3.connect(path)
+    db.execute("INSERT INTO samples(run_id, workload, target, round, position, warmup, status, "
+               "exit_code, wall_s, user_s, sys_s, max_rss_kb, stdout_digest, metrics_json, "
+               "started_at, env_pad, design, cpu, repeat, foreign_cpu_s, steal_s, covariate) "
+               "VALUES ('v5','w','i386',1,0,0,'ok',0,1,1,0,10,'d','{}','',0,'simultaneous',1,3,"
+               "0.25,0.01,1.5e9)")
+    db.commit()
+    db.close()
+    read = Store(path, readonly=True)  # read as it is, never migrated
+    old = read.samples("v5")[0]
+    assert (old.design, old.cpu, old.repeat, old.minflt, old.counters) == (
+        "simultaneous", 1, 3, None, None)
+    read.close()
+    store = Store(path)
+    version = store.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
+    assert int(version) == SCHEMA_VERSION >= 6
+    assert {"design", "covariate", "minflt", "majflt", "counters_json"} <= _columns(store)
+    (migrated,) = store.samples("v5")
+    assert migrated == old
+    store.add_sample(_sample("v5", round=2, design="covariate", covariate=2.0e9, minflt=7,
+                             majflt=1))
+    new = store.samples("v5")[-1]
+    assert (new.design, new.covariate, new.minflt, new.majflt) == ("covariate", 2.0e9, 7, 1)
+
+
+def test_a_fresh_database_has_every_column_of_every_step(tmp_path: Path) -> None:
+    fresh = Store(tmp_path / "new.sqlite")
+    stepwise = tmp_path / "steps.sqlite"
+    _at_version(stepwise, SCHEMA_VERSION)
+    assert _columns(fresh) == _columns(Store(stepwise))
+
+
+def test_exchange_carries_how_a_sample_was_measured_and_what_was_counted(
+        tmp_path: Path, cachegrind_profile: Callable[..., Any],
+        make_doc: Callable[..., dict[str, Any]]) -> None:
+    # Both sets of fields added to a sample since version 4 of the store (the sampling design
+    # and the machine around it; page faults and counter profiles) go out and come back.
+    store = Store(tmp_path / "r.sqlite")
+    run_id = import_doc(store, RunDoc.from_dict(make_doc(rounds=1)), "x.json").run_id
+    prof = cachegrind_profile("ptrchase", "x86_64")
+    store.add_sample(_sample(run_id, workload="alpha", round=5, design="simultaneous", cpu=1,
+                             repeat=4, foreign_cpu_s=0.5, steal_s=0.0, covariate=1e9,
+                             minflt=90, majflt=2))
+    store.add_sample(_sample(run_id, workload="alpha", round=6, kind="counters",
+                             instructions=prof.totals[0], counters=prof, minflt=400, majflt=0))
+    exported = json.loads(json.dumps(store.load_run(run_id).to_dict()))
+    timed, counted = exported["samples"][-2:]
+    assert (timed["design"], timed["repeat"], timed["minflt"]) == ("simultaneous", 4, 90)
+    assert counted["counters"]["simulation"] == "cache"
+    other = Store(tmp_path / "other.sqlite")
+    again = import_doc(other, RunDoc.from_dict(validate(exported, "x.json")), "x.json")
+    assert other.load_run(again.run_id).samples[-2:] == store.load_run(run_id).samples[-2:]
+    # A file written before either set existed has none of those keys, and is read as such.
+    for s in exported["samples"]:
+        for key in ("design", "cpu", "repeat", "foreign_cpu_s", "steal_s", "covariate",
+                    "minflt", "majflt", "counters"):
+            s.pop(key, None)
+    older = RunDoc.from_dict(validate(exported, "x.json"))
+    assert {(s.design, s.repeat, s.minflt, s.counters) for s in older.samples} == {
+        ("sequential", 1, None, None)}
+    exported["samples"][-1]["repeat"] = 0
+    with pytest.raises(UsageError, match=r"repeat"):
+        validate(exported, "x.json")
 
 
 # --------------------------------------------------------------------------- read-only opening
@@ -204,6 +359,7 @@ def test_older_schema_is_read_as_it_is_when_read_only(tmp_path: Path) -> None:
     assert (listing.status, listing.samples) == ("running", 1)  # no owner: stays as stored
     doc = store.load_run("old")
     assert (doc.samples[0].kind, doc.samples[0].discarded) == ("timed", None)
+    assert (doc.samples[0].minflt, doc.samples[0].counters) == (None, None)
     with pytest.raises(StoreError) as caught:
         store.add_sample(_sample("old"))
     assert caught.value.exit_code == EXIT_STORE_READONLY

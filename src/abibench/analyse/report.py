@@ -19,6 +19,7 @@ from .. import __version__, stats
 from ..errors import UsageError
 from ..records import (
     BUILTIN_METRICS,
+    MEMORY_METRICS,
     Artifact,
     Better,
     HostContext,
@@ -31,7 +32,9 @@ from ..records import (
     pick_reference,
 )
 from . import footprint, xbench
+from .advise import Advice, Deployment, advise
 from .context import ContextRow, context_rows, provenance_rows
+from .explain import Explanation, explain
 from .merge import ResultSet, Series, merge, single_series
 from .results import SuiteSummary, TargetRow, WorkloadResult, analyse, suite_summary
 from .sizes import SizeRow, size_notes, size_rows
@@ -194,6 +197,13 @@ class Report:
     footprint_series: list[footprint.Series] = field(default_factory=list)
     footprint_diffs: list[footprint.Difference] = field(default_factory=list)
     index: xbench.Index | None = None  # None unless at least two micro workloads were scored
+    # Why each comparison came out as it did (analyse/explain.py), and the deployment advice
+    # when a memory budget was given (analyse/advise.py).
+    explanations: list[Explanation] = field(default_factory=list)
+    advice: Advice | None = None
+
+    def explanations_of(self, workload: str) -> list[Explanation]:
+        return [x for x in self.explanations if x.workload == workload]
 
     def series_index(self, label: str) -> int:
         for i, s in enumerate(self.series):
@@ -214,6 +224,8 @@ class Report:
 
 
 MEMORY_UNITS = ("B", "bytes", "KiB", "MiB", "GiB", "kB", "KB", "MB", "GB")
+# How reports name the memory abibench measures itself.
+MEMORY_NAMES = {"max_rss": "peak RSS", "tree_peak_rss": "tree peak RSS"}
 TIME_UNITS = ("s", "ms", "us", "µs", "ns", "cycles")
 
 
@@ -257,9 +269,10 @@ def _block(res: WorkloadResult, doc: RunDoc, reference: str | None) -> WorkloadB
     order = [res.primary] + [m for m in meta.metrics
                              if m != res.primary and m not in BUILTIN_METRICS]
     panels: list[Panel] = []
-    for metric in [*order, "max_rss"]:
+    trees = any(s.tree_peak_rss_kb is not None for s in counted)
+    for metric in [*order, "max_rss", *(["tree_peak_rss"] if trees else [])]:
         info = meta.metric(metric)
-        better = better_of("lower" if metric == "max_rss" else info.better)
+        better = better_of("lower" if metric in MEMORY_METRICS else info.better)
         bars = []
         for row in res.rows:
             vals = [v for s in counted if s.target == row.label
@@ -333,8 +346,9 @@ def index_of(doc: RunDoc) -> xbench.Index | None:
     return index if len({t.workload for t in index.tests}) >= 2 else None
 
 
-def from_run(doc: RunDoc, source: str = "", heading: str | None = None) -> Report:
-    """The report of one run."""
+def from_run(doc: RunDoc, source: str = "", heading: str | None = None,
+             deployment: Deployment | None = None) -> Report:
+    """The report of one run; with a deployment, its advice too."""
     results = analyse(doc)
     blocks = [_block(r, doc, _reference_of(r)) for r in results]
     for b in blocks:
@@ -354,17 +368,18 @@ def from_run(doc: RunDoc, source: str = "", heading: str | None = None) -> Repor
         warnings=doc.run_warnings(), samples=rows, counts=_counts(rows),
         context=context_rows(sets), provenance=_provenance(sets, series), generated=_now(),
         footprint_series=curves, footprint_diffs=footprint.differences(curves),
-        index=index_of(doc))
+        index=index_of(doc), explanations=explain(doc, results),
+        advice=advise(doc, results, deployment) if deployment is not None else None)
 
 
 def from_sets(sets: list[ResultSet], baseline: str | None = None,
-              tags: list[str] | None = None) -> Report:
+              tags: list[str] | None = None, deployment: Deployment | None = None) -> Report:
     """One report over several result sets (an N-way comparison), or of one run."""
     if len(sets) == 1:
         if baseline:
             raise UsageError("--baseline needs two or more result sets; a single run is "
                              "always compared with its 64-bit ABI")
-        return from_run(sets[0].doc, sets[0].source)
+        return from_run(sets[0].doc, sets[0].source, deployment=deployment)
     merged = merge(sets, baseline, tags)
     tagged = [ResultSet(rs.doc, rs.source, tag) for rs, tag in zip(sets, merged.tags, strict=True)]
     results = analyse(merged.doc, merged.references)
@@ -388,7 +403,9 @@ def from_sets(sets: list[ResultSet], baseline: str | None = None,
         workloads=blocks, suites=suite_summary(results),
         warnings=merged.doc.run_warnings() + merged.warnings, samples=rows,
         counts=_counts(rows), context=context_rows(infos),
-        provenance=_provenance(infos, merged.series), generated=_now())
+        provenance=_provenance(infos, merged.series), generated=_now(),
+        explanations=explain(merged.doc, results),
+        advice=advise(merged.doc, results, deployment) if deployment is not None else None)
 
 
 def _now() -> str:

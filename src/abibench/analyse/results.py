@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 
 from .. import stats
 from ..probe import board
+from ..probe.memory import DESCRIPTIONS as TREE_MEMORY
 from ..records import (
     REFERENCE_ABIS,
     Artifact,
@@ -35,13 +36,17 @@ class TargetRow:
     n: int = 0
     summary: stats.Summary | None = None  # of the primary metric, counted samples only
     rss_kb: float | None = None  # median peak RSS
+    tree_kb: float | None = None  # median peak of the whole process tree ([run] memory = "tree")
     size: int | None = None  # bytes of the main artifact
     text: int | None = None
     data: int | None = None
     bss: int | None = None
     stripped: int | None = None
     outliers: int = 0
-    instructions: int | None = None  # from one run under a counter, when --counters asked
+    instructions: int | None = None  # from runs under a counter, when --counters asked
+    # False when the counted runs never agreed (a program that reads the clock or seeds a hash
+    # from it): the count is then the last run's, not an exact figure
+    instructions_exact: bool = True
     emulated: bool = False  # its samples ran under an emulator: times measure the emulator
     # Under an emulator: the median peak memory of the ABI's empty program there (the
     # emulator's own), and rss_kb minus it, the estimate of the program's own peak.
@@ -88,16 +93,19 @@ class CountVerdict:
     text: str  # "aarch64 executes 6.8% fewer instructions than armhf [exact]"
 
 
-def count_verdict(a: str, b: str, count_a: int, count_b: int) -> CountVerdict:
+def count_verdict(a: str, b: str, count_a: int, count_b: int,
+                  exact: bool = True) -> CountVerdict:
+    """The words for two counts; "[exact]" only when each target's counted runs agreed."""
     ratio = count_a / count_b
+    tag = "[exact]" if exact else "[not exact: repeated counts differed]"
     if count_a == count_b:
-        text = f"{a} and {b} execute the same number of instructions [exact]"
+        text = f"{a} and {b} execute the same number of instructions {tag}"
     elif count_b < count_a:
         text = (f"{b} executes {stats.short((1 - count_b / count_a) * 100)}% fewer "
-                f"instructions than {a} [exact]")
+                f"instructions than {a} {tag}")
     else:
         text = (f"{b} executes {stats.short((count_b / count_a - 1) * 100)}% more "
-                f"instructions than {a} [exact]")
+                f"instructions than {a} {tag}")
     return CountVerdict(a, b, count_a, count_b, ratio, text)
 
 
@@ -232,6 +240,7 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
         primary = meta.primary_metric
         counted = doc.counted(wid)
         counts = doc.instructions(wid)
+        profiles = doc.counter_profiles(wid)
         labels = list(meta.targets)
         emulated = doc.emulated_targets(wid)
         baselines = doc.baseline_rss(wid)
@@ -244,6 +253,7 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
             mine = [s for s in counted if s.target == label]
             values = [v for s in mine if (v := s.value(meta.primary)) is not None]
             rss = [float(s.max_rss_kb) for s in mine]
+            tree = [float(s.tree_peak_rss_kb) for s in mine if s.tree_peak_rss_kb is not None]
             summary = stats.summarize(values) if values else None
             rss_median = stats.summarize(rss).median if rss else None
             base = baselines.get(label)
@@ -251,11 +261,13 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
             rows.append(TargetRow(
                 label=label, state=state, reason=reason, n=len(values), summary=summary,
                 rss_kb=rss_median,
+                tree_kb=stats.summarize(tree).median if tree else None,
                 size=sizes.get("file"), text=sizes.get("text"), data=sizes.get("data"),
                 bss=sizes.get("bss"), stripped=sizes.get("stripped"),
                 outliers=sum(stats.outliers(values)) if len(values) >= 5 else 0,
-                instructions=counts.get(label), emulated=label in emulated,
-                baseline_rss_kb=base_median,
+                instructions=counts.get(label),
+                instructions_exact=profiles[label].agreed if label in profiles else True,
+                emulated=label in emulated, baseline_rss_kb=base_median,
                 net_rss_kb=rss_median - base_median if rss_median is not None
                 and base_median is not None else None))
         res = WorkloadResult(id=wid, title=meta.title or wid, primary=meta.primary,
@@ -273,6 +285,9 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
         conditions = sampling_conditions(counted)
         if conditions:
             res.provenance.append(conditions)
+        trees = sorted({s.tree_memory for s in counted if s.tree_memory})
+        for kind in trees:
+            res.provenance.append(f"tree peak RSS: {TREE_MEMORY.get(kind, kind)}")
         res.warnings.extend(skew)
         res.validation, res.validation_detail = validate_outputs(doc.of_workload(wid), labels,
                                                                  meta.validates)
@@ -286,6 +301,10 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
         # An emulator's speed says nothing about an ABI on its own hardware: only targets the
         # host ran itself are compared in time (and in peak memory, which under an emulator
         # includes the emulator's: compared net of it within the family, above).
+        memory = [("max_rss", better_of("lower"), ("smaller", "larger"), True, res.memory)]
+        if trees:
+            memory.append(("tree_peak_rss", better_of("lower"), ("smaller", "larger"), True,
+                           res.memory))
         measured = [r.label for r in rows if r.n >= 2 and not r.emulated]
         if len(measured) >= 2:
             wanted = (references or {}).get(wid)
@@ -296,8 +315,7 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
                 # Memory is a reduction ("30% smaller" = 0.70x), time a speed-up.
                 for metric, better, words, reduction, bucket in (
                         (meta.primary, primary.better, ("faster", "slower"), False,
-                         res.comparisons),
-                        ("max_rss", better_of("lower"), ("smaller", "larger"), True, res.memory)):
+                         res.comparisons), *memory):
                     pair = doc.paired(wid, metric, other, ref)
                     try:
                         ratio = stats.ratio_of(pair.a, pair.b, paired=pair.paired,
@@ -318,13 +336,15 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
 
 
 def _count_verdicts(rows: list[TargetRow]) -> list[CountVerdict]:
-    counted = {r.label: r.instructions for r in rows if r.instructions}
+    counted = {r.label: r for r in rows if r.instructions}
     out = []
-    for label, n in counted.items():
+    for label, row in counted.items():
         ref = family_reference(label, list(counted))
-        if ref is None or ref == label:
+        if ref is None or ref == label or row.instructions is None:
             continue
-        out.append(count_verdict(label, ref, n, counted[ref]))
+        other = counted[ref]
+        out.append(count_verdict(label, ref, row.instructions, other.instructions or 0,
+                                 row.instructions_exact and other.instructions_exact))
     return out
 
 

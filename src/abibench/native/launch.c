@@ -6,7 +6,7 @@
  * parent makes a 2 MB program look like 30 MB.  This launcher is a few hundred
  * kilobytes, so what it reports is the measured program's own peak.
  *
- * Usage: abibench-launch [-c CPU] [-r REPEAT] [-g FD] [-v CPU:ITERS]
+ * Usage: abibench-launch [-c CPU] [-r REPEAT] [-g FD] [-v CPU:ITERS] [-m CGROUP]
  *                        RESULT_FILE TIMEOUT_MS PROGRAM [ARG...]   (PROGRAM: a path, no PATH search)
  *   -c CPU       pin the program (and the launcher) to this CPU
  *   -r REPEAT    run the program REPEAT times back to back (a short program's sample); only the
@@ -17,12 +17,19 @@
  *   -v CPU:ITERS the covariate: while the program runs, a thread pinned to CPU runs chunks of
  *                ITERS iterations of a fixed integer loop; how many it completed tells how fast
  *                the machine was during this very sample
+ *   -m CGROUP    a memory cgroup directory made for this sample (v1 or v2): the launcher joins
+ *                it before the program starts, so the program's whole process tree is born
+ *                inside; when the program ends, every other process of the group is killed,
+ *                and the group's peak memory (v2 memory.peak, v1 memory.max_usage_in_bytes:
+ *                everything charged to the group, page cache included) is reported as
+ *                tree_peak_kb.  The launcher's own charges after it joined are a few pages.
  * The program inherits stdin/stdout/stderr and the environment, runs in its own
  * process group (so a timeout or Ctrl-C kills everything it started), and the
  * launcher writes one line of key=value pairs to RESULT_FILE:
  *   status=exited|signaled|timeout|interrupted|execfail code=N signal=N
  *   wall_ns=N user_us=N sys_us=N maxrss_kb=N minflt=N majflt=N nvcsw=N nivcsw=N errno=N
  *   escaped=N repeat=N t0_ns=N t1_ns=N busy_ticks=N steal_ticks=N hz=N cov_iters=N cov_ns=N
+ *   tree_peak_kb=N (-1 without -m, or when the group's peak could not be read)
  * wall_ns and the rusage are summed over the runs (the caller divides by repeat); maxrss_kb is
  * the largest.  wall_ns covers spawn to reap of each run and nothing of the launcher's own work,
  * as hyperfine measures.  t0_ns/t1_ns are CLOCK_MONOTONIC at the first spawn and the last reap;
@@ -42,6 +49,8 @@
  *   runs nothing.  The variable is removed before the program starts, so the program's
  *   environment is exactly the one abibench chose.
  * SIGINT, SIGTERM and SIGHUP mean "interrupted": the program is killed and reported so.
+ * SIGUSR1 means "stopped": the caller is done with the program (a browser whose page failed,
+ * say) and it is killed the same way, reported as status=stopped.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -252,6 +261,76 @@ static int kill_the_rest(pid_t group, int skip_group, const sigset_t *chld) {
     return n;
 }
 
+/* ---- the sample's memory cgroup (-m) ------------------------------------------------------ */
+
+static int write_text(const char *dir, const char *file, const char *text) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t len = (ssize_t)strlen(text);
+    ssize_t n = write(fd, text, (size_t)len);
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return n == len ? 0 : -1;
+}
+
+/* A whole number from a file of the group; -1 when it cannot be read. */
+static long long read_number(const char *dir, const char *file) {
+    char path[4096], buf[64];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t len = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (len <= 0) return -1;
+    buf[len] = '\0';
+    char *end = NULL;
+    long long v = strtoll(buf, &end, 10);
+    return end == buf ? -1 : v;
+}
+
+/* The group's high-water mark in KiB: v2 memory.peak, else v1 memory.max_usage_in_bytes. */
+static long long group_peak_kb(const char *dir) {
+    long long bytes = read_number(dir, "memory.peak");
+    if (bytes < 0) bytes = read_number(dir, "memory.max_usage_in_bytes");
+    return bytes < 0 ? -1 : bytes / 1024;
+}
+
+/* Kill every process of the group but the launcher until none is left (or the deadline).
+ * After kill_the_rest nothing should be there: what a PID namespace's init re-parented away
+ * from us, or anything that joined the group itself, is found here.  Returns how many. */
+static int kill_group_members(const char *dir, const sigset_t *chld) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/cgroup.procs", dir);
+    int64_t deadline = now_ns() + CLEANUP_DEADLINE_NS;
+    pidset killed = {0};
+    for (;;) {
+        FILE *f = fopen(path, "re");
+        if (!f) break;
+        int p, others = 0;
+        while (fscanf(f, "%d", &p) == 1) {
+            if (p == getpid()) continue;
+            others++;
+            pidset_add(&killed, (pid_t)p);
+            kill((pid_t)p, SIGKILL);
+        }
+        fclose(f);
+        reap_ready();
+        if (!others) break;
+        if (now_ns() >= deadline) {
+            fprintf(stderr, "abibench-launch: processes of %s still alive after SIGKILL\n", dir);
+            break;
+        }
+        struct timespec ts = ns_to_ts(10000000LL); /* a killed process leaves the group at exit */
+        sigtimedwait(chld, NULL, &ts);
+    }
+    int n = (int)killed.n;
+    free(killed.v);
+    return n;
+}
+
 /* ---- the machine around the sample ----------------------------------------------------- */
 
 /* Busy (user+nice+system+irq+softirq) and stolen ticks of all CPUs; 0s when unreadable. */
@@ -319,8 +398,9 @@ static int parse_int(const char *s, long long lo, long long hi, long long *out) 
 
 int main(int argc, char **argv) {
     long long pin_cpu = -1, repeat = 1, gate_fd = -1, cov_cpu = -1, cov_iters = 0;
+    const char *cgroup_dir = NULL;
     int opt;
-    while ((opt = getopt(argc, argv, "+c:r:g:v:")) != -1) {
+    while ((opt = getopt(argc, argv, "+c:r:g:v:m:")) != -1) {
         char *colon;
         switch (opt) {
         case 'c':
@@ -331,6 +411,12 @@ int main(int argc, char **argv) {
             break;
         case 'g':
             if (parse_int(optarg, 0, 1 << 20, &gate_fd) == 0) continue;
+            break;
+        case 'm':
+            if (optarg[0] == '/') {
+                cgroup_dir = optarg;
+                continue;
+            }
             break;
         case 'v':
             colon = strchr(optarg, ':');
@@ -349,7 +435,7 @@ int main(int argc, char **argv) {
     argv += optind - 1;
     if (argc < 4) {
         fprintf(stderr, "usage: abibench-launch [-c CPU] [-r REPEAT] [-g FD] [-v CPU:ITERS] "
-                        "RESULT_FILE TIMEOUT_MS PROGRAM [ARG...]\n");
+                        "[-m CGROUP] RESULT_FILE TIMEOUT_MS PROGRAM [ARG...]\n");
         return 125;
     }
     const char *result_path = argv[1];
@@ -367,6 +453,7 @@ int main(int argc, char **argv) {
     sigaddset(&waited, SIGINT);
     sigaddset(&waited, SIGTERM);
     sigaddset(&waited, SIGHUP);
+    sigaddset(&waited, SIGUSR1);
     sigprocmask(SIG_BLOCK, &waited, NULL);
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
@@ -412,6 +499,7 @@ int main(int argc, char **argv) {
     sigaddset(&defaults, SIGINT);
     sigaddset(&defaults, SIGTERM);
     sigaddset(&defaults, SIGHUP);
+    sigaddset(&defaults, SIGUSR1);
     sigaddset(&defaults, SIGALRM);
     sigaddset(&defaults, SIGCHLD);
     posix_spawnattr_setsigdefault(&attr, &defaults);
@@ -450,6 +538,14 @@ int main(int argc, char **argv) {
             break;
         }
         close((int)gate_fd);
+    }
+
+    /* Joined last, right before the program starts: what the group then charges is the
+     * program's tree, plus the few pages the launcher touches while it waits. */
+    if (cgroup_dir && write_text(cgroup_dir, "cgroup.procs", "0\n") != 0) {
+        fprintf(stderr, "abibench-launch: cannot join the memory cgroup %s: %s\n", cgroup_dir,
+                strerror(errno));
+        return 125;
     }
 
     long long busy0, steal0, busy1, steal1;
@@ -511,6 +607,9 @@ int main(int argc, char **argv) {
             } else if ((sig == SIGINT || sig == SIGTERM || sig == SIGHUP) && !what) {
                 what = "interrupted";
                 kill(-pid, SIGKILL);
+            } else if (sig == SIGUSR1 && !what) {
+                what = "stopped";
+                kill(-pid, SIGKILL);
             }
         }
         t1 = now_ns();
@@ -526,9 +625,11 @@ int main(int argc, char **argv) {
         ru_sum.ru_nivcsw += ru.ru_nivcsw;
         /* Anything the program left behind, in its group or not, goes with it. */
         escaped += kill_the_rest(pid, what != NULL, &chld);
+        if (cgroup_dir) kill_group_members(cgroup_dir, &chld);
         if (!what && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
             break; /* a failed run ends the sample: it is the one reported */
     }
+    long long tree_peak_kb = cgroup_dir ? group_peak_kb(cgroup_dir) : -1;
     long cov1 = atomic_load(&cov.chunks);
     int64_t cov_t1 = now_ns();
     cpu_ticks(&busy1, &steal1);
@@ -551,13 +652,13 @@ int main(int argc, char **argv) {
             "status=%s code=%d signal=%d wall_ns=%lld user_us=%lld sys_us=%lld maxrss_kb=%ld "
             "minflt=%ld majflt=%ld nvcsw=%ld nivcsw=%ld errno=%d escaped=%d repeat=%lld "
             "t0_ns=%lld t1_ns=%lld busy_ticks=%lld steal_ticks=%lld hz=%ld cov_iters=%lld "
-            "cov_ns=%lld\n",
+            "cov_ns=%lld tree_peak_kb=%lld\n",
             what, code, sig, (long long)wall, (long long)tv_us(ru_sum.ru_utime),
             (long long)tv_us(ru_sum.ru_stime), ru_sum.ru_maxrss, ru_sum.ru_minflt,
             ru_sum.ru_majflt, ru_sum.ru_nvcsw, ru_sum.ru_nivcsw, exec_errno, escaped,
             runs ? runs : 1, (long long)t_first, (long long)t1, busy1 - busy0, steal1 - steal0,
             sysconf(_SC_CLK_TCK), (long long)(cov1 - cov0) * cov_iters,
-            (long long)(cov_t1 - cov_t0));
+            (long long)(cov_t1 - cov_t0), tree_peak_kb);
     if (fclose(out) != 0) { perror("abibench-launch: result"); return 125; }
     return 0;
 }

@@ -138,6 +138,8 @@ def _split_path_list(value: str) -> tuple[str, ...]:
 
 
 def _read_header(path: Path) -> _Header:
+    if not path.is_file():  # a FIFO would block the read, a device never end it
+        raise ValueError("not a regular file")
     try:
         with path.open("rb") as fh:
             elf = ELFFile(fh)

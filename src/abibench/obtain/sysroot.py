@@ -108,7 +108,7 @@ def _fixups(root: Path) -> None:
                        ("hosts", "127.0.0.1 localhost\n::1 localhost\n")):
         if not (etc / name).exists():
             (etc / name).write_text(text)
-    for d in ("proc", "dev", "sys", "tmp", "run", "root", WORK_DIR.strip("/")):
+    for d in ("proc", "dev", "dev/shm", "sys", "tmp", "run", "root", WORK_DIR.strip("/")):
         (root / d).mkdir(exist_ok=True)
     os.chmod(root / "tmp", 0o1777)
     os.chmod(root / WORK_DIR.strip("/"), 0o1777)

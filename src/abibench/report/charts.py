@@ -24,8 +24,9 @@ from typing import Any
 import matplotlib
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
+from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter
 
+from ..analyse.explain import Explanation
 from ..analyse.footprint import Series
 from ..analyse.report import Diff, Panel
 from ..text import one_line
@@ -247,6 +248,66 @@ def diff_svg(diffs: Sequence[Diff], colours: dict[str, str], reference: str, sal
         if len(handles) > 1:
             ax.legend(handles=handles, fontsize=8, loc="best", frameon=False)
         return _to_svg(fig, f"every test relative to {reference}: {words}")
+
+
+INSN_COLOUR = "#4c72b0"
+TPI_COLOUR = "#dd8452"
+
+
+def why_svg(explanations: Sequence[Explanation], salt: str) -> str:
+    """Each comparison's time ratio as a stack from 1.0 on a log axis: the instruction-count
+    ratio first, then the time-per-instruction ratio on top of it; they end at the time ratio,
+    whose 95% CI is the whisker. Left of 1.0: the first ABI takes less."""
+    rows = [x for x in explanations if x.instructions is not None
+            and x.per_instruction is not None and _drawable(x.cost.value)
+            and _drawable(x.instructions.value) and x.cost.value > 0
+            and x.instructions.value > 0]
+    n = max(len(rows), 1)
+    with matplotlib.rc_context(_rc(salt)):
+        fig = Figure(figsize=(5.6, 1.7 + 0.5 * n), layout="constrained")
+        ax = fig.add_subplot()
+        ax.set_xscale("log")
+        lo, hi = 1.0, 1.0
+        for i, x in enumerate(rows):
+            assert x.instructions is not None
+            ins, cost = x.instructions.value, x.cost.value
+            ax.barh([i], [ins - 1], left=1, height=0.36, color=INSN_COLOUR, align="edge")
+            ax.barh([i - 0.36], [cost - ins], left=ins, height=0.36, color=TPI_COLOUR,
+                    align="edge")
+            err = None
+            if _drawable(x.cost.low) and _drawable(x.cost.high) and x.cost.low > 0:
+                err = [[max(cost - x.cost.low, 0.0)], [max(x.cost.high - cost, 0.0)]]
+                lo, hi = min(lo, x.cost.low), max(hi, x.cost.high)
+            ax.errorbar([cost], [i], xerr=err, fmt="D", color="#222222", markersize=4,
+                        capsize=3, elinewidth=1.0)
+            lo, hi = min(lo, ins, cost), max(hi, ins, cost)
+            ax.annotate(f"{fmt.number(cost, '.3f')}", (max(cost, x.cost.high)
+                        if _drawable(x.cost.high) else cost, i), xytext=(4, 0),
+                        textcoords="offset points", va="center", fontsize=8)
+        pad = (hi / lo) ** 0.15 if hi > lo else 1.2
+        ax.set_xlim(lo / pad, hi * pad * 1.15)
+        ax.axvline(1.0, color="#222222", linewidth=1)
+        ax.set_yticks(range(len(rows)), [_wrap(f"{x.workload}: {x.a}/{x.b}", 24) for x in rows])
+        ax.set_ylim(n - 0.5, -0.7)
+        # Ticks a reader can place: 1 and the usual steps around it, as far as the data go.
+        steps = [t for t in (0.1, 0.2, 0.3, 0.5, 0.7, 0.85, 1.0, 1.2, 1.5, 2.0, 3.0, 5.0, 10.0)
+                 if lo / pad <= t <= hi * pad * 1.15]
+        ax.xaxis.set_major_locator(FixedLocator(steps))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel("ratio a/b on a log scale; < 1: a takes less (lower is better)")
+        # Over the whole figure, not the axes: the workload labels take the left part, and a
+        # title centred over the rest would run past the right edge.
+        fig.suptitle("Why: time ratio = instruction ratio × time-per-instruction ratio\n"
+                     "diamond: time ratio, whiskers: its 95% CI", fontsize=9.5)
+        fig.legend(handles=[Patch(color=INSN_COLOUR, label="instruction-count ratio (from 1)"),
+                            Patch(color=TPI_COLOUR, label="× time-per-instruction ratio")],
+                   fontsize=8, loc="outside lower center", ncols=2, frameon=False)
+        if not rows:
+            ax.text(1.0, 0, " no comparison has instruction counts", va="center",
+                    color=GREY, fontsize=8.5)
+        return _to_svg(fig, "why: instruction-count ratio and time-per-instruction ratio per "
+                       "workload; lower is better")
 
 
 def curve_svg(curves: Sequence[Series], title: str, quantity: str, colours: dict[str, str],

@@ -89,8 +89,9 @@ def result_rows(report: Report) -> list[dict[str, object]]:
                                percent_better=d.percent, percent_low=d.pct_low,
                                percent_high=d.pct_high, significant=d.significant,
                                verdict=d.verdict)
-                if panel.metric == "max_rss":
-                    c = next((c for c in res.memory if c.a == bar.label), None)
+                if panel.metric in ("max_rss", "tree_peak_rss"):
+                    c = next((c for c in res.memory if c.a == bar.label
+                              and c.metric == panel.metric), None)
                     if c is not None:
                         row.update(ratio=c.ratio.ratio, ratio_ci_low=c.ratio.ci_low,
                                    ratio_ci_high=c.ratio.ci_high, p_value=c.ratio.p_value,

@@ -18,9 +18,9 @@ from collections.abc import Iterable, Sequence
 from html import escape
 
 from ..analyse.footprint import Difference
-from ..analyse.report import Cell, Diff, Report, WorkloadBlock
+from ..analyse.report import MEMORY_NAMES, Cell, Diff, Report, WorkloadBlock
 from ..analyse.results import PairVerdict, family_reference
-from . import charts, csvout
+from . import charts, csvout, why
 from . import formatting as fmt
 from .formatting import better_words, footprint_percent, index_rows
 
@@ -259,7 +259,7 @@ class _Page:
         res = b.result
         figs = []
         for pi, panel in enumerate(b.panels):
-            name = "peak RSS" if panel.metric == "max_rss" else panel.metric
+            name = MEMORY_NAMES.get(panel.metric, panel.metric)
             title = f"{res.id}: {name}" + (" (primary)" if panel.primary else "")
             svg = charts.bars_svg(panel, title, self.colours, salt=f"w{bi}p{pi}")
             figs.append(h("figure", Html(svg), h("figcaption", f"{name} in {panel.unit or 'units'}"
@@ -291,7 +291,7 @@ class _Page:
                            h("span", ("INVALID (outputs differ) — " if not d.valid else "")
                              + d.verdict, class_=cls), f" ({p})"))
         for c in res.memory:
-            comps.append(h("li", "peak RSS ", f"{c.a}/{c.b} ratio "
+            comps.append(h("li", f"{MEMORY_NAMES.get(c.metric, c.metric)} ", f"{c.a}/{c.b} ratio "
                            f"{fmt.ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high)} → "
                            f"{c.verdict.text}"))
         for c in res.emulated_memory:
@@ -366,26 +366,84 @@ class _Page:
                             "p-values.", class_="muted"))
         return h("section", *parts, id="differences")
 
+    # ----------------------------------------------------------------- why and advice
+    def why(self) -> Html:
+        xs = self.r.explanations
+        parts: list[object] = [
+            h("h2", "Why"),
+            h("p", "Each comparison's time ratio is the instruction-count ratio times the "
+                   "time-per-instruction ratio. Instructions come from the counted runs under "
+                   "valgrind (--counters), the time and its 95% CI from the timed samples; the "
+                   "words follow the rules of docs/explain.md and use only these numbers.",
+              class_="muted")]
+        if not xs:
+            parts.append(h("p", "No comparison to explain: no workload had two measured "
+                                "targets.", class_="muted"))
+            return h("section", *parts, id="why")
+        if any(x.instructions is not None for x in xs):
+            parts.append(h("figure", Html(charts.why_svg(xs, salt="why")),
+                           h("figcaption", "Stacked from 1.0 on a log axis: blue the "
+                                           "instruction-count ratio, orange the "
+                                           "time-per-instruction ratio; they end at the time "
+                                           "ratio (diamond, 95% CI). Lower is better: left of "
+                                           "1.0 the first ABI takes less."), class_="wide"))
+        for x in xs:
+            cls = {"instructions": "ok", "memory": "ok", "noise": "muted"}.get(x.rule, "bad")
+            items: list[object] = [
+                h("h3", f"{x.workload}: {x.a} vs {x.b}"),
+                h("p", h("strong", x.text), " ", h("span", f"(rule: {x.rule})", class_=cls)),
+                h("p", why.decomposition(x), class_="mono")]
+            if x.evidence:
+                items.append(_table(why.evidence_head(x), why.evidence_rows(x), num={1, 2, 3}))
+            if x.functions:
+                items.append(_table(why.function_head(x), why.function_rows(x),
+                                    num={1, 2, 3, 4, 5}))
+            if any(e.simulated for e in x.evidence):
+                items.append(h("p", why.SIMULATED + ".", class_="muted"))
+            parts.append(h("article", *items, class_="why"))
+        return h("section", *parts, id="why")
+
+    def advice(self) -> Html | None:
+        adv = self.r.advice
+        if adv is None:
+            return None
+        parts: list[object] = [h("h2", "Advice"),
+                               h("p", why.advice_note(adv), class_="muted"),
+                               _table(why.advice_head(), why.advice_rows(adv),
+                                      num={2, 3, 4, 5, 6, 7, 8})]
+        parts.append(h("ul", *[h("li", ln.text) for ln in adv.lines], class_="advice")
+                     if adv.lines else h("p", "No advice: no workload has two measured ABIs "
+                                              "that fit.", class_="muted"))
+        if adv.notes:
+            parts.append(h("ul", *[h("li", n) for n in adv.notes], class_="warnings"))
+        return h("section", *parts, id="advice")
+
     # ----------------------------------------------------------------- memory and sizes
     def memory(self) -> Html:
         rows = []
         for b in self.r.workloads:
             res = b.result
-            mem = {c.a: c for c in res.memory}
-            for row in res.rows:
-                c = mem.get(row.label)
-                pct = "-"
-                if c is not None and math.isfinite(c.ratio.ratio):
-                    pct = f"{fmt.number((c.ratio.ratio - 1) * 100, '+.1f')}%"
-                rows.append([res.id, self.swatch(row.label), row.n or "-", fmt.kib(row.rss_kb),
-                             "reference" if row.label == b.reference and res.memory else
-                             (fmt.ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high)
-                              if c else "-"), pct, c.verdict.text if c else ""])
+            for metric, name in MEMORY_NAMES.items():
+                mem = {c.a: c for c in res.memory if c.metric == metric}
+                for row in res.rows:
+                    value = row.rss_kb if metric == "max_rss" else row.tree_kb
+                    if metric != "max_rss" and value is None:
+                        continue
+                    c = mem.get(row.label)
+                    pct = "-"
+                    if c is not None and math.isfinite(c.ratio.ratio):
+                        pct = f"{fmt.number((c.ratio.ratio - 1) * 100, '+.1f')}%"
+                    rows.append([res.id, name, self.swatch(row.label), row.n or "-",
+                                 fmt.kib(value),
+                                 "reference" if row.label == b.reference and mem else
+                                 (fmt.ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high)
+                                  if c else "-"), pct, c.verdict.text if c else ""])
         return h("section", h("h2", "Peak memory"),
                  h("p", "Median peak resident set size of the measured process (lower is "
-                        "better); ratio to the reference with its 95% CI.", class_="muted"),
-                 _table(["workload", "target", "n", "peak RSS", "ratio [95% CI]", "change",
-                         "verdict"], rows, num={2, 3, 4, 5}), id="memory")
+                        "better), and for workloads that measure their whole process tree the "
+                        "tree's peak; ratio to the reference with its 95% CI.", class_="muted"),
+                 _table(["workload", "memory", "target", "n", "median", "ratio [95% CI]",
+                         "change", "verdict"], rows, num={3, 4, 5, 6}), id="memory")
 
     # ----------------------------------------------------------------- footprint and index
     def footprint(self) -> Html | None:
@@ -511,10 +569,11 @@ class _Page:
     def render(self, csp: bool) -> str:
         r = self.r
         sources = "; ".join(f"{s.tag + ': ' if s.tag else ''}{s.source}" for s in r.sets)
-        index, curves = self.xbench(), self.footprint()
+        index, curves, advice = self.xbench(), self.footprint(), self.advice()
         nav = h("nav", *[h("a", t, href=f"#{i}") for i, t, shown in (
             ("summary", "Summary", True), ("context", "Host", True),
-            ("workloads", "Workloads", True), ("differences", "Differences", True),
+            ("workloads", "Workloads", True), ("why", "Why", True),
+            ("advice", "Advice", advice is not None), ("differences", "Differences", True),
             ("xbench", "Index", index is not None), ("memory", "Memory", True),
             ("footprint", "Footprint", curves is not None), ("sizes", "Sizes", True),
             ("provenance", "Provenance", True), ("samples", "Samples", True)) if shown])
@@ -528,7 +587,8 @@ class _Page:
         body = join([
             h("header", h("h1", r.title),
               h("p", f"{sources} · generated {r.generated} by abibench {r.tool_version}"), nav),
-            h("main", self.summary(), self.context(), self.workloads(), self.differences(),
+            h("main", self.summary(), self.context(), self.workloads(), self.why(), advice,
+              self.differences(),
               index, self.memory(), curves, self.sizes(), self.provenance(), self.samples(),
               h("footer", "Self-contained report: no scripts, no external resources. Bars "
                           "start at zero; whiskers are 95% bootstrap confidence intervals."))])

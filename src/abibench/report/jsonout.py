@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 
+from ..analyse.advise import Advice
+from ..analyse.explain import Explanation, Interval
 from ..analyse.report import Report, WorkloadBlock
 from ..records import JSON, JSONDict
 
@@ -42,6 +44,8 @@ def to_json(report: Report) -> JSONDict:
                    "verdict": sm.text} for sm in report.suites],
         "warnings": report.warnings,
         "workloads": [_workload(b) for b in report.workloads],
+        "explanations": [explanation_json(x) for x in report.explanations],
+        "advice": advice_json(report.advice) if report.advice is not None else None,
         "samples": [r.to_dict() for r in report.samples],
     }
     cleaned = _clean(out)
@@ -60,7 +64,8 @@ def _workload(b: WorkloadBlock) -> dict[str, object]:
         "provenance": list(b.result.provenance),
         "targets": [{"label": r.label, "state": r.state, "reason": r.reason, "n": r.n,
                      "summary": r.summary.to_dict() if r.summary else None, "outliers": r.outliers,
-                     "peak_rss_kb": r.rss_kb, "file": r.size, "text": r.text,
+                     "peak_rss_kb": r.rss_kb, "tree_peak_rss_kb": r.tree_kb,
+                     "file": r.size, "text": r.text,
                      "data": r.data, "bss": r.bss, "stripped": r.stripped,
                      "instructions": r.instructions,
                      "counter": r.counter if r.instructions else None,
@@ -81,7 +86,8 @@ def _workload(b: WorkloadBlock) -> dict[str, object]:
             "percent_low": d.pct_low, "percent_high": d.pct_high,
             "significant": d.significant, "verdict": d.verdict, "valid": d.valid}
             for d in b.diffs],
-        "memory": [{"a": c.a, "b": c.b, "ratio": c.ratio.ratio, "ci_low": c.ratio.ci_low,
+        "memory": [{"metric": c.metric, "a": c.a, "b": c.b, "ratio": c.ratio.ratio,
+                    "ci_low": c.ratio.ci_low,
                     "ci_high": c.ratio.ci_high, "p_value": c.ratio.p_value,
                     "verdict": c.verdict.text} for c in b.result.memory],
         "charts": [{"metric": p.metric, "unit": p.unit, "better": p.better,
@@ -89,6 +95,52 @@ def _workload(b: WorkloadBlock) -> dict[str, object]:
                               "median": x.median, "ci_low": x.low, "ci_high": x.high}
                              for x in p.bars]} for p in b.panels],
     }
+
+
+def _interval(r: Interval | None) -> JSON:
+    if r is None:
+        return None
+    return _clean({"ratio": r.value, "low": r.low, "high": r.high})
+
+
+def explanation_json(x: Explanation) -> JSONDict:
+    """One explanation: the words, the rule that chose them, and every number behind them."""
+    out = {
+        "workload": x.workload, "a": x.a, "b": x.b, "rule": x.rule, "text": x.text,
+        "winner": x.winner, "significant": x.significant, "time_ratio": _interval(x.cost),
+        "instruction_ratio": _interval(x.instructions),
+        "instructions_exact": x.instructions_exact,
+        "time_per_instruction_ratio": _interval(x.per_instruction),
+        "instructions_a": x.instructions_a, "instructions_b": x.instructions_b,
+        "simulation": x.simulation, "cache_model": list(x.cache_model),
+        "evidence": [{"name": e.name, "a": e.a, "b": e.b, "ratio": _interval(e.ratio),
+                      "simulated": e.simulated, "favours": e.favours} for e in x.evidence],
+        "functions": [{"name": f.name, "a": f.a, "b": f.b, "difference": f.diff,
+                       "share": f.share, "ratio": f.ratio} for f in x.functions],
+    }
+    cleaned = _clean(out)
+    assert isinstance(cleaned, dict)
+    return cleaned
+
+
+def advice_json(advice: Advice) -> JSONDict:
+    dep = advice.deployment
+    out = {
+        "memory_bytes": dep.memory, "instances": dep.instances, "cores": dep.cores,
+        "mix": dict(dep.mix),
+        "rows": [{"workload": r.workload, "target": r.target, "peak_rss_kb": r.rss_kb,
+                  "instances": r.instances, "running": r.running, "binding": r.binding,
+                  "speed": r.speed, "unit": r.unit, "total": r.total, "per_gib": r.per_gib,
+                  "per_core": r.per_core, "fits": r.fits, "estimate": r.estimate}
+                 for r in advice.rows],
+        "advice": [{"workload": ln.workload, "a": ln.a, "b": ln.b, "text": ln.text,
+                    "instances_ratio": ln.instances_ratio,
+                    "total_ratio": list(ln.total) if ln.total else None} for ln in advice.lines],
+        "notes": list(advice.notes),
+    }
+    cleaned = _clean(out)
+    assert isinstance(cleaned, dict)
+    return cleaned
 
 
 def render(report: Report) -> str:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import math
 import re
 
-from ..analyse.report import Cell, Diff, Report, WorkloadBlock
+from ..analyse.report import MEMORY_NAMES, Cell, Diff, Report, WorkloadBlock
 from . import formatting as fmt
+from . import why
 from .formatting import better_words, footprint_percent, index_rows
 
 _SPECIAL = re.compile(r"([\\`*_\[\]{}<>()#+!|~])")
@@ -115,6 +116,16 @@ def render(report: Report) -> str:
     for b in r.workloads:
         out += _workload(b)
 
+    out += _why(r)
+    if r.advice is not None:
+        adv = r.advice
+        out += ["## Advice", "", _esc(why.advice_note(adv)), ""]
+        out += _table([_esc(c) for c in why.advice_head()],
+                      [[_esc(c) for c in row] for row in why.advice_rows(adv)],
+                      right={2, 3, 4, 5, 6, 7, 8})
+        out += [f"- {_esc(ln.text)}" for ln in adv.lines]
+        out += [f"- ⚠ {_esc(n)}" for n in adv.notes] + [""]
+
     diffs = [d for b in r.workloads for d in b.diffs if math.isfinite(d.percent)]
     if diffs:
         out += ["## Every test relative to the reference", "",
@@ -129,17 +140,21 @@ def render(report: Report) -> str:
 
     mem = []
     for b in r.workloads:
-        comps = {c.a: c for c in b.result.memory}
-        for row in b.result.rows:
-            mc = comps.get(row.label)
-            mem.append([_esc(b.result.id), _esc(row.label), fmt.kib(row.rss_kb),
-                        "reference" if row.label == b.reference and comps else
-                        (fmt.ratio(mc.ratio.ratio, mc.ratio.ci_low, mc.ratio.ci_high) if mc else "-"),
-                        _esc(mc.verdict.text) if mc else ""])
-    out += ["## Peak memory", "", "Median peak RSS of the measured process (lower is better).",
-            ""]
-    out += _table(["workload", "target", "peak RSS", "ratio [95% CI]", "verdict"], mem,
-                  right={2, 3})
+        for metric, name in MEMORY_NAMES.items():
+            comps = {c.a: c for c in b.result.memory if c.metric == metric}
+            for row in b.result.rows:
+                value = row.rss_kb if metric == "max_rss" else row.tree_kb
+                if metric != "max_rss" and value is None:
+                    continue
+                mc = comps.get(row.label)
+                mem.append([_esc(b.result.id), name, _esc(row.label), fmt.kib(value),
+                            "reference" if row.label == b.reference and comps else
+                            (fmt.ratio(mc.ratio.ratio, mc.ratio.ci_low, mc.ratio.ci_high)
+                             if mc else "-"), _esc(mc.verdict.text) if mc else ""])
+    out += ["## Peak memory", "", "Median peak RSS of the measured process (lower is better); "
+            "for workloads that measure their whole process tree, also the tree's peak.", ""]
+    out += _table(["workload", "memory", "target", "median", "ratio [95% CI]", "verdict"], mem,
+                  right={3, 4})
 
     if r.index is not None:
         out += ["## XBench-style index", "",
@@ -197,6 +212,30 @@ def render(report: Report) -> str:
     return "\n".join(out)
 
 
+def _why(r: Report) -> list[str]:
+    out = ["## Why", "",
+           "Each comparison's time ratio is the instruction-count ratio times the "
+           "time-per-instruction ratio (instructions from the counted runs under valgrind, time "
+           "and its 95% CI from the timed samples); the words follow the rules of "
+           "docs/explain.md. The stacked chart is in the HTML report.", ""]
+    if not r.explanations:
+        return [*out, "No comparison to explain.", ""]
+    for x in r.explanations:
+        out += [f"### {_esc(x.workload)}: {_esc(x.a)} vs {_esc(x.b)}", "",
+                f"**{_esc(x.text)}** (rule: {_esc(x.rule)})", "", _code(why.decomposition(x)), ""]
+        if x.evidence:
+            out += _table([_esc(c) for c in why.evidence_head(x)],
+                          [[_esc(c) for c in row] for row in why.evidence_rows(x)],
+                          right={1, 2, 3})
+        if x.functions:
+            out += _table([_esc(c) for c in why.function_head(x)],
+                          [[_esc(c) for c in row] for row in why.function_rows(x)],
+                          right={1, 2, 3, 4, 5})
+        if any(e.simulated for e in x.evidence):
+            out += [_esc(why.SIMULATED) + ".", ""]
+    return out
+
+
 def _workload(b: WorkloadBlock) -> list[str]:
     res = b.result
     out = [f"### {_esc(res.id)}: {_esc(res.title)}", "",
@@ -228,7 +267,7 @@ def _workload(b: WorkloadBlock) -> list[str]:
         out.append(f"- {_code(d.metric)} {_esc(d.label)}/{_esc(d.reference)} ratio "
                    f"{fmt.ratio(d.ratio, d.ci_low, d.ci_high)}: {invalid}{_esc(d.verdict)}")
     for c in res.memory:
-        out.append(f"- peak RSS {_esc(c.a)}/{_esc(c.b)} ratio "
+        out.append(f"- {MEMORY_NAMES.get(c.metric, c.metric)} {_esc(c.a)}/{_esc(c.b)} ratio "
                    f"{fmt.ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high)}: "
                    f"{_esc(c.verdict.text)}")
     for c in res.emulated_memory:

@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Sequence
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..analyse.report import Cell, Report, SetInfo, WorkloadBlock
+from ..analyse.advise import Advice
+from ..analyse.explain import Explanation
+from ..analyse.report import MEMORY_NAMES, Cell, Report, SetInfo, WorkloadBlock
 from ..analyse.results import PairVerdict, family_reference
 from ..analyse.xbench import GROUPS, Index
 from ..records import is_reference
 from ..text import one_line
 from . import formatting as fmt
+from . import why
 
 WIDTH = 140  # fixed width when not a terminal (CI, a pipe): logs stay readable
 TONE = {"invalid": "red", "better": "green", "worse": "red", "unclear": "dim"}
@@ -76,7 +80,7 @@ def _run(report: Report, con: Console) -> None:
     for w in report.warnings:
         con.print(f"[yellow]warning:[/] {e(w)}")
     for b in report.workloads:
-        _workload(b, con)
+        _workload(b, con, report.explanations_of(b.result.id))
     if report.suites:
         con.print()
         for sm in report.suites:
@@ -92,19 +96,83 @@ def _run(report: Report, con: Console) -> None:
         con.print()
         for line in index_lines(report.index):
             con.print(e(line))
+    if report.advice is not None:
+        con.print()
+        _advice(report.advice, con)
 
 
-def _workload(b: WorkloadBlock, con: Console) -> None:
+def explanation_lines(x: Explanation, functions: int = 5) -> list[str]:
+    """One explanation as plain lines: the words, the decomposition, the evidence, the top
+    functions."""
+    lines = [f"{x.a} vs {x.b}: {x.text}", f"  {why.decomposition(x)}"]
+    if x.evidence:
+        lines.append("  evidence: " + "; ".join(
+            f"{row[0]} {row[1]} vs {row[2]} ({row[3]}, {row[4].split(' ')[0]})"
+            for row in why.evidence_rows(x)))
+    for row in why.function_rows(x)[:functions]:
+        lines.append(f"  {row[0]}: {row[4]} of the difference ({row[3]} instructions; "
+                     f"{x.a} {row[1]}, {x.b} {row[2]}; ratio {row[5]})")
+    if x.simulation == "cache" and any(ev.simulated for ev in x.evidence):
+        lines.append(f"  ({why.SIMULATED})")
+    return lines
+
+
+def render_explanations(report: Report, workload: str | None = None) -> str:
+    """`abibench explain`: every workload's explanations (or one workload's)."""
+    buf = io.StringIO()
+    con = Console(file=buf, width=WIDTH, no_color=True, highlight=False, soft_wrap=True,
+                  emoji=False)
+    shown = [b for b in report.workloads if workload in (None, b.result.id)]
+    for b in shown:
+        con.print(f"{e(b.result.id)} ({e(b.result.primary)}, "
+                  f"{fmt.better_words(b.result.better)})")
+        xs = report.explanations_of(b.result.id)
+        if not xs:
+            con.print("  not compared: fewer than two measured targets")
+        for x in xs:
+            for line in explanation_lines(x, functions=10):
+                con.print(f"  {e(line)}")
+    return buf.getvalue()
+
+
+def _advice(advice: Advice, con: Console) -> None:
+    con.print("[bold]advice[/] for " + e(advice.deployment.describe()))
+    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    for i, col in enumerate(why.advice_head()):
+        table.add_column(col, justify="left" if i < 2 else "right")
+    for row in why.advice_rows(advice):
+        table.add_row(*map(e, row))
+    con.print(table)
+    for line in advice.lines:
+        con.print(f"  {e(line.text)}")
+    for note in advice.notes:
+        con.print(f"  [yellow]note:[/] {e(note)}")
+    con.print(f"  [dim]{e(why.advice_note(advice))}[/]")
+
+
+def render_advice(report: Report) -> str:
+    """`abibench advise`: the deployment table and one sentence per workload."""
+    buf = io.StringIO()
+    con = Console(file=buf, width=WIDTH, no_color=True, highlight=False, soft_wrap=True,
+                  emoji=False)
+    if report.advice is not None:
+        _advice(report.advice, con)
+    return buf.getvalue()
+
+
+def _workload(b: WorkloadBlock, con: Console, explanations: Sequence[Explanation] = ()) -> None:
     res = b.result
     con.print()
     con.print(f"[bold]{e(res.id)}[/] — {e(res.title)}")
     con.print(f"  {e(res.primary)} in {e(res.unit or 'units')}, {fmt.better_words(res.better)}")
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    explained = {x.a: x for x in explanations}
+    trees = any(row.tree_kb is not None for row in res.rows)
     emulated = any(r.emulated for r in res.rows)
-    cols = ["ABI", "n", "median", "min", "max", "outliers", "peak RSS",
-            *(["net of emulator"] if emulated else []), "file size", "text"]
-    for col in cols:
-        table.add_column(col, justify="left" if col == "ABI" else "right")
+    for col in ("ABI", "n", "median", "min", "max", "outliers", "peak RSS",
+                *(["tree peak"] if trees else []), *(["net of emulator"] if emulated else []),
+                "file size", "text", "explanation"):
+        table.add_column(col, justify="left" if col in ("ABI", "explanation") else "right")
     notes = []
     for row in res.rows:
         s = row.summary
@@ -118,9 +186,11 @@ def _workload(b: WorkloadBlock, con: Console) -> None:
             e(fmt.si(s.min, res.unit)) if s else "-",
             e(fmt.si(s.max, res.unit)) if s else "-",
             str(row.outliers) if s else "-",
-            fmt.kib(row.rss_kb),
+            fmt.kib(row.rss_kb), *([fmt.kib(row.tree_kb)] if trees else []),
             *([fmt.kib(row.net_rss_kb) if row.emulated else "-"] if emulated else []),
-            fmt.size(row.size), fmt.size(row.text))
+            fmt.size(row.size), fmt.size(row.text),
+            e(explained[row.label].short) if row.label in explained else
+            ("reference" if explained and row.label == b.reference else ""))
     con.print(table)
     for note in notes:
         con.print(note)
@@ -136,18 +206,25 @@ def _workload(b: WorkloadBlock, con: Console) -> None:
                   f" → [{colour}]{prefix}{e(c.verdict.text)}[/] "
                   f"(p={fmt.number(c.p_adjusted, '.3g')} Holm)")
     for c in res.memory:
-        con.print(f"  {e(c.a)}/{e(c.b)} peak RSS ratio {_ratio(c)} → {e(c.verdict.text)}")
+        con.print(f"  {e(c.a)}/{e(c.b)} {MEMORY_NAMES.get(c.metric, c.metric)} ratio "
+                  f"{_ratio(c)} → {e(c.verdict.text)}")
     for c in res.emulated_memory:
         con.print(f"  {e(c.a)}/{e(c.b)} peak RSS net of the emulator, ratio {_ratio(c)} → "
                   f"{e(c.verdict.text)}")
     counted = [(r.label, r.instructions) for r in res.rows if r.instructions]
     if counted:
+        differed = [r.label for r in res.rows if r.instructions and not r.instructions_exact]
+        how = ("exact" if not differed else
+               f"not exact: repeated runs of {', '.join(differed)} differed")
         who = _counters([(r.label, r.counter) for r in res.rows if r.instructions])
-        con.print(f"  instructions executed (exact; {e(who)}): " + e(", ".join(
+        con.print(f"  instructions executed ({e(how)}; {e(who)}): " + e(", ".join(
             f"{lbl} {n:,}" for lbl, n in counted) + _instr_ratio(counted)))
     for cv in res.counts:
         con.print(f"  {e(cv.a)}/{e(cv.b)} instructions {fmt.number(cv.ratio, '.3f')} → "
                   f"[bold]{e(cv.text)}[/]")
+    for x in explanations:
+        for i, line in enumerate(explanation_lines(x, functions=3)):
+            con.print(("  why: " if i == 0 else "  ") + e(line))
     sizes = {r.label: r.size for r in res.rows if r.size}
     parts = []
     for lbl, sz in sizes.items():

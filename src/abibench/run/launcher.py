@@ -8,6 +8,10 @@ Nothing of a sample outlives it: the launcher kills whatever the program left be
 it: RawResult.escaped), and dies with abibench, even when abibench is killed with SIGKILL; the
 sample's temporary directory is owned by this process (workspace.py), so a later run removes it
 if this one could not.
+
+A sample of a whole process tree (`[run] memory = "tree"`) also reports the tree's peak memory:
+the launcher joins the sample's own memory cgroup before the program starts and reads the group's
+high-water mark, or, without a cgroup, a thread here samples the tree's PSS (run/treemem.py).
 """
 
 from __future__ import annotations
@@ -19,23 +23,27 @@ import shutil
 import signal
 import subprocess
 import threading
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
 from ..errors import HostError, UsageError
+from ..probe.memory import TreeAccounting
 from ..tools import native_tool
 from ..workspace import owned_dir
+from .treemem import GroupError, PssSampler, SampleGroup
 
 STDOUT_PARSE_LIMIT = 16 * 1024 * 1024  # metrics are parsed from at most this much output
 # The PID the launcher must find as its parent; it removes the variable before the program runs.
 PARENT_ENV = "ABIBENCH_LAUNCH_PARENT"
 GUARD_GRACE_S = 10.0  # a launcher that ignores SIGTERM this long is killed
+STOP_READY_S = 5.0  # how long a stop waits for a just-started launcher to block SIGUSR1
 
 
 @dataclass(frozen=True)
 class RawResult:
-    status: str  # exited | signaled | timeout | interrupted | execfail
+    status: str  # exited | signaled | timeout | interrupted | stopped | execfail
     exit_code: int
     signal: int
     wall_s: float
@@ -56,6 +64,13 @@ class RawResult:
     steal_s: float = 0.0  # CPU time the hypervisor took from this VM over the sample
     covariate: float | None = None  # the machine loop's speed during the sample (iterations/s)
     covariate_cpu_s: float = 0.0  # the loop's own CPU time, part of busy_s
+    # [run] memory = "tree": the whole process tree's peak (KiB) and how it was measured
+    # (probe/memory.py: cgroup-v2, cgroup-v1 or sampled)
+    tree_peak_kb: int | None = None
+    tree_memory: str | None = None
+    # Why the sample failed although the program may have exited 0 (a browser whose page
+    # failed: run/browser.py); None when nothing beyond the exit status is wrong.
+    failure: str | None = None
 
     def foreign_cpu_s(self, ours_s: float = 0.0) -> float:
         """CPU time that processes other than this sample (and `ours_s` more of abibench's
@@ -65,13 +80,17 @@ class RawResult:
 
     @property
     def ok(self) -> bool:
-        return self.status == "exited" and self.exit_code == 0
+        return self.status == "exited" and self.exit_code == 0 and self.failure is None
 
     def describe_failure(self) -> str:
         if self.status == "timeout":
             return "timed out"
+        if self.failure is not None:
+            return self.failure
         if self.status == "interrupted":
             return "interrupted"
+        if self.status == "stopped":
+            return "stopped by abibench"
         if self.status == "execfail":
             return f"could not execute ({os.strerror(self.errno)})"
         if self.status == "signaled":
@@ -148,6 +167,50 @@ class How:
         return out
 
 
+class Stopper:
+    """Ends a running sample from another thread (a browser's driver whose page failed): the
+    launcher kills the program's tree and reports the sample as stopped."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._asked = False
+
+    def attach(self, proc: subprocess.Popen[bytes]) -> None:
+        with self._lock:
+            self._proc = proc
+            if self._asked:
+                self._signal()
+
+    def stop(self) -> None:
+        with self._lock:
+            self._asked = True
+            if self._proc is not None:
+                self._signal()
+
+    def _signal(self) -> None:
+        # The launcher is our child and unreaped until we wait for it: its PID is still ours.
+        # Until it has blocked SIGUSR1 (its first steps), the signal would kill it outright.
+        proc = self._proc
+        end = time.monotonic() + STOP_READY_S
+        while proc is not None and proc.poll() is None:
+            if _blocks(proc.pid, signal.SIGUSR1) or time.monotonic() > end:
+                proc.send_signal(signal.SIGUSR1)
+                return
+            time.sleep(0.001)
+
+
+def _blocks(pid: int, sig: int) -> bool:
+    """Whether a process has blocked a signal (SigBlk of /proc/PID/status)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("SigBlk:"):
+                return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+    except (OSError, ValueError, IndexError):
+        return False
+    return False
+
+
 @dataclass(frozen=True)
 class Job:
     """One program to run as a sample."""
@@ -158,6 +221,8 @@ class Job:
     timeout_s: float
     stdin: Path | None = None
     how: How = How()
+    tree: TreeAccounting | None = None  # measure the whole process tree's memory this way
+    stopper: Stopper | None = None
 
 
 class _Launched:
@@ -170,8 +235,22 @@ class _Launched:
         self.result = tmp / "result"
         self.out_path, self.err_path = tmp / "stdout", tmp / "stderr"
         gate_opt = ["-g", str(gate)] if gate is not None else []
+        # The group outlives the launcher in the stack: it is emptied and removed after the
+        # launcher has ended, however it ended.
+        self.tree_memory: str | None = None
+        self.sampler: PssSampler | None = None
+        group_opt: list[str] = []
+        if job.tree is not None:
+            self.tree_memory = "sampled"
+            if job.tree.kind != "sampled":
+                try:
+                    group = stack.enter_context(SampleGroup(job.tree))
+                    group_opt = ["-m", str(group.path)]
+                    self.tree_memory = job.tree.kind
+                except GroupError:
+                    pass  # the hierarchy changed since the probe: sample the tree instead
         # The timeout covers every repeat of the sample.
-        cmd = [str(launch), *job.how.options(), *gate_opt, str(self.result),
+        cmd = [str(launch), *job.how.options(), *gate_opt, *group_opt, str(self.result),
                str(int(job.timeout_s * job.how.repeat * 1000)),
                resolve_program(job.argv[0]), *job.argv[1:]]
         try:
@@ -190,6 +269,11 @@ class _Launched:
             finally:
                 if stdin_fh is not None:
                     stdin_fh.close()
+        if self.tree_memory == "sampled":
+            self.sampler = PssSampler(self.proc.pid).start()
+            stack.callback(self.sampler.stop)
+        if job.stopper is not None:
+            job.stopper.attach(self.proc)
         # The launcher enforces the timeout; this guard only catches a launcher gone wrong.
         self.guard = threading.Timer(job.timeout_s * job.how.repeat + 60, _guard, (self.proc,))
         self.guard.start()
@@ -213,38 +297,50 @@ class _Launched:
             raise
         finally:
             self.guard.cancel()
+            if self.sampler is not None:
+                self.sampler.stop()
 
     def raw(self) -> RawResult:
         if self.proc.returncode != 0 or not self.result.is_file():
             raise HostError(f"the sample launcher failed (exit {self.proc.returncode}): "
                             f"{_tail(self.err_path).strip()[-300:]}")
-        return raw_result(parse_result_line(self.result.read_text()),
-                          *_digest_file(self.out_path), _tail(self.err_path))
+        raw = raw_result(parse_result_line(self.result.read_text()),
+                         *_digest_file(self.out_path), _tail(self.err_path))
+        if self.tree_memory is None:
+            return raw
+        peak = raw.tree_peak_kb if self.sampler is None else (self.sampler.peak_kb or None)
+        return replace(raw, tree_peak_kb=peak, tree_memory=self.tree_memory)
 
 
 def raw_result(r: dict[str, str], digest: str, text: str, stderr_tail: str) -> RawResult:
-    """The launcher's result line as a RawResult: times are per run (divided by the repeats)."""
+    """The launcher's result line as a RawResult: times and page faults are per run (divided by
+    the repeats)."""
     k = max(1, int(r.get("repeat", "1")))
     hz = int(r.get("hz", "100")) or 100
     cov_iters, cov_ns = int(r.get("cov_iters", "0")), int(r.get("cov_ns", "0"))
+    tree = int(r.get("tree_peak_kb", "-1"))
     return RawResult(
         status=r["status"], exit_code=int(r["code"]), signal=int(r["signal"]),
         wall_s=int(r["wall_ns"]) / 1e9 / k, user_s=int(r["user_us"]) / 1e6 / k,
         sys_s=int(r["sys_us"]) / 1e6 / k, max_rss_kb=int(r["maxrss_kb"]),
-        minflt=int(r["minflt"]), majflt=int(r["majflt"]), errno=int(r["errno"]),
+        # page faults per run as well, so that samples of different repeats compare
+        minflt=round(int(r["minflt"]) / k), majflt=round(int(r["majflt"]) / k),
+        errno=int(r["errno"]),
         stdout_digest=digest, stdout=text, stderr_tail=stderr_tail,
         escaped=int(r.get("escaped", "0")), repeat=k,
         t0_ns=int(r.get("t0_ns", "0")), t1_ns=int(r.get("t1_ns", "0")),
         busy_s=int(r.get("busy_ticks", "0")) / hz, steal_s=int(r.get("steal_ticks", "0")) / hz,
         covariate=cov_iters / (cov_ns / 1e9) if cov_iters > 0 and cov_ns > 0 else None,
         covariate_cpu_s=cov_ns / 1e9 if cov_iters > 0 else 0.0,
+        tree_peak_kb=tree if tree >= 0 else None,
     )
 
 
 def run_sample(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: float,
-               launch: Path, stdin: Path | None = None, how: How = How()) -> RawResult:
+               launch: Path, stdin: Path | None = None, how: How = How(),
+               tree: TreeAccounting | None = None, stopper: Stopper | None = None) -> RawResult:
     """Run argv once. KeyboardInterrupt propagates after the child's process group is dead."""
-    return run_together([Job(argv, cwd, env, timeout_s, stdin, how)], launch)[0]
+    return run_together([Job(argv, cwd, env, timeout_s, stdin, how, tree, stopper)], launch)[0]
 
 
 def run_together(jobs: list[Job], launch: Path) -> list[RawResult]:

@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..abi import check_artifact
-from ..errors import AbiMismatchError
+from ..errors import AbiMismatchError, UsageError
 from ..hashing import sha256_file
 from ..obtain.sysroot import Sysroot, debian_arch, resolve_inside
 from ..paths import MICRO_DIR
+from ..probe.memory import tree_accounting
 from ..records import Artifact, Target
 from ..workloads.confine import confined
 from ..workloads.profile import Workload, substitute
@@ -36,6 +37,8 @@ class ServerRun:
 
     port: int = 0
     peak_rss_kb: int | None = None
+    tree_peak_kb: int | None = None  # [run] memory = "tree": the server's whole tree
+    tree_memory: str | None = None
 
 
 @dataclass
@@ -51,6 +54,12 @@ class Placement:
     datadir: MariaDBDatadir | None = None
     stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     runtime: AbiRuntime = field(default_factory=AbiRuntime)
+    # {work} as it was made, every link resolved: the root of what a sample touches there, so
+    # that a program which puts a link in its place cannot lead abibench elsewhere.
+    work_real: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.work_real = self.work.resolve()
 
     @staticmethod
     def create(wl: Workload, target: Target, art: Artifact, tmp: Path, inputs: dict[str, Path],
@@ -65,7 +74,8 @@ class Placement:
                              {k: str(v) for k, v in inputs.items()}, stack=stack,
                              runtime=runtime or AbiRuntime())
         root = Sysroot(Path(art.sysroot), debian_arch(target.abi), (), art.cache_key)
-        runner = SysrootRunner(root)
+        # A browser gets PID and mount namespaces of its own (/proc, /dev/shm): run/browser.py.
+        runner = SysrootRunner(root, private=wl.browser is not None)
         work, inner = stack.enter_context(runner.scratch(f"{wl.base_id or wl.id}-{label}"))
         inner_inputs: dict[str, str] = {}
         for name, path in inputs.items():
@@ -115,7 +125,10 @@ class Placement:
                 "program": f"{bin_dir}/{self.art.files[0]}" if self.art.files else ""}
 
     def argv(self, argv: list[str]) -> list[str]:
-        if self.wl.server is not None:
+        """The command as it runs: wrapped to run inside the sysroot, or under the target's
+        emulator. A server workload's command is the host's client; a browser's is completed
+        per sample and wrapped then (run/browser.py)."""
+        if self.wl.server is not None or self.wl.browser is not None:
             return argv
         if self.runner is None:
             emu = self.runtime.emulator
@@ -123,6 +136,18 @@ class Placement:
         return self.runner.wrap(argv)
 
     # -- paths a sample touches, confined to their roots ---------------------------------------
+
+    def check_work(self) -> None:
+        """{work} is still the directory abibench made: a program that removed it, or put a
+        link or a file in its place, fails its target before anything is touched there."""
+        try:
+            intact = (not self.work.is_symlink() and self.work.is_dir()
+                      and self.work.resolve() == self.work_real)
+        except OSError:
+            intact = False
+        if not intact:
+            raise UsageError(f"the work directory {self.work} was removed or replaced by the "
+                             "program: a program may write inside {work}, not remove it")
 
     def _host_path(self, template: str, values: dict[str, str], default_root: Path) -> Path:
         p = Path(substitute(template, values))
@@ -132,10 +157,11 @@ class Placement:
             str, Path]]]:
         """The [validate] files and close files of a sample, inside {work} (they are deleted
         before the sample, so a stale one cannot pass for its output)."""
+        self.check_work()
         values = self.host_values(server)
-        files = [confined(self._host_path(f, values, self.work), (self.work,), "[validate] file")
-                 for f in self.wl.validate_files]
-        close = [(t, confined(self._host_path(t, values, self.work), (self.work,),
+        files = [confined(self._host_path(f, values, self.work), (self.work_real,),
+                          "[validate] file") for f in self.wl.validate_files]
+        close = [(t, confined(self._host_path(t, values, self.work), (self.work_real,),
                               "[validate] close file"))
                  for t in (self.wl.close.files if self.wl.close else ())]
         return files, close
@@ -145,7 +171,7 @@ class Placement:
         if self.wl.stdin is None:
             return None
         values = self.host_values(server)
-        roots = (self.work, self.wl.path.parent, Path(values["bin"]),
+        roots = (self.work_real, self.wl.path.parent, Path(values["bin"]),
                  *(p.parent for p in self.inputs.values()))
         return confined(self._host_path(self.wl.stdin, values, self.wl.path.parent), roots,
                         "[run] stdin")
@@ -227,10 +253,12 @@ class Placement:
             yield ServerRun()
             return
         run = ServerRun()
-        with MariaDBServer(self.datadir) as srv:
+        tree = tree_accounting() if self.wl.memory == "tree" else None
+        with MariaDBServer(self.datadir, tree=tree) as srv:
             run.port = srv.port
             yield run
             run.peak_rss_kb = srv.peak_rss_kb()
+            run.tree_peak_kb, run.tree_memory = srv.tree_peak()
 
     def warm_server(self, run: ServerRun, timeout_s: float) -> str | None:
         spec = self.wl.server

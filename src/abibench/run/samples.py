@@ -50,6 +50,8 @@ def parse_metrics(rules: Sequence[MetricRule], stdout: str) -> dict[str, float]:
                 except ValueError as exc:
                     raise ParseError(f"parser '{m.builtin}': {exc}") from None
             found_value = parsed[m.builtin].get(m.key or m.name)
+            if found_value is None and m.optional:
+                continue
             if found_value is None:
                 raise ParseError(f"metric '{m.name}': parser '{m.builtin}' found no '{m.key}' in "
                                  "the output")
@@ -58,6 +60,8 @@ def parse_metrics(rules: Sequence[MetricRule], stdout: str) -> dict[str, float]:
         if m.regex is None:
             continue
         found = m.regex.search(stdout)
+        if not found and m.optional:
+            continue
         if not found:
             raise ParseError(f"metric '{m.name}' not found in the output (pattern "
                              f"{m.regex.pattern!r})")
@@ -144,6 +148,8 @@ def sample_from(raw: RawResult, wl: Workload, run_id: str, target: str, rnd: int
                   warmup=warmup, status=status, exit_code=raw.exit_code, wall_s=times["wall"],
                   user_s=times["user"], sys_s=times["sys"], max_rss_kb=raw.max_rss_kb,
                   stdout_digest=raw.stdout_digest, check=check, metrics=metrics, error=error,
-                  started_at=started, env_pad=pad, design=design, cpu=cpu, repeat=raw.repeat,
+                  started_at=started, env_pad=pad, minflt=raw.minflt, majflt=raw.majflt,
+                  design=design, cpu=cpu, repeat=raw.repeat,
                   foreign_cpu_s=raw.foreign_cpu_s(ours_s), steal_s=raw.steal_s,
-                  covariate=raw.covariate, emulated=emulated)
+                  covariate=raw.covariate, tree_peak_rss_kb=raw.tree_peak_kb,
+                  tree_memory=raw.tree_memory, emulated=emulated)

@@ -21,6 +21,11 @@ from ..workspace import owned_dir
 
 SYSROOT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 Mode = Literal["chroot", "bwrap", "loader"]
+# sh -c SCRIPT ROOT CHROOT ARGV...: inside a fresh mount and PID namespace, /proc and a tmpfs
+# for /dev/shm, then chroot; the mounts vanish with the namespace (the host never sees them).
+PRIVATE_CHROOT = ('mount -t proc proc "$0/proc" && '
+                  'mount -t tmpfs -o mode=1777,nosuid,nodev shm "$0/dev/shm" && '
+                  'chroot="$1" && shift && exec "$chroot" "$0" "$@"')
 LOADERS = {"i386": "ld-linux.so.2", "amd64": "ld-linux-x86-64.so.2",
            "armhf": "ld-linux-armhf.so.3", "arm64": "ld-linux-aarch64.so.1"}
 
@@ -46,10 +51,20 @@ class SysrootRunner:
     ld.so runs the program with the sysroot's library directories, on the host's filesystem.
     Programs that open data at absolute paths (Debian's Node.js: /usr/share/nodejs) or exec
     helpers escape the sysroot that way; check with foreign_mappings().
+
+    `private` is for programs that need /proc and /dev/shm (a browser reads /proc/self/exe and
+    shares memory through /dev/shm). bwrap gives both in every mode (its /dev is a tmpfs). chroot
+    mode then runs in a mount and PID namespace of its own (unshare(1)), with /proc and a tmpfs
+    on /dev/shm mounted only there; when the namespace's first process ends, the kernel kills
+    every other process in it. unshare waits for its child, so wait4's rusage still covers the
+    program. bwrap gets no PID namespace: with --unshare-pid its outer process learns the exit
+    status without waiting for the program, and the rusage would be bwrap's own; what a bwrap
+    program leaves behind is killed by the launcher (a subreaper) and the sample's cgroup.
     """
 
     sysroot: Sysroot
     mode: Mode = field(default_factory=default_mode)
+    private: bool = False
 
     def tool(self) -> str:
         if self.mode == "loader":
@@ -69,6 +84,9 @@ class SysrootRunner:
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
         root = str(self.sysroot.path)
+        if self.mode == "loader" and self.private:
+            raise HostError("a browser needs its own namespaces in the sysroot, which "
+                            "ABIBENCH_ISOLATION=loader cannot give: use chroot (root) or bwrap")
         if self.mode == "loader":
             # Fallback for simple binaries only: the program sees the host's filesystem, so
             # data files at absolute paths and anything it execs escape the sysroot.
@@ -76,10 +94,22 @@ class SysrootRunner:
             libs = f"{root}/lib/{t}:{root}/usr/lib/{t}"
             return [self.tool(), "--inhibit-cache", "--library-path", libs, "--argv0", argv[0],
                     str(self.sysroot.host_path(argv[0])), *argv[1:]]
+        if self.mode == "chroot" and self.private:
+            return [*self._unshare(), PRIVATE_CHROOT, root, self.tool(), *argv]
         if self.mode == "chroot":
             return [self.tool(), root, *argv]
         return [self.tool(), "--bind", root, "/", "--proc", "/proc", "--dev", "/dev",
                 "--tmpfs", "/tmp", "--die-with-parent", "--chdir", "/", "--", *argv]
+
+    def _unshare(self) -> list[str]:
+        tools = {name: shutil.which(name) for name in ("unshare", "mount", "sh")}
+        missing = [name for name, path in tools.items() if path is None]
+        if missing:
+            raise HostError(f"{', '.join(missing)} not found, needed to give a sysroot program "
+                            "its own namespaces: apt-get install util-linux")
+        (self.sysroot.path / "dev" / "shm").mkdir(parents=True, exist_ok=True)
+        return [str(tools["unshare"]), "--mount", "--propagation", "private", "--pid", "--fork",
+                "--kill-child", str(tools["sh"]), "-c"]
 
     def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """A clean environment: nothing of the host's (LD_LIBRARY_PATH!) leaks in."""

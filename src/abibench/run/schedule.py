@@ -20,11 +20,13 @@ from typing import Protocol
 
 from ..errors import UsageError
 from ..probe import board
+from ..probe.memory import TreeAccounting, tree_accounting
 from ..probe.noise import NoiseProfile
 from ..records import Artifact, Sample, Target
 from ..workloads.profile import Workload, substitute
 from ..workspace import owned_dir
-from .counters import count_guest_instructions, count_instructions
+from .browser import run_browser_sample
+from .counters import MAX_ATTEMPTS, agreement, count_events, count_guest_instructions, profile_of
 from .designs import Design, choose, repeats_for
 from .launcher import How, Job, RawResult, run_sample, run_together
 from .placement import Placement, ServerRun
@@ -59,7 +61,9 @@ class Plan:
     warmup: int = 1
     seed: int = 0  # environment padding is drawn from this, so a run can be repeated exactly
     randomize_env: bool = True
-    counters: bool = False  # one extra run per target under valgrind, counting instructions
+    counters: bool = False  # extra runs per target under valgrind, counting instructions
+    # what the counted runs simulate: "insn" (instructions only) or "cache" (cache and branches)
+    simulation: str = "insn"
     # --budget: the whole run's time for adaptive rounds, allocated across workloads by
     # run/budget.py; None: each workload alone, up to max_time_s.
     budget_s: float | None = None
@@ -316,16 +320,21 @@ class Session:
                     raise ServerError(failure)
                 prep = self._prepare(target, pos, srv)
                 started = now_iso()
-                raw = run_sample(prep.argv, cwd=pl.work, env=prep.env,
-                                 timeout_s=pl.timeout(self.wl.timeout), launch=self.launch,
-                                 stdin=prep.stdin, how=how)
+                if self.wl.browser is not None:
+                    raw = run_browser_sample(pl, prep.argv, prep.env, self.wl.timeout,
+                                             self.launch, how, self._tree())
+                else:
+                    raw = run_sample(prep.argv, cwd=pl.work, env=prep.env,
+                                     timeout_s=pl.timeout(self.wl.timeout), launch=self.launch,
+                                     stdin=prep.stdin, how=how, tree=self._tree())
                 # Again: the program may have removed {work} or put a link where an output
                 # belongs, and nothing is read through it.
                 prep.files, prep.close = pl.output_files(srv)
             self.outcome.count_escaped(target.label, raw)
             if srv.peak_rss_kb is not None:
                 # What a server workload compares is the server's memory, not the client's.
-                raw = replace(raw, max_rss_kb=srv.peak_rss_kb)
+                raw = replace(raw, max_rss_kb=srv.peak_rss_kb, tree_peak_kb=srv.tree_peak_kb,
+                              tree_memory=srv.tree_memory)
         except (ServerError, UsageError) as exc:
             self.outcome.failed[target.label] = str(exc)
             return
@@ -340,7 +349,8 @@ class Session:
         preps = [self._prepare(t, pos) for pos, t in enumerate(order)]
         hows = [self.design.how(p.pos, number, self.repeat) for p in preps]
         jobs = [Job(p.argv, self.places[p.target.label].work, p.env,
-                    self.places[p.target.label].timeout(self.wl.timeout), p.stdin, h)
+                    self.places[p.target.label].timeout(self.wl.timeout), p.stdin, h,
+                    self._tree())
                 for p, h in zip(preps, hows, strict=True)]
         started = now_iso()
         try:
@@ -363,6 +373,13 @@ class Session:
             # The other program of the pair is abibench's own work, not a neighbour's.
             ours = (other.user_s + other.sys_s) * other.repeat
             self._keep(raw, prep, number, False, started, "simultaneous", how.cpu, ours)
+
+    def _tree(self) -> TreeAccounting | None:
+        """How the program's whole tree is measured ([run] memory = "tree"); for a server
+        workload the server's tree is (run/placement.py), not the client's."""
+        if self.wl.memory != "tree" or self.wl.server is not None:
+            return None
+        return tree_accounting()
 
     def _keep(self, raw: RawResult, prep: _Prepared, number: int, warm: bool, started: str,
               design: str, cpu: int | None, ours_s: float = 0.0) -> None:
@@ -443,7 +460,8 @@ class Session:
                     continue
                 try:
                     counted_run = _count(self.wl, self.places[target.label], self.run_id,
-                                         target.label, number, pos, self.base_env, self.launch)
+                                         target.label, number, pos, self.base_env, self.launch,
+                                         self.plan.simulation)
                 except UsageError as exc:  # e.g. {work} removed, a link out of it
                     outcome.failed[target.label] = str(exc)
                     continue
@@ -501,37 +519,65 @@ def counting_env() -> dict[str, str]:
 
 
 def _count(wl: Workload, pl: Placement, run_id: str, label: str, number: int, pos: int,
-           base_env: dict[str, str], launch: Path) -> tuple[Sample, RawResult] | None:
-    """One run under a counter: valgrind natively, abibench's QEMU plugin under an emulator
-    (None inside a sysroot, where valgrind would count chroot/bwrap, not the program, and for
-    an emulated target without the plugin: the run says why once)."""
+           base_env: dict[str, str], launch: Path,
+           simulation: str = "insn") -> tuple[Sample, RawResult] | None:
+    """Runs under a counter, counting what the target's programs execute: valgrind natively,
+    abibench's QEMU plugin under an emulator (instructions only). None inside a sysroot
+    (valgrind would count chroot/bwrap, not the program) and for an emulated target without
+    the plugin (the run says why once).
+
+    Counts repeat exactly for the same binary, inputs and environment (a fixed one, with the
+    step clock preloaded), so the target is counted twice, and again (up to MAX_ATTEMPTS runs)
+    until two runs agree; the stored profile is that of the last run, with every attempt's
+    count, and says when none agreed.
+    """
     if pl.in_sysroot:
         return None
-    argv = [substitute(a, pl.host_values()) for a in wl.command]
+    # [run] counters: a fixed amount of work for a program whose own command runs for a fixed
+    # time (openssl speed), so that instruction counts compare the same work.
+    command = wl.count_command or wl.command
+    argv = [substitute(a, pl.host_values()) for a in command]
     files, _ = pl.output_files()
     started = now_iso()
+    attempts: list[int] = []
+    raw = None
+    parsed = None
     # No environment padding and a fixed environment: the count must repeat exactly.
     env = counting_env()
     clock = pl.runtime.stepclock
     emu, plugin = pl.runtime.emulator, pl.runtime.plugin
-    if pl.emulated:
-        if emu is None or plugin is None:
-            return None
-        raw, count = count_guest_instructions(emu, plugin, argv, pl.work, env,
-                                              pl.timeout(wl.timeout), launch, pl.stdin_path(),
-                                              clock)
-        counter = "the QEMU plugin"
-    else:
-        raw, count = count_instructions(argv, pl.work, env, wl.timeout, launch, pl.stdin_path(),
-                                        clock)
-        counter = "valgrind"
+    if pl.emulated and (emu is None or plugin is None):
+        return None
+    counter = "the QEMU plugin" if pl.emulated else "valgrind"
+    while len(attempts) < MAX_ATTEMPTS:
+        if pl.emulated and emu is not None and plugin is not None:
+            raw, parsed = count_guest_instructions(emu, plugin, argv, pl.work, env,
+                                                   pl.timeout(wl.timeout), launch,
+                                                   pl.stdin_path(), clock)
+        else:
+            raw, parsed = count_events(argv, pl.work, env, wl.timeout, launch,
+                                       pl.stdin_path(), pl.program_files(), simulation, clock)
+        if parsed is None or not raw.ok:
+            break
+        attempts.append(parsed.totals[parsed.events.index("Ir")] if "Ir" in parsed.events
+                        else parsed.totals[0])
+        if len(attempts) >= 2 and agreement(attempts) is not None:
+            break
+    assert raw is not None
     files, _ = pl.output_files()  # again, as after every sample
     sample = sample_from(raw, wl, run_id, label, number, pos, False, started, 0, files,
                          emulated=pl.emulated)
-    return replace(sample, kind="counters", instructions=count,
-                   status=sample.status if count is not None else "failed",
-                   error=sample.error if count is not None else
-                   f"{counter} wrote no instruction count"), raw
+    if wl.count_command:
+        # The program's own metrics and checks belong to its timed command, not to this one.
+        sample = replace(sample, status="ok" if raw.ok else sample.status, metrics={},
+                         check=None, error=None if raw.ok else sample.error)
+    if parsed is None or not attempts:
+        return replace(sample, kind="counters", instructions=None,
+                       status="failed" if sample.status == "ok" else sample.status,
+                       error=sample.error or f"{counter} wrote no instruction count"), raw
+    # The plugin counts instructions only, whatever --counters asked to simulate.
+    profile = profile_of(parsed, attempts, "insn" if pl.emulated else simulation)
+    return replace(sample, kind="counters", instructions=attempts[-1], counters=profile), raw
 
 
 def _baseline(wl: Workload, pl: Placement, run_id: str, label: str, number: int,

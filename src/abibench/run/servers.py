@@ -28,7 +28,9 @@ from pathlib import Path
 from types import TracebackType
 
 from ..errors import EXIT_WORKLOAD, AbibenchError
+from ..probe.memory import TreeAccounting
 from .sandbox import SysrootRunner
+from .treemem import GroupError, PssSampler, SampleGroup
 
 LOOPBACK = "127.0.0.1"
 MARIADBD = "/usr/sbin/mariadbd"
@@ -101,6 +103,21 @@ def _die_with_parent() -> None:
     """In the child before exec: SIGKILL when abibench dies, even by SIGKILL."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def _join_then_die_with_parent(procs: str) -> Callable[[], None]:
+    """In the child before exec: into the sample's memory cgroup (so the server's whole tree
+    is born there), then as _die_with_parent. The path is made before the fork: nothing but a
+    write happens in the child."""
+    def run() -> None:
+        fd = os.open(procs, os.O_WRONLY)
+        try:
+            os.write(fd, b"0\n")
+        finally:
+            os.close(fd)
+        _die_with_parent()
+
+    return run
 
 
 def _wait_for(cond: Callable[[], bool], deadline_s: float, interval: float = 0.05) -> bool:
@@ -215,9 +232,14 @@ class MariaDBServer:
 
     def __init__(self, datadir: MariaDBDatadir, *, startup_timeout_s: float = 120.0,
                  stop_timeout_s: float = 60.0, port: int | None = None,
-                 options: tuple[str, ...] = ()) -> None:
+                 options: tuple[str, ...] = (), tree: TreeAccounting | None = None) -> None:
         self.datadir = datadir
         self.options = options  # extra options for this start only
+        # [run] memory = "tree": the server's whole process tree is measured, in its own
+        # memory cgroup or by sampling (run/treemem.py)
+        self.tree = tree
+        self.group: SampleGroup | None = None
+        self.sampler: PssSampler | None = None
         self.startup_timeout_s = startup_timeout_s
         self.stop_timeout_s = stop_timeout_s
         self.port = port or 0
@@ -260,12 +282,21 @@ class MariaDBServer:
     def _start_once(self) -> bool:
         self.log.write_bytes(b"")
         out = self.datadir.host_dir / "stdout.log"
+        before_exec = _die_with_parent
+        if self.tree is not None and self.tree.kind != "sampled":
+            try:
+                self.group = SampleGroup(self.tree, "server").__enter__()
+                before_exec = _join_then_die_with_parent(str(self.group.join_file()))
+            except GroupError:
+                self.group = None  # the hierarchy changed since the probe: sample instead
         with out.open("ab") as fh:
             self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL, stdout=fh,
                                          stderr=subprocess.STDOUT,
                                          env=self.datadir.runner.env(),
-                                         start_new_session=True, preexec_fn=_die_with_parent)
+                                         start_new_session=True, preexec_fn=before_exec)
         self.pid = self.proc.pid
+        if self.tree is not None and self.group is None:
+            self.sampler = PssSampler(self.proc.pid).start()
         if self.datadir.runner.mode == "bwrap":
             # bwrap stays as the parent: the server is its child.
             proc = self.proc
@@ -292,10 +323,20 @@ class MariaDBServer:
         """The server's resident high-water mark so far (VmHWM from /proc/PID/status)."""
         return peak_rss_kb(self.pid) if self.pid else None
 
+    def tree_peak(self) -> tuple[int | None, str | None]:
+        """The server tree's peak so far (KiB) and how it was measured; (None, None) unless
+        asked for."""
+        if self.group is not None:
+            return self.group.peak_kb(), self.group.accounting.kind
+        if self.sampler is not None:
+            return self.sampler.peak_kb or None, "sampled"
+        return None, None
+
     def stop(self) -> None:
         """SIGTERM to the server's PID, SIGKILL to its process group after the deadline."""
         proc = self.proc
         if proc is None:
+            self._end_tree()
             return
         try:
             if proc.returncode is None and pid_alive(self.pid):
@@ -309,3 +350,13 @@ class MariaDBServer:
             if self.pid != proc.pid:
                 _wait_for(lambda: not pid_alive(self.pid), 5)
             self.proc = None
+            self._end_tree()
+
+    def _end_tree(self) -> None:
+        """The tree's cgroup emptied (anything that left the process group) and removed."""
+        if self.sampler is not None:
+            self.sampler.stop()
+            self.sampler = None
+        if self.group is not None:
+            self.group.__exit__(None, None, None)
+            self.group = None

@@ -32,11 +32,12 @@ from ..hashing import sha256_file
 from ..obtain import debsource, hostlibs, qemuplugin
 from ..obtain.build import DEFAULT_CFLAGS, build
 from ..obtain.helpers import helpers_for
-from ..obtain.inputs import describe_input, generate_input
+from ..obtain.inputs import InputError, describe_input, generate_input
 from ..obtain.prebuilt import obtain as obtain_prebuilt
 from ..probe import host
 from ..probe import noise as noise_probe
 from ..probe.abis import AbiStatus, probe_all
+from ..probe.memory import tree_accounting
 from ..probe.noise import NoiseProfile
 from ..records import (
     JSON,
@@ -61,6 +62,7 @@ from .preflight import check_asked_abis, check_commands, check_compiler
 from .runtime import AbiRuntime
 from .schedule import Continuation, Plan, ScheduleResult, Session
 from .signals import signals_as_interrupt
+from .treemem import clean_stale_groups
 
 
 class RunSink(Protocol):
@@ -123,7 +125,8 @@ def new_run_id() -> str:
 
 def _workload_meta(wl: Workload, targets: list[str]) -> WorkloadMeta:
     metrics = [r.metric for r in wl.metrics]
-    metrics += [wl.metric(n) for n in dict.fromkeys(("wall", "max_rss", wl.primary))]
+    builtin = ("wall", "max_rss", *(["tree_peak_rss"] if wl.memory == "tree" else []))
+    metrics += [wl.metric(n) for n in dict.fromkeys((*builtin, wl.primary))]
     return WorkloadMeta(id=wl.id, primary=wl.primary, targets=tuple(targets),
                         metrics={m.name: m for m in metrics}, title=wl.title,
                         params=dict(wl.params), seeds=tuple(wl.seeds), path=str(wl.path),
@@ -201,6 +204,7 @@ def measure_suite(req: Request, store: RunSink, cache_root: Path, progress: Prog
     """
     # What a run killed by SIGKILL (or a crash, or a power cut) left behind goes first.
     clean_stale(cache_root)
+    clean_stale_groups(tree_accounting())
     # A polite kill ends the run like Ctrl-C: the sample in flight is stopped, temporary
     # directories are removed and the run is marked interrupted.
     with signals_as_interrupt():
@@ -227,6 +231,9 @@ def _measure(req: Request, store: RunSink, cache_root: Path, progress: Progress,
     noise = _noise(req, cache_root, progress)
     if noise is not None:
         ctx = ctx.with_extra(noise=noise.to_dict())
+    if any(wl.memory == "tree" for wl in req.workloads):
+        # How every tree_peak_rss of the run was measured, and why not in a better way.
+        ctx = ctx.with_extra(tree_memory=dict(tree_accounting().to_dict()))
     run_id = resume.run.id if resume is not None else new_run_id()
     metas = {wl.id: _workload_meta(wl, [t.label for t in targets_of(req, wl)])
              for wl in req.workloads}
@@ -251,7 +258,10 @@ def _measure(req: Request, store: RunSink, cache_root: Path, progress: Progress,
         recorded: dict[str, JSON] = {}
         for name, spec in wl.inputs.items():
             progress(f"{wl.id}: preparing input {name} ({spec['kind']})")
-            path = generate_input(name, spec, cache_root)
+            try:
+                path = generate_input(name, spec, cache_root)
+            except InputError as exc:  # e.g. a size out of range: name the profile
+                raise InputError(f"{wl.path}: input '{name}': {exc}") from None
             inputs_of[wl.id][name] = path
             recorded[name] = {"path": str(path), **{
                 k: v for k, v in describe_input(path).items()

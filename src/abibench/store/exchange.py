@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..files import NotRegular, TooLarge, read_regular
 from ..records import DESIGNS, EXPORT_FORMAT, EXPORT_VERSION, JSONDict, RunDoc, RunWarning, TargetStatus
 from .sqlite import Store
 
@@ -180,22 +181,35 @@ _ARTIFACT = _obj({"workload": _str, "target": _str},
 _STATUS = _obj({"workload": _str, "target": _str, "state": _str, "reason": _opt(_str)})
 _WARNING = _obj({"workload": _opt(_str), "target": _opt(_str), "message": _str})
 _OUTCOME = _obj({"rounds": _int, "stop_reason": _str})
+# What cachegrind counted (optional: older runs and timed samples have none). Counts are
+# whole numbers >= 0; functions are [name, [counts]] pairs.
+def _function(value: Any, path: str) -> None:
+    _expect(isinstance(value, list) and len(value) == 2, path, "a [name, [counts]] pair", value)
+    _str(value[0], f"{path}[0]")
+    _list(_COUNT)(value[1], f"{path}[1]")
+
+
+_COUNTERS = _obj({"events": _list(_str), "totals": _list(_COUNT)},
+                 {"functions": _list(_function), "attempts": _list(_COUNT), "agreed": _bool,
+                  "simulation": _enum("insn", "cache"), "cache": _list(_str)})
 _SAMPLE = _obj({"workload": _str, "target": _str, "round": _int, "position": _int,
                 "warmup": _bool, "status": _str, "exit_code": _int, "wall_s": _AMOUNT,
                 "user_s": _AMOUNT, "sys_s": _AMOUNT, "max_rss_kb": _COUNT,
                 "stdout_digest": _str, "check": _opt(_str), "metrics": _map(_num)},
                {"run_id": _str, "error": _opt(_str), "started_at": _str, "env_pad": _int,
                 "instructions": _opt(_COUNT), "kind": _enum("timed", "counters", "baseline"),
-                "discarded": _opt(_str), "design": _enum(*DESIGNS), "cpu": _opt(_COUNT),
+                "discarded": _opt(_str), "minflt": _opt(_COUNT), "majflt": _opt(_COUNT),
+                "counters": _opt(_COUNTERS), "design": _enum(*DESIGNS), "cpu": _opt(_COUNT),
                 "repeat": _POSITIVE_COUNT, "foreign_cpu_s": _opt(_AMOUNT),
-                "steal_s": _opt(_AMOUNT), "covariate": _opt(_AMOUNT), "emulated": _bool,
+                "steal_s": _opt(_AMOUNT), "covariate": _opt(_AMOUNT),
+                "tree_peak_rss_kb": _opt(_COUNT), "tree_memory": _opt(_str), "emulated": _bool,
                 "clock_mhz": _opt(_AMOUNT), "temp_c": _opt(_num), "throttled": _opt(_COUNT)})
 _DOC = _obj({"format": _str, "version": _any, "run": _RUN, "host": _HOST,
              "samples": _list(_SAMPLE)},
             {"artifacts": _list(_ARTIFACT), "target_status": _list(_STATUS),
              "warnings": _list(_WARNING), "outcomes": _map(_OUTCOME)})
 
-_BUILTIN_METRICS = ("wall", "user", "sys", "max_rss")
+_BUILTIN_METRICS = ("wall", "user", "sys", "max_rss", "tree_peak_rss")
 
 
 def check_version(doc: Any, source: str) -> None:
@@ -246,6 +260,16 @@ def _check_references(doc: dict[str, Any]) -> None:
         if s["target"] not in meta["targets"]:
             raise _Invalid(f"$.samples[{i}].target",
                            f"target {s['target']!r:.40} is not one of the workload's targets")
+        counters = s.get("counters")
+        if counters is not None:
+            n = len(counters["events"])
+            if len(counters["totals"]) != n:
+                raise _Invalid(f"$.samples[{i}].counters.totals",
+                               f"expected one total per event ({n}), found {len(counters['totals'])}")
+            for j, fn in enumerate(counters.get("functions", [])):
+                if len(fn[1]) > n:
+                    raise _Invalid(f"$.samples[{i}].counters.functions[{j}]",
+                                   f"expected at most one count per event ({n})")
         primary = meta["primary"]
         counted = s["status"] == "ok" and not s["warmup"] and s.get("kind", "timed") == "timed"
         if counted and primary not in _BUILTIN_METRICS and primary not in s["metrics"]:
@@ -269,11 +293,15 @@ def load_file_dict(path: Path) -> dict[str, Any]:
     """Read and validate one exported run document, as its dictionary form."""
     source = str(path)
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise SchemaError(f"{source}: {size >> 20} MiB is larger than the {MAX_FILE_BYTES >> 20}"
-                              " MiB an abibench run document can be: pass the exported run file")
-        raw = path.read_bytes()
+        # A FIFO or a device (/dev/zero) is refused, not read forever.
+        raw = read_regular(path, MAX_FILE_BYTES)
+    except TooLarge as exc:
+        raise SchemaError(f"{source}: {exc.size >> 20} MiB is larger than the "
+                          f"{MAX_FILE_BYTES >> 20} MiB an abibench run document can be: pass the "
+                          "exported run file") from None
+    except NotRegular as exc:
+        raise UsageError(f"{source}: is {exc.strerror}: pass a JSON file written by "
+                         "`abibench export`") from None
     except FileNotFoundError:
         raise UsageError(f"{source}: no such file: pass a file written by `abibench export`") \
             from None

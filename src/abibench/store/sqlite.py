@@ -24,6 +24,7 @@ from ..records import (
     EXPORT_FORMAT,
     EXPORT_VERSION,
     Artifact,
+    CounterProfile,
     HostContext,
     Outcome,
     Run,
@@ -35,7 +36,7 @@ from ..records import (
 from . import faults, owner
 from .owner import Owner
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 8
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,16 @@ _MIGRATIONS: list[tuple[str, ...]] = [
      "ALTER TABLE samples ADD COLUMN foreign_cpu_s REAL",
      "ALTER TABLE samples ADD COLUMN steal_s REAL",
      "ALTER TABLE samples ADD COLUMN covariate REAL"),
-    # 6: a sample run under an emulator (its times measure QEMU, its memory includes QEMU's);
+    # 6: page faults of every sample, and what cachegrind counted in a counted run (JSON:
+    # event totals, the top functions, the attempts until two agreed)
+    ("ALTER TABLE samples ADD COLUMN minflt INTEGER",
+     "ALTER TABLE samples ADD COLUMN majflt INTEGER",
+     "ALTER TABLE samples ADD COLUMN counters_json TEXT"),
+    # 7: the peak memory of a sample's whole process tree ([run] memory = "tree") and how it
+    # was measured (cgroup-v2, cgroup-v1, sampled)
+    ("ALTER TABLE samples ADD COLUMN tree_peak_rss_kb INTEGER",
+     "ALTER TABLE samples ADD COLUMN tree_memory TEXT"),
+    # 8: a sample run under an emulator (its times measure QEMU, its memory includes QEMU's);
     # a board's clock, temperature and throttling bits after the sample (NULL: not exposed)
     ("ALTER TABLE samples ADD COLUMN emulated INTEGER NOT NULL DEFAULT 0",
      "ALTER TABLE samples ADD COLUMN clock_mhz REAL",
@@ -113,9 +123,11 @@ _TABLES = ("meta", "runs", "artifacts", "target_status", "samples", "outcomes", 
 # What a column added by a migration stands for in a database that predates it (read-only).
 _ADDED_DEFAULTS: dict[str, Any] = {"kind": "timed", "discarded": None, "design": "sequential",
                                    "cpu": None, "repeat": 1, "foreign_cpu_s": None,
-                                   "steal_s": None, "covariate": None, "emulated": 0,
-                                   "clock_mhz": None, "temp_c": None, "throttled": None,
-                                   "owner_pid": None,
+                                   "steal_s": None, "covariate": None, "minflt": None,
+                                   "majflt": None, "counters_json": None, "owner_pid": None,
+                                   "tree_peak_rss_kb": None, "tree_memory": None,
+                                   "emulated": 0, "clock_mhz": None, "temp_c": None,
+                                   "throttled": None,
                                    "owner_start": None, "owner_boot": None, "owner_host": None}
 
 
@@ -367,13 +379,17 @@ class Store:
             "INSERT INTO samples(run_id, workload, target, round, position, warmup, status, "
             "exit_code, wall_s, user_s, sys_s, max_rss_kb, stdout_digest, check_value, "
             "metrics_json, error, started_at, env_pad, instructions, kind, discarded, design, "
-            "cpu, repeat, foreign_cpu_s, steal_s, covariate, emulated, clock_mhz, temp_c, "
-            "throttled) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "cpu, repeat, foreign_cpu_s, steal_s, covariate, minflt, majflt, counters_json, "
+            "tree_peak_rss_kb, tree_memory, emulated, clock_mhz, temp_c, throttled) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (s.run_id, s.workload, s.target, s.round, s.position, int(s.warmup), s.status,
              s.exit_code, s.wall_s, s.user_s, s.sys_s, s.max_rss_kb, s.stdout_digest, s.check,
              json.dumps(s.metrics), s.error, s.started_at, s.env_pad, s.instructions, s.kind,
              s.discarded, s.design, s.cpu, s.repeat, s.foreign_cpu_s, s.steal_s, s.covariate,
-             int(s.emulated), s.clock_mhz, s.temp_c, s.throttled))
+             s.minflt, s.majflt,
+             None if s.counters is None else json.dumps(s.counters.to_dict()),
+             s.tree_peak_rss_kb, s.tree_memory, int(s.emulated), s.clock_mhz, s.temp_c,
+             s.throttled))
 
     @_writer
     def discard_samples(self, run_id: str, workload: str, rounds: Iterable[int],
@@ -445,7 +461,11 @@ class Store:
                    discarded=_field(r, "discarded"), design=_field(r, "design"),
                    cpu=_field(r, "cpu"), repeat=_field(r, "repeat"),
                    foreign_cpu_s=_field(r, "foreign_cpu_s"), steal_s=_field(r, "steal_s"),
-                   covariate=_field(r, "covariate"), emulated=bool(_field(r, "emulated")),
+                   covariate=_field(r, "covariate"),
+                   minflt=_field(r, "minflt"), majflt=_field(r, "majflt"),
+                   counters=_counters(_field(r, "counters_json")),
+                   tree_peak_rss_kb=_field(r, "tree_peak_rss_kb"),
+                   tree_memory=_field(r, "tree_memory"), emulated=bool(_field(r, "emulated")),
                    clock_mhz=_field(r, "clock_mhz"), temp_c=_field(r, "temp_c"),
                    throttled=_field(r, "throttled"))
             for r in rows
@@ -489,6 +509,10 @@ class Store:
             "outcomes": outcomes,
             "samples": [s.to_dict() for s in self.samples(run_id)],
         }
+
+
+def _counters(text: str | None) -> CounterProfile | None:
+    return None if text is None else CounterProfile.from_dict(json.loads(text))
 
 
 def _owner_values(who: Owner | None) -> tuple[int | None, int | None, str | None, str | None]:

@@ -5,6 +5,7 @@ Pure functions of a program's text (or bytes): the run stage applies them to eac
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 
@@ -115,6 +116,29 @@ def parse_speedtest1(stdout: str) -> dict[str, float]:
     return values
 
 
+def parse_json(stdout: str) -> dict[str, float]:
+    """A JSON object (a browser page's result): every number in it, keyed by its path with dots,
+    e.g. ``tests.list_build.ops_per_s`` or ``results.Richards``. Booleans are not numbers here;
+    non-finite values are left to the metric check (samples.py), which fails the sample."""
+    try:
+        doc = json.loads(stdout)
+    except ValueError as exc:
+        raise ValueError(f"not JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise ValueError("not a JSON object")
+    values: dict[str, float] = {}
+
+    def walk(node: object, path: str) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, f"{path}.{k}" if path else str(k))
+        elif isinstance(node, int | float) and not isinstance(node, bool):
+            values[path] = float(node)
+
+    walk(doc, "")
+    return values
+
+
 def close_enough(reference: bytes, data: bytes, max_diff: int,
                  max_fraction: float) -> tuple[bool, int, float]:
     """Whether data matches reference byte for byte within a tolerance.
@@ -137,4 +161,5 @@ def close_enough(reference: bytes, data: bytes, max_diff: int,
 BUILTIN_PARSERS.update({
     "openssl-speed": parse_openssl_speed,
     "speedtest1": parse_speedtest1,
+    "json": parse_json,
 })

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import ProfileError
-from ..paths import MICRO_DIR, PROFILES_DIR
+from ..files import TooLarge, read_regular
+from ..paths import MICRO_DIR, PAGES_DIR, PROFILES_DIR
 from ..records import BUILTIN_METRICS, Better, Metric
 from .confine import ROOT_WORDS, confined, inside, template_problem
 from .parsers import BUILTIN_PARSERS
@@ -25,8 +26,13 @@ PLACEHOLDER_RE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 RESERVED = {"bin", "out", "cc", "cflags", "abi", "micro", "profile_dir", "work", "src",
             "host_triplet", "jobs", "host", "port", "program", "cxx"}
 SERVER_KINDS = ("mariadb",)
-RUN_KEYS = ("command", "timeout", "setup", "stdin", "repeat", "threads", "short")
+RUN_KEYS = ("command", "timeout", "setup", "stdin", "repeat", "threads", "short",
+            "counters", "memory")
+# [run] memory: "process" (wait4's peak RSS of the largest process, the default) or "tree" (the
+# whole process tree's peak as well: a browser, a server and its helpers, a compiler driver)
+MEMORY_KINDS = ("process", "tree")
 MAX_REPEAT = 1000
+MAX_PROFILE_BYTES = 1 << 20  # the largest built-in profile is a few kB
 
 
 # Input kinds a profile may name under [inputs], with the parameters each takes; the
@@ -45,6 +51,9 @@ class MetricRule:
     scale: float = 1.0
     builtin: str | None = None  # a named parser of workloads/parsers.py
     key: str | None = None  # which value of the builtin parser's result
+    # optional = true: absent from an output, the sample has no value of it (a parameter that
+    # selects a subset of sub-tests); present, it must be a finite number like any metric
+    optional: bool = False
 
     @property
     def metric(self) -> Metric:
@@ -99,6 +108,15 @@ class ServerSpec:
 
 
 @dataclass(frozen=True)
+class BrowserSpec:
+    """[browser]: [run] command is a browser, which opens one of abibench's own pages (pages/)
+    served on loopback; the metrics are read from the result the page leaves (run/browser.py)."""
+
+    page: str  # path under pages/ with its query, e.g. "dom/index.html?n={n}"
+    serve: tuple[tuple[str, str], ...] = ()  # (name, directory): also served at /vendor/NAME/
+
+
+@dataclass(frozen=True)
 class Workload:
     id: str
     title: str
@@ -132,12 +150,18 @@ class Workload:
     validate_when: tuple[tuple[dict[str, str], ValidateSpec], ...] = ()
     # [binaries] ABI = "path": prebuilt programs to compare instead of building
     binaries: dict[str, Path] = field(default_factory=dict)
+    # [run] counters: what the counted run (--counters) executes instead of [run] command, for
+    # a program that runs for a fixed time rather than a fixed amount of work
+    count_command: tuple[str, ...] = ()
     # [run] repeat: back-to-back runs per sample; "auto" sizes a short program's sample to
     # REPEAT_TARGET_S (run/designs.py)
     repeat: int | Literal["auto"] = 1
     threads: int = 1  # [run] threads: CPUs the program keeps busy (more than 1: never pinned)
     # [run] short = { param = value }: the parameters of the short design's smaller size
     short: dict[str, str] = field(default_factory=dict)
+    # [run] memory = "tree": also measure the peak of the whole process tree (run/treemem.py)
+    memory: str = "process"
+    browser: BrowserSpec | None = None
 
     @property
     def validates(self) -> bool:
@@ -299,34 +323,53 @@ class _Loader:
             raise self.fail("scale", f"metric '{name}': scale must be a positive number")
         direction: Better = "higher" if better == "higher" else "lower"
         unit = self.str_(m, "unit")
+        optional = m.get("optional", False)
+        if not isinstance(optional, bool):
+            raise self.fail("optional", f"metric '{name}': optional = true or false")
+        unknown = sorted(set(m) - {"name", "unit", "better", "parse", "scale", "optional"})
+        if unknown:
+            raise self.fail(unknown[0], f"metric '{name}' has no key {', '.join(unknown)} (it "
+                            "takes name, unit, better, parse, scale, optional)")
         if "builtin" in parse:
             builtin = self.str_(parse, "builtin")
             if builtin not in BUILTIN_PARSERS:
                 raise self.fail("builtin", f"metric '{name}': no builtin parser '{builtin}' (have: "
                                 f"{', '.join(sorted(BUILTIN_PARSERS)) or 'none'})")
             key = self.str_(parse, "key", required=False, default=name)
-            return MetricRule(name, unit, direction, None, float(scale), builtin, key)
-        return MetricRule(name, unit, direction, self.regex(parse, "regex"), float(scale))
+            return MetricRule(name, unit, direction, None, float(scale), builtin, key, optional)
+        return MetricRule(name, unit, direction, self.regex(parse, "regex"), float(scale),
+                          optional=optional)
 
 
 def load_profile(path: Path) -> Workload:
     # Absolute from here on: {profile_dir} and relative sources mean the same from any directory.
     path = path.absolute()
     try:
-        text = path.read_text()
+        # Only a regular file: a FIFO would block, /dev/zero never end.
+        text = read_regular(path, MAX_PROFILE_BYTES).decode("utf-8")
+    except TooLarge as exc:
+        raise ProfileError(f"{path}: {exc.size} bytes is too large for a workload profile "
+                           f"(at most {MAX_PROFILE_BYTES >> 20} MiB): give the TOML profile") from None
     except OSError as exc:
         raise ProfileError(f"{path}: cannot read profile ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise ProfileError(f"{path}: not UTF-8 text (byte {exc.start}): a profile is a TOML "
+                           "file") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ProfileError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses per nested array or inline table
+        raise ProfileError(f"{path}: not valid TOML: nested too deeply for a workload "
+                           "profile") from None
     ld = _Loader(path, text)
 
     wid = ld.str_(data, "id")
     if not ID_RE.match(wid):
         raise ld.fail("id", f"id '{wid}' must be lowercase letters, digits, '.', '_' or '-'")
     known_top = {"id", "title", "description", "seeds", "suites", "primary", "params", "source",
-                 "run", "validate", "metric", "inputs", "sweep", "debian", "server", "binaries"}
+                 "run", "validate", "metric", "inputs", "sweep", "debian", "server", "binaries",
+                 "browser"}
     for key in data:
         if key not in known_top:
             raise ld.fail(key, f"unknown key '{key}' (known: {', '.join(sorted(known_top))})")
@@ -427,6 +470,8 @@ def load_profile(path: Path) -> Workload:
         server = ServerSpec(kind, ld.strlist(srv, "options"), ld.strlist(srv, "prepare"),
                             ld.strlist(srv, "warmup"))
 
+    browser = _browser(ld, data, bool(deb), server is not None)
+
     raw_metrics = data.get("metric", [])
     if not isinstance(raw_metrics, list):
         raise ld.fail("metric", "metrics are written as [[metric]] tables")
@@ -453,10 +498,16 @@ def load_profile(path: Path) -> Workload:
                              or not 1 <= repeat <= MAX_REPEAT):
         raise ld.fail("repeat", f"repeat must be \"auto\" or a whole number from 1 to "
                       f"{MAX_REPEAT}, not {repeat!r:.40}")
+    if repeat != 1 and "browser" in data:
+        raise ld.fail("repeat", "a [browser] workload runs one browser per sample: leave out "
+                      "[run] repeat")
     threads = run.get("threads", 1)
     if not isinstance(threads, int) or isinstance(threads, bool) or not 1 <= threads <= 4096:
         raise ld.fail("threads", f"threads must be a whole number from 1 to 4096, not "
                       f"{threads!r:.40}")
+    memory = run.get("memory", "process")
+    if memory not in MEMORY_KINDS:
+        raise ld.fail("memory", f"memory must be \"process\" or \"tree\", not {memory!r:.40}")
     short_tbl = run.get("short", {})
     if not isinstance(short_tbl, dict):
         raise ld.fail("short", "short must be a table of parameters, like short = { n = 1000 }")
@@ -487,6 +538,8 @@ def load_profile(path: Path) -> Workload:
         repeat=repeat,
         threads=threads,
         short=short,
+        memory=str(memory),
+        browser=browser,
         stdout_digest=base_validation.stdout_digest,
         validate_files=base_validation.files,
         close=base_validation.close,
@@ -498,10 +551,45 @@ def load_profile(path: Path) -> Workload:
         param_types=param_types,
         validate_when=validate_when,
         binaries=binaries,
+        count_command=ld.strlist(run, "counters"),
     )
     _check_placeholders(ld, wl)
     _check_paths(ld, wl)
     return wl
+
+
+PAGE_PATH_RE = re.compile(r"^[a-z0-9_-]+(?:/[a-z0-9_.-]+)*\.html$")
+SERVE_NAME_RE = re.compile(r"^[a-z0-9_-]+$")
+
+
+def _browser(ld: _Loader, data: Mapping[str, object], debian: bool,
+             server: bool) -> BrowserSpec | None:
+    """[browser] page = "dom/index.html?n={n}", serve = { octane = "{work}/package/..." }"""
+    tbl = ld.table(data, "browser", required=False)
+    if not tbl:
+        return None
+    unknown = sorted(set(tbl) - {"page", "serve"})
+    if unknown:
+        raise ld.fail(unknown[0], f"[browser] has no key {', '.join(unknown)} (it takes page "
+                      "and serve)")
+    if not debian or server:
+        raise ld.fail("browser", "[browser] runs Debian's browser from its sysroot: add "
+                      "[debian] packages = [\"chromium\"] (and no [server])")
+    page = ld.str_(tbl, "page")
+    path = page.split("?", 1)[0]
+    if not PAGE_PATH_RE.match(path) or ".." in path.split("/") or \
+            not (PAGES_DIR / path).is_file():
+        known = ", ".join(str(p.relative_to(PAGES_DIR)) for p in sorted(PAGES_DIR.rglob("*.html")))
+        raise ld.fail("page", f"[browser] page '{path}' is not one of abibench's pages "
+                      f"(have: {known})")
+    serve_tbl = ld.table(tbl, "serve", required=False)
+    serve = []
+    for name, where in serve_tbl.items():
+        if not SERVE_NAME_RE.match(name) or not isinstance(where, str) or not where:
+            raise ld.fail("serve", f"[browser] serve: {name} = \"{{work}}/dir\" names a "
+                          "directory served at /vendor/NAME/ (lowercase name)")
+        serve.append((name, where))
+    return BrowserSpec(page, tuple(serve))
 
 
 def expand_sweep(wl: Workload) -> list[Workload]:
@@ -640,13 +728,15 @@ def _extra_sources(ld: _Loader, src: Mapping[str, object]) -> tuple[tuple[str, s
 
 def _check_placeholders(ld: _Loader, wl: Workload) -> None:
     allowed = RESERVED | set(wl.params) | set(wl.inputs)
-    for key, items in (("command", wl.command),
+    for key, items in (("command", wl.command), ("counters", wl.count_command),
                        ("build", wl.source.build if not wl.source.extra else ()),
                        ("files", wl.source.files), ("ldflags", wl.source.ldflags),
                        ("setup", wl.setup), ("stdin", (wl.stdin or "",)),
                        ("files", wl.validate_files),
                        ("close", wl.close.files if wl.close else ()),
                        ("prepare", wl.server.prepare if wl.server else ()),
+                       ("page", (wl.browser.page,) if wl.browser else ()),
+                       ("serve", tuple(d for _, d in wl.browser.serve) if wl.browser else ()),
                        ("warmup", wl.server.warmup if wl.server else ())):
         for item in items:
             for name in PLACEHOLDER_RE.findall(item):

@@ -9,6 +9,8 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 Cli = Callable[..., subprocess.CompletedProcess[str]]
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 HOSTILE = str(FIXTURES / "hostile.toml")
@@ -43,6 +45,7 @@ def test_a_metric_that_is_not_finite_fails_and_every_report_still_works(
         cli: Cli, db_file: Path, tmp_path: Path) -> None:
     r = cli("run", HOSTILE, "--abi", "x86_64", "--rounds", "2", "--set", "mode=1e999",
             "--no-html")
+    assert r.returncode == 1, r.stdout[-1500:] + r.stderr[-1500:]
     _clean(r)
     rows = sqlite3.connect(db_file).execute("SELECT status, error FROM samples").fetchall()
     assert rows and all(status == "failed" for status, _ in rows)
@@ -57,3 +60,31 @@ def test_a_metric_that_is_not_finite_fails_and_every_report_still_works(
         assert r.returncode == 0, (args, r.stderr)
         _clean(r)
     assert "NaN" not in exported.read_text() and "Infinity" not in exported.read_text()
+
+
+@pytest.mark.parametrize(("i386", "x86_64", "which"), [("-10", "-5", "i386"), ("1", "0", "x86_64")],
+                         ids=["negative", "zero"])
+def test_values_not_all_positive_give_a_reason_never_a_verdict(
+        cli: Cli, tmp_path: Path, i386: str, x86_64: str, which: str) -> None:
+    # The issue's case 4: with -10 on i386 and -5 on x86_64, higher being better, the ratio
+    # said "x86_64 is 100.0% faster" though i386's value was the higher one.
+    (tmp_path / "metric.c").write_bytes((FIXTURES / "metric.c").read_bytes())
+    prof = tmp_path / "signs.toml"
+    prof.write_text(
+        'id = "signs"\ntitle = "signs"\nprimary = "value"\n'
+        '[source]\nfiles = ["metric.c"]\nartifacts = ["metric"]\n'
+        '[run]\ncommand = ["sh", "-c", "{bin}/metric 0 > /dev/null && case {abi} in '
+        f"i386) echo 'value: {i386}';; *) echo 'value: {x86_64}';; esac\"]\n"
+        'timeout = "30s"\n[[metric]]\nname = "value"\n'
+        "parse = { regex = '(?m)^value: (\\S+)$' }\nunit = \"units\"\nbetter = \"higher\"\n")
+    reason = f"value: {which} has values <= 0: a ratio of them means nothing, no verdict"
+    r = cli("run", str(prof), "--abi", "i386,x86_64", "--rounds", "3", "--warmup", "0",
+            "--no-html")
+    assert r.returncode == 0, r.stdout[-1500:] + r.stderr[-1500:]
+    md = tmp_path / "r.md"
+    assert cli("report", "latest", "--markdown", str(md)).returncode == 0
+    # Markdown escapes "_" and "<": read it as the text it shows.
+    for out in (r.stdout, cli("report", "latest").stdout, md.read_text().replace("\\", "")):
+        text = " ".join(out.split())
+        assert reason in text, out[-2000:]
+        assert "value ratio" not in text and "faster" not in text and "slower" not in text

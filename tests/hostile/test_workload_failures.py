@@ -1,4 +1,5 @@
-"""Bad input and failing workloads: one-line errors, distinct exit codes, nothing measured lost."""
+"""Workloads that fail for real: a crash, a hang, outputs that differ between ABIs, a malformed
+profile, Ctrl-C mid-run. One-line errors, distinct exit codes, nothing measured lost."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ Cli = Callable[..., subprocess.CompletedProcess[str]]
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
-
 def _one_line(stderr: str) -> str:
     lines = [ln for ln in stderr.strip().splitlines() if ln.startswith("abibench: ")]
     assert len(lines) == 1, stderr
@@ -27,28 +27,11 @@ def _samples(db_file: Path) -> list[tuple[str, str, str]]:
     return db.execute("SELECT workload, target, status FROM samples ORDER BY id").fetchall()
 
 
-def test_unknown_abi(cli: Cli) -> None:
-    r = cli("run", "--abi", "i386,sparc64")
-    assert r.returncode == 2
-    assert "unknown ABI 'sparc64': choose one of" in _one_line(r.stderr)
-
-
-def test_missing_compiler(cli: Cli) -> None:
-    r = cli("run", "nbody", "--cc", "gcc-does-not-exist")
-    assert r.returncode == 3
-    assert "compiler 'gcc-does-not-exist' not found" in _one_line(r.stderr)
-
-
 def test_malformed_profile(cli: Cli) -> None:
     r = cli("run", str(FIXTURES / "malformed.toml"))
     assert r.returncode == 2
     line = _one_line(r.stderr)
     assert "malformed.toml:" in line and 'better = "higher" or "lower"' in line
-
-
-def test_bad_option_value(cli: Cli) -> None:
-    r = cli("run", "--precision", "lots")
-    assert r.returncode == 2 and "not a percentage" in r.stderr
 
 
 def test_crashing_workload_is_stored_and_others_go_on(cli: Cli, db_file: Path) -> None:

@@ -214,7 +214,7 @@ class _FillingStore:
         return self.store.discard_samples(run_id, workload, rounds, reason)
 
 
-@pytest.mark.parametrize("stays_full", [False, True])
+@pytest.mark.parametrize("stays_full", [False, True], ids=["frees-up", "stays-full"])
 def test_store_fault_mid_run_marks_it_failed_and_is_the_error_reported(
         stays_full: bool, tmp_path: Path, shared_cache: Path) -> None:
     store = Store(tmp_path / "results.sqlite")
