@@ -123,9 +123,16 @@ def test_four_abis_run_validate_and_count_exactly(cli: Cli) -> None:
         assert rows["x86_64"]["counter"] == "valgrind"
     counts = _counts(doc)
     assert len(counts) == 8 and all(n > 1_000_000 for n in counts.values())
-    # exact: a second run counts the very same instructions on every ABI
+    # exact: the two counted runs of every target executed the very same instructions
+    profiles = [s["counters"] for s in samples if s["kind"] == "counters"]
+    assert len(profiles) == 8
+    for p in profiles:
+        assert len(p["attempts"]) == 2 and len(set(p["attempts"])) == 1 and p["agreed"], p
+    # and another run of the same builds counts the same, to within a few instructions (the
+    # layout of a new process can move a string's alignment, which string functions notice)
     _, again = _run(cli, *args[:4], "--rounds", "1", *args[6:])
-    assert _counts(again) == counts
+    for key, n in _counts(again).items():
+        assert abs(n - counts[key]) <= 1e-5 * n, (key, n, counts[key])
 
 
 def test_ptrtree_net_memory_shows_lp64_pointers_under_the_emulator(cli: Cli) -> None:
