@@ -19,7 +19,7 @@ say() { printf 'arm-host: %s\n' "$*" >&2; }
 die() { printf 'arm-host: error: %s\n' "$*" >&2; exit 3; }
 
 SUITE=bookworm
-SKIP="chromium fonts-dejavu-core"   # the browser workloads are not what this proves
+SKIP="chromium fonts-dejavu-core npm"   # the browser workloads are not what this proves
 
 # The Debian archive this host's apt uses (deb822 or one-line sources), for the root's apt.
 host_mirror() {
@@ -115,9 +115,8 @@ debootstrap --foreign --arch=arm64 --variant=minbase --include=ca-certificates \
   "$SUITE" "$root" "$mirror" >"$work/first-stage.log" 2>&1 \
   || { tail -5 "$work/first-stage.log" >&2; die "debootstrap failed (log above)"; }
 mkdir -p "$root/root/abibench"
-# The checkout as committed, plus what is not committed yet: the tree this host would test.
-git -C "$here" ls-files -z --cached --others --exclude-standard \
-  | tar -C "$here" --null -T - -cf - | tar -C "$root/root/abibench" -xf -
+# The checkout as committed (HEAD): never a tree caught in the middle of an edit or a merge.
+git -C "$here" archive HEAD | tar -C "$root/root/abibench" -xf -
 python3 "$here/bench/nsbinfmt.py" "${arches[@]}" -- bash "$here/bench/arm-host.sh" --inside \
   "$root" "$mirror"
 say "done in $(( $(date +%s) - t0 )) s"
