@@ -239,3 +239,25 @@ def count_guest_instructions(emulator: Emulator, plugin: Plugin, argv: list[str]
     if count is None:
         return raw, None
     return raw, Cachegrind(" ".join(argv), (INSTRUCTIONS,), (count,), {})
+
+
+def count_guest_shell(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
+                      launch: Path, count_env: str, stdin: Path | None = None,
+                      ) -> tuple[RawResult, Cachegrind | None]:
+    """A shell command whose programs are the emulator's scripts (run/placement.py): with
+    `count_env` naming a directory, each emulated process writes its count there; their sum
+    (None when none wrote one, or one of them did not)."""
+    where = cwd / ".abibench-insncount"
+    shutil.rmtree(where, ignore_errors=True)
+    where.mkdir()
+    try:
+        raw = run_sample(argv, cwd=cwd, env={**env, count_env: str(where)},
+                         timeout_s=timeout_s, launch=launch, stdin=stdin)
+        counts = [read_count(f) for f in sorted(where.iterdir())
+                  if f.name.startswith("count.") and ".tmp." not in f.name]
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+    found = [n for n in counts if n is not None]
+    if not found or len(found) != len(counts):
+        return raw, None
+    return raw, Cachegrind(" ".join(argv), (INSTRUCTIONS,), (sum(found),), {})

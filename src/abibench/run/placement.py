@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -54,6 +55,9 @@ class Placement:
     datadir: MariaDBDatadir | None = None
     stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     runtime: AbiRuntime = field(default_factory=AbiRuntime)
+    # Under an emulator: {bin} as the host's shell sees it, each program a script that runs
+    # the built one under the emulator (emulated_bin), for setup steps and `sh -c` commands.
+    guest_bin: Path | None = None
     # {work} as it was made, every link resolved: the root of what a sample touches there, so
     # that a program which puts a link in its place cannot lead abibench elsewhere.
     work_real: Path = field(init=False)
@@ -70,9 +74,12 @@ class Placement:
             work.mkdir(exist_ok=True)
             # An emulated program sees the host's files (qemu-user's guest root only holds
             # its C library), so its paths are the host's.
-            return Placement(wl, target, art, work, str(work), inputs,
-                             {k: str(v) for k, v in inputs.items()}, stack=stack,
-                             runtime=runtime or AbiRuntime())
+            pl = Placement(wl, target, art, work, str(work), inputs,
+                           {k: str(v) for k, v in inputs.items()}, stack=stack,
+                           runtime=runtime or AbiRuntime())
+            if pl.emulated:
+                pl.guest_bin = emulated_bin(art, pl.runtime, tmp / f"{label}.emulated-bin")
+            return pl
         root = Sysroot(Path(art.sysroot), debian_arch(target.abi), (), art.cache_key)
         # A browser gets PID and mount namespaces of its own (/proc, /dev/shm): run/browser.py.
         runner = SysrootRunner(root, private=wl.browser is not None)
@@ -105,9 +112,17 @@ class Placement:
                 "profile_dir": str(self.wl.path.parent), **self.wl.params,
                 "host": LOOPBACK}
 
+    @property
+    def direct(self) -> bool:
+        """Whether the command starts the built program itself (not a shell around it)."""
+        return bool(self.wl.command) and self.wl.command[0].startswith("{bin}/")
+
     def values(self, server: ServerRun | None = None) -> dict[str, str]:
         """Placeholders for [run] command: paths as the program sees them."""
         if self.wl.server is not None:  # the command is the host's client
+            return self.host_values(server)
+        if self.guest_bin is not None and not self.direct:
+            # A shell command runs on the host: its programs are the emulator's scripts.
             return self.host_values(server)
         program = f"{self.art.bin_dir}/{self.art.files[0]}" if self.art.files else ""
         return {**self._base(), "bin": self.art.bin_dir, "work": self.inner_work,
@@ -119,6 +134,8 @@ class Placement:
         bin_dir = self.art.bin_dir
         if self.runner is not None:
             bin_dir = str(self.runner.sysroot.host_path(self.art.bin_dir))
+        elif self.guest_bin is not None:
+            bin_dir = str(self.guest_bin)
         return {**self._base(), "bin": bin_dir, "work": str(self.work),
                 **{k: str(v) for k, v in self.inputs.items()},
                 "port": str(server.port if server else 0),
@@ -132,7 +149,8 @@ class Placement:
             return argv
         if self.runner is None:
             emu = self.runtime.emulator
-            return emu.wrap(argv) if emu is not None else argv
+            # A shell command reaches the emulator through {bin}'s scripts (guest_bin).
+            return emu.wrap(argv) if emu is not None and self.direct else argv
         return self.runner.wrap(argv)
 
     # -- paths a sample touches, confined to their roots ---------------------------------------
@@ -171,7 +189,7 @@ class Placement:
         if self.wl.stdin is None:
             return None
         values = self.host_values(server)
-        roots = (self.work_real, self.wl.path.parent, Path(values["bin"]),
+        roots = (self.work_real, self.wl.path.parent, Path(values["bin"]), Path(self.art.bin_dir),
                  *(p.parent for p in self.inputs.values()))
         return confined(self._host_path(self.wl.stdin, values, self.wl.path.parent), roots,
                         "[run] stdin")
@@ -188,18 +206,12 @@ class Placement:
         return out
 
     def emulation_problem(self) -> str | None:
-        """Why this target cannot run under its emulator, or None. qemu-user runs one program
-        of the guest ABI; a command that starts a host program (`sh -c ...`) would hand the
-        guest's programs to the host kernel, which cannot run them."""
-        if not self.emulated or self.wl.server is not None:
+        """Why this target cannot run under its emulator, or None: a server or a browser
+        workload runs Debian's programs in a sysroot, which abibench does not emulate."""
+        if not self.emulated or (self.wl.server is None and self.wl.browser is None):
             return None
-        program = self.wl.command[0] if self.wl.command else ""
-        if not program.startswith("{bin}/"):
-            emu = self.runtime.emulator
-            return (f"its command starts '{program}', a host program: under "
-                    f"{emu.command if emu else 'the emulator'} only a command that starts the "
-                    "built program ({bin}/...) runs; run it on an ARM host")
-        return None
+        return ("a server or browser workload does not run under an emulator: run it on an "
+                f"{'ARM' if self.target.abi.family == 'arm' else 'x86'} host")
 
     def verify(self) -> str | None:
         """Is what would run the very program that was built? None, or why not.
@@ -270,3 +282,37 @@ class Placement:
                 what: str) -> str | None:
         argv = [substitute(a, self.host_values(run)) for a in template]
         return untimed_step(argv, self.work, None, timeout_s, f"server {what} step")
+
+
+COUNT_DIR_ENV = "ABIBENCH_COUNT_DIR"  # set: the emulator scripts count guest instructions there
+
+
+def emulated_bin(art: Artifact, runtime: AbiRuntime, where: Path) -> Path:
+    """A {bin} for the host's shell: every built program a script that runs it under the
+    target's emulator (with the counting plugin when ABIBENCH_COUNT_DIR is set, one count file
+    per process), every other file (scripts, data) a link to the built one."""
+    emu = runtime.emulator
+    assert emu is not None
+    where.mkdir(exist_ok=True)
+    real = Path(art.bin_dir)
+    for entry in sorted(real.iterdir()):
+        dest = where / entry.name
+        dest.unlink(missing_ok=True)
+        if entry.name not in art.files:
+            dest.symlink_to(entry)
+            continue
+        run = shlex.join(emu.wrap([str(entry)]))
+        lines = ["#!/bin/sh", f"# abibench: {entry.name} ({art.abi}) under {emu.version}"]
+        if runtime.plugin is not None:
+            base = [emu.command, "-L", emu.root]
+            if runtime.stepclock is not None:
+                base += ["-E", f"LD_PRELOAD={runtime.stepclock}"]
+            lines += [f'if [ -n "${COUNT_DIR_ENV}" ]; then',
+                      f'  exec {shlex.join(base)} -plugin '
+                      f'"{runtime.plugin.path},out=${COUNT_DIR_ENV}/count.$$" '
+                      f'{shlex.quote(str(entry))} "$@"',
+                      "fi"]
+        lines.append(f'exec {run} "$@"')
+        dest.write_text("\n".join(lines) + "\n")
+        dest.chmod(0o755)
+    return where

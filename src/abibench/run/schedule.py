@@ -26,10 +26,17 @@ from ..records import Artifact, Sample, Target
 from ..workloads.profile import Workload, substitute
 from ..workspace import owned_dir
 from .browser import run_browser_sample
-from .counters import MAX_ATTEMPTS, agreement, count_events, count_guest_instructions, profile_of
+from .counters import (
+    MAX_ATTEMPTS,
+    agreement,
+    count_events,
+    count_guest_instructions,
+    count_guest_shell,
+    profile_of,
+)
 from .designs import Design, choose, repeats_for
 from .launcher import How, Job, RawResult, run_sample, run_together
-from .placement import Placement, ServerRun
+from .placement import COUNT_DIR_ENV, Placement, ServerRun
 from .runtime import AbiRuntime
 from .samples import sample_from
 from .servers import ServerError
@@ -536,7 +543,9 @@ def _count(wl: Workload, pl: Placement, run_id: str, label: str, number: int, po
     # [run] counters: a fixed amount of work for a program whose own command runs for a fixed
     # time (openssl speed), so that instruction counts compare the same work.
     command = wl.count_command or wl.command
-    argv = [substitute(a, pl.host_values()) for a in command]
+    # Under an emulator the program's own view (the built program, run under the emulator
+    # directly, or the emulator's scripts in {bin} for a shell command).
+    argv = [substitute(a, pl.values() if pl.emulated else pl.host_values()) for a in command]
     files, _ = pl.output_files()
     started = now_iso()
     attempts: list[int] = []
@@ -551,9 +560,13 @@ def _count(wl: Workload, pl: Placement, run_id: str, label: str, number: int, po
     counter = "the QEMU plugin" if pl.emulated else "valgrind"
     while len(attempts) < MAX_ATTEMPTS:
         if pl.emulated and emu is not None and plugin is not None:
-            raw, parsed = count_guest_instructions(emu, plugin, argv, pl.work, env,
-                                                   pl.timeout(wl.timeout), launch,
-                                                   pl.stdin_path(), clock)
+            if command[0].startswith("{bin}/"):
+                raw, parsed = count_guest_instructions(emu, plugin, argv, pl.work, env,
+                                                       pl.timeout(wl.timeout), launch,
+                                                       pl.stdin_path(), clock)
+            else:
+                raw, parsed = count_guest_shell(argv, pl.work, env, pl.timeout(wl.timeout),
+                                                launch, COUNT_DIR_ENV, pl.stdin_path())
         else:
             raw, parsed = count_events(argv, pl.work, env, wl.timeout, launch,
                                        pl.stdin_path(), pl.program_files(), simulation, clock)
