@@ -241,3 +241,39 @@ def test_a_count_file_is_read_only_when_whole(tmp_path: Path) -> None:
         f.write_text(bad)
         assert qemuplugin.read_count(f) is None, bad
     assert qemuplugin.read_count(tmp_path / "missing") is None
+
+
+def test_setup_steps_and_shell_commands_reach_the_emulator_and_are_counted(
+        cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "twice.c").write_text(
+        '#include <inttypes.h>\n#include <stdio.h>\n#include <stdlib.h>\n'
+        'int main(int argc, char **argv) {\n'
+        '  uint64_t s = 0, n = argc > 1 ? strtoull(argv[1], 0, 10) : 1000;\n'
+        '  for (uint64_t i = 0; i < n; i++) s += i * i % 7;\n'
+        '  printf("checksum: %" PRIu64 "\\n", s);\n'
+        '  return 0;\n}\n')
+    (tmp_path / "twice.toml").write_text('''id = "twice"
+title = "a shell command running the built program twice, after a setup step that runs it"
+suites = []
+[source]
+build = ["sh", "-c", "{cc} {cflags} -o {out}/twice twice.c"]
+artifacts = ["twice"]
+[run]
+setup = ["sh", "-c", "{bin}/twice 10 > {work}/setup.txt"]
+command = ["sh", "-c", "cat {work}/setup.txt && {bin}/twice 100000 && {bin}/twice 100000"]
+[validate]
+stdout_match = '(?s)(checksum: .*)'
+''')
+    proc, doc = _run(cli, str(tmp_path / "twice.toml"), "--abi", "x86_64,armhf,aarch64",
+                     "--rounds", "1", "--warmup", "0", "--counters")
+    assert "output check: identical on aarch64, armhf, x86_64" in proc.stdout
+    samples = doc["samples"]
+    assert isinstance(samples, list)
+    counted = {s["target"]: s for s in samples if s["kind"] == "counters"}
+    for t in ARM_TARGETS:
+        p = counted[t]["counters"]
+        # both processes of the shell command counted, and both counted runs identical
+        assert counted[t]["emulated"] and p["agreed"] and len(set(p["attempts"])) == 1
+        assert counted[t]["instructions"] > 2 * 100000
+    assert re.search(r"aarch64 executes [\d.]+% (fewer|more) instructions than armhf \[exact\]",
+                     proc.stdout)
