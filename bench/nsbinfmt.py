@@ -2,6 +2,7 @@
 """Run one command with a binfmt_misc entry for ARM programs that only that command sees.
 
     python3 bench/nsbinfmt.py [--arch aarch64|arm]... -- COMMAND ARGS...
+    python3 bench/nsbinfmt.py --register arm    (inside: add an entry to this namespace's)
 
 Since Linux 6.7 a user namespace can mount a binfmt_misc instance of its own. This (run as
 root) starts COMMAND in new user, mount and PID namespaces: uids and gids 0-65535 map to
@@ -49,6 +50,13 @@ def _hex(data: bytes) -> str:
     return "".join(f"\\x{b:02x}" for b in data)
 
 
+def register(arch: str) -> None:
+    """An entry for `arch` in the binfmt_misc mounted at /proc/sys/fs/binfmt_misc."""
+    qemu = f"/usr/bin/qemu-{arch}-static"
+    with open("/proc/sys/fs/binfmt_misc/register", "w") as reg:
+        reg.write(f":abibench-{arch}:M::{_hex(ENTRIES[arch])}:{_hex(_MASK)}:{qemu}:F")
+
+
 def _pid1(arches: list[str], argv: list[str]) -> int:
     """PID 1 of the new namespace: mounts, registrations, then the command."""
     _call(_libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
@@ -56,9 +64,7 @@ def _pid1(arches: list[str], argv: list[str]) -> int:
     _call(_libc.mount(b"binfmt_misc", b"/proc/sys/fs/binfmt_misc", b"binfmt_misc", 0, None),
           "mount binfmt_misc (a namespace's own instance needs Linux 6.7 or later)")
     for arch in arches:
-        qemu = f"/usr/bin/qemu-{arch}-static"
-        with open("/proc/sys/fs/binfmt_misc/register", "w") as reg:
-            reg.write(f":abibench-{arch}:M::{_hex(ENTRIES[arch])}:{_hex(_MASK)}:{qemu}:F")
+        register(arch)
     child = os.fork()
     if child == 0:
         try:
@@ -75,8 +81,15 @@ def _pid1(arches: list[str], argv: list[str]) -> int:
 def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--arch", action="append", choices=sorted(ENTRIES), default=None)
-    ap.add_argument("argv", nargs="+")
+    ap.add_argument("--register", choices=sorted(ENTRIES), default=None,
+                    help="only add this entry, in the namespace this runs in")
+    ap.add_argument("argv", nargs="*")
     args = ap.parse_args()
+    if args.register:
+        register(args.register)
+        return 0
+    if not args.argv:
+        ap.error("give the command to run after --")
     arches = args.arch or ["aarch64"]
     if os.geteuid() != 0:
         print("nsbinfmt: run as root", file=sys.stderr)

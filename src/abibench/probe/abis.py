@@ -13,6 +13,7 @@ from ..abi import ABIS, HOST_FAMILY, Abi, check_artifact
 from ..errors import AbiMismatchError
 from ..paths import cache_dir
 from ..records import JSONDict, emulated_words
+from ..text import one_line
 from ..workspace import owned_dir
 from . import host
 from .emulator import QEMU_PACKAGE, Emulator, find_emulator
@@ -104,10 +105,17 @@ def _no_compiler(abi: Abi, machine: str) -> AbiStatus:
 
 
 def _run_probe(argv: list[str]) -> int | OSError:
+    return _run_probe_said(argv)[0]
+
+
+def _run_probe_said(argv: list[str]) -> tuple[int | OSError, str]:
+    """The test program's exit code (or why it could not start) and its first line of stderr."""
     try:
-        return subprocess.run(argv, capture_output=True, check=False, timeout=60).returncode
+        proc = subprocess.run(argv, capture_output=True, check=False, timeout=60)
     except OSError as exc:
-        return exc
+        return exc, ""
+    lines = proc.stderr.decode(errors="replace").strip().splitlines()
+    return proc.returncode, one_line(lines[0])[:200] if lines else ""
 
 
 def probe_abi(abi: Abi, workdir: Path, machine: str | None = None,
@@ -155,12 +163,14 @@ def probe_abi(abi: Abi, workdir: Path, machine: str | None = None,
         return AbiStatus(abi.name, True, False, cc, f"{reason}, and {emu.split(': ')[0]}",
                          f"apt-get install {QEMU_PACKAGE}" if "apt-get" in emu else
                          emu.split(": ", 1)[-1])
-    got = _run_probe(emu.wrap([str(exe)]))
+    got, said = _run_probe_said(emu.wrap([str(exe)]))
     if got != want:
         shown = got if isinstance(got, int) else got.strerror
+        why = f"{native_why[0]}; " if native_why else ""
         return AbiStatus(abi.name, True, False, cc,
-                         f"the test program under {emu.command} returned {shown}, expected "
-                         f"pointer size {want}", f"check {emu.libc_dir} (apt-get install "
+                         f"{why}the test program under {emu.command} returned {shown}, "
+                         f"expected pointer size {want}" + (f" ({said})" if said else ""),
+                         f"check {emu.libc_dir} (apt-get install "
                          f"{' '.join(abi.cross_packages)})")
     why = native_why[0] if native_why else f"this {machine} kernel cannot run {abi.name}"
     return AbiStatus(abi.name, True, True, cc, None, None, emu,
