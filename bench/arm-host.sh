@@ -61,7 +61,7 @@ if [ "${1:-}" = "--inside" ]; then
   echo "===== abibench probe (inside the emulated arm64 host; this CPU has no AArch32 mode)"
   inside 'cd /root/abibench && .venv/bin/abibench probe'
   # As a CPU that does run AArch32 (a Pi 3 or 4): armhf programs now execute directly.
-  python3 "$here/bench/nsbinfmt.py" --register arm
+  [ -e /proc/sys/fs/binfmt_misc/abibench-arm ] || python3 "$here/bench/nsbinfmt.py" --register arm
   echo "===== abibench probe (the same host with AArch32: armhf programs execute)"
   inside 'cd /root/abibench && .venv/bin/abibench probe'
   echo "===== abibench run ptrtree nbody --abi armhf,aarch64 --rounds 2"
