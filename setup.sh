@@ -9,25 +9,50 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
 
-# Debian packages abibench needs at run time or in its tests. Keep this list the
+# Debian packages abibench needs at run time or in its tests. Keep these lists the
 # single source of truth: abibench probe names the same packages in its fixes.
 PKGS=(
-  build-essential gcc-multilib g++-multilib libc6-dev-x32 libc6-dev-i386
+  build-essential
   dpkg-dev valgrind hyperfine bubblewrap python3-venv python3-dev
   sysbench
   autoconf automake tcl   # seed workloads: POV-Ray's prebuild.sh, SQLite's amalgamation (tclsh)
   chromium fonts-dejavu-core
+  qemu-user   # the dynamic build: it has the TCG plugin API that --counters uses under emulation
   npm     # node-octane and chromium-octane fetch Octane (benchmark-octane) with npm pack
   util-linux   # unshare: a browser sample's own PID and mount namespaces (chroot mode)
   postgresql openssh-server openssh-client   # the shared results store and fleet hosts (tests)
 )
 
-# A package whose only use to us is one command is not needed when that command
-# is already there from elsewhere: a machine with Node.js installed from another
-# packaging has npm bundled, and Debian's npm package conflicts with that nodejs.
-declare -A SATISFIED_BY_COMMAND=(
-  [npm]=npm
-)
+# Per host architecture: the other ABIs' compilers and C libraries.
+# gcc-multilib / g++-multilib are NOT used: Debian's gcc-multilib Conflicts with every cross
+# gcc (gcc-12-aarch64-linux-gnu, gcc-12-arm-linux-gnueabihf, ...), and the only file it ships
+# is the link /usr/include/asm -> x86_64-linux-gnu/asm. The versioned gcc-N-multilib packages
+# carry the i386/x32 support and conflict with nothing; the link is made by ensure_asm_link.
+ARM_HF=(gcc-arm-linux-gnueabihf g++-arm-linux-gnueabihf libc6-dev-armhf-cross)
+ARM_64=(gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross)
+case "$(uname -m)" in
+  x86_64)  ARCH_PKGS=(libc6-dev-x32 libc6-dev-i386 "${ARM_HF[@]}" "${ARM_64[@]}") ;;
+  aarch64) ARCH_PKGS=("${ARM_HF[@]}") ;;
+  armv7l|armv8l) ARCH_PKGS=("${ARM_64[@]}") ;;
+  *) ARCH_PKGS=() ;;
+esac
+PKGS+=("${ARCH_PKGS[@]}")
+# ABIBENCH_SETUP_SKIP="pkg ..." leaves packages out (bench/arm-host.sh: no browser in an
+# emulated arm64 root, where installing it would take most of an hour).
+if [ -n "${ABIBENCH_SETUP_SKIP:-}" ]; then
+  kept=()
+  for p in "${PKGS[@]}"; do
+    case " $ABIBENCH_SETUP_SKIP " in *" $p "*) ;; *) kept+=("$p") ;; esac
+  done
+  PKGS=("${kept[@]}")
+fi
+# Removed if present: it blocks the cross compilers (and installed later, removes them).
+CONFLICTING=(gcc-multilib g++-multilib)
+
+# The default gcc's major version (gcc -> gcc-12 on Debian 12): its multilib packages.
+gcc_major() {
+  apt-cache depends gcc 2>/dev/null | sed -n 's/^ *Depends: gcc-\([0-9][0-9]*\)$/\1/p' | head -1
+}
 
 say() { printf 'setup: %s\n' "$*" >&2; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 3; }
@@ -38,14 +63,31 @@ if [ "$(id -u)" -ne 0 ]; then
   SUDO=(sudo)
 fi
 
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+
+# A name an installed package provides counts as installed (a vendor's nodejs provides npm and
+# conflicts with Debian's npm package).
+provided() {
+  dpkg-query -W -f='${db:Status-Status} ${Provides}\n' 2>/dev/null \
+    | awk -v p="$1" '$1 == "installed" { for (i = 2; i <= NF; i++) { gsub(/[(),].*/, "", $i); if ($i == p) found = 1 } } END { exit !found }'
+}
+
 missing_pkgs() {
   local p
   for p in "${PKGS[@]}"; do
-    if [ -n "${SATISFIED_BY_COMMAND[$p]:-}" ] && command -v "${SATISFIED_BY_COMMAND[$p]}" >/dev/null; then
-      continue
-    fi
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || printf '%s\n' "$p"
+    installed "$p" || provided "$p" || printf '%s\n' "$p"
   done
+}
+
+# What gcc-multilib would have provided: without it `gcc -m32` of anything that includes
+# <errno.h> fails with "asm/errno.h: No such file or directory". The cross compilers search
+# /usr/<triplet>/include first, which has its own asm/, so the link does not disturb them.
+ensure_asm_link() {
+  local link=/usr/include/asm
+  [ -e "$link" ] && return 0
+  [ -d /usr/include/x86_64-linux-gnu/asm ] || return 0   # not an x86_64 host
+  say "linking $link -> x86_64-linux-gnu/asm (what gcc-multilib ships)"
+  "${SUDO[@]}" ln -sfn x86_64-linux-gnu/asm "$link"
 }
 
 # deb-src entries mirror every enabled deb822 "deb" entry of Debian's archive,
@@ -77,7 +119,11 @@ ensure_deb_src() {
 
 system_setup() {
   local changed=0
-  if ! dpkg --print-foreign-architectures | grep -qx i386; then
+  local major; major=$(gcc_major)
+  if [ "$(uname -m)" = x86_64 ]; then
+    PKGS+=("gcc-${major:-12}-multilib" "g++-${major:-12}-multilib")
+  fi
+  if [ "$(uname -m)" = x86_64 ] && ! dpkg --print-foreign-architectures | grep -qx i386; then
     say "adding the i386 architecture"
     "${SUDO[@]}" dpkg --add-architecture i386
     changed=1
@@ -92,9 +138,12 @@ system_setup() {
       || say "apt-get update reported errors (see /tmp/abibench-apt-update.log); going on"
   fi
   miss=$(missing_pkgs)
-  if [ -n "$miss" ]; then
+  local remove=() p
+  for p in "${CONFLICTING[@]}"; do installed "$p" && remove+=("$p-"); done
+  if [ -n "$miss" ] || [ "${#remove[@]}" -gt 0 ]; then
     # shellcheck disable=SC2086
-    say "installing:" $miss
+    [ -z "$miss" ] || say "installing:" $miss
+    [ "${#remove[@]}" -eq 0 ] || say "removing ${remove[*]%-} (it conflicts with the cross compilers; the /usr/include/asm link replaces it)"
     # postgresql and openssh-server would start system services (a cluster on 5432, sshd on
     # 22) where an init system runs; abibench only ever starts its own, on loopback, in its
     # tests. A policy-rc.d of our own (only when there is none) tells the packages not to.
@@ -105,7 +154,7 @@ system_setup() {
     fi
     local ok=1
     # shellcheck disable=SC2086
-    DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -q --no-install-recommends $miss \
+    DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -q --no-install-recommends $miss "${remove[@]}" \
         >/tmp/abibench-apt-install.log 2>&1 || ok=0
     if [ "$ours" = 1 ]; then "${SUDO[@]}" rm -f "$policy"; fi
     if [ "$ok" = 0 ]; then
@@ -113,6 +162,7 @@ system_setup() {
       die "could not install: $(echo $miss) (log: /tmp/abibench-apt-install.log); fix the apt sources and re-run bash setup.sh"
     fi
   fi
+  ensure_asm_link
 }
 
 python_setup() {

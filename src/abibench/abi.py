@@ -8,7 +8,9 @@ from pathlib import Path
 from .elf import ElfInfo, read_elf
 from .errors import AbiMismatchError, UsageError
 
-EF_ARM_ABI_FLOAT_HARD = 0x400
+EF_ARM_ABI_FLOAT_HARD = 0x400  # e_flags: the hard-float procedure call standard (armhf)
+EF_ARM_EABIMASK = 0xFF000000
+EF_ARM_EABI_VER5 = 0x05000000
 
 
 @dataclass(frozen=True)
@@ -27,13 +29,26 @@ class Abi:
     loader: str
     run_on: tuple[str, ...]  # `uname -m` values whose kernel can execute it
     multilib_packages: tuple[str, ...]  # Debian packages that let this host's gcc target it
+    # `uname -m` values whose own gcc targets this ABI with `cflags`; elsewhere the cross
+    # compiler `cc_prefix`gcc from `cross_packages` does.
+    native_on: tuple[str, ...] = ()
+    cross_packages: tuple[str, ...] = ()
+    # qemu-user's emulator for this ABI (Debian package qemu-user), used where the kernel
+    # cannot run it; empty when abibench does not emulate it.
+    emulator: str = ""
+    # e_flags bits that must hold: (flags & mask) == value. ARM state and Thumb-2 are not
+    # visible there; the float ABI and the EABI version are.
+    flags_mask: int = 0
+    flags_value: int = 0
 
     def matches(self, info: ElfInfo) -> bool:
         if info.elf_class != self.elf_class or info.machine != self.elf_machine:
             return False
-        if self.name == "armhf":
-            return bool(info.flags & EF_ARM_ABI_FLOAT_HARD)
-        return True
+        return (info.flags & self.flags_mask) == self.flags_value
+
+    def compiler_packages(self, machine: str) -> tuple[str, ...]:
+        """What apt installs so that this host (`uname -m`) compiles for this ABI."""
+        return self.multilib_packages if machine in self.native_on else self.cross_packages
 
 
 # x32 and i386 are both ELFCLASS32; only e_machine (EM_X86_64 vs EM_386) tells them apart.
@@ -44,28 +59,39 @@ ABIS: dict[str, Abi] = {
             cc_prefix="i686-linux-gnu-", debian_arch="i386", gnu_triplet="i386-linux-gnu",
             autoconf_host="i686-linux-gnu", elf_class=32, elf_machine="EM_386",
             loader="/lib/ld-linux.so.2", run_on=("x86_64", "i686", "i386"),
-            multilib_packages=("gcc-multilib", "g++-multilib")),
+            multilib_packages=("gcc-12-multilib", "g++-12-multilib", "libc6-dev-i386"),
+            native_on=("x86_64", "i686", "i386"),
+            cross_packages=("gcc-i686-linux-gnu", "libc6-dev-i386-cross")),
         Abi(name="x86_64", family="x86", pointer_bits=64, data_model="LP64", cflags=("-m64",),
             cc_prefix="x86_64-linux-gnu-", debian_arch="amd64", gnu_triplet="x86_64-linux-gnu",
             autoconf_host="x86_64-linux-gnu", elf_class=64, elf_machine="EM_X86_64",
-            loader="/lib64/ld-linux-x86-64.so.2", run_on=("x86_64",), multilib_packages=()),
+            loader="/lib64/ld-linux-x86-64.so.2", run_on=("x86_64",), multilib_packages=(),
+            native_on=("x86_64",),
+            cross_packages=("gcc-x86-64-linux-gnu", "libc6-dev-amd64-cross")),
         Abi(name="x32", family="x86", pointer_bits=32, data_model="ILP32", cflags=("-mx32",),
             cc_prefix="x86_64-linux-gnux32-", debian_arch="x32",
             gnu_triplet="x86_64-linux-gnux32", autoconf_host="x86_64-linux-gnux32",
             elf_class=32, elf_machine="EM_X86_64", loader="/libx32/ld-linux-x32.so.2",
             run_on=("x86_64",),
-            multilib_packages=("gcc-multilib", "g++-multilib", "libc6-dev-x32")),
+            multilib_packages=("gcc-12-multilib", "g++-12-multilib", "libc6-dev-x32"),
+            native_on=("x86_64",),
+            cross_packages=("gcc-x86-64-linux-gnux32", "libc6-dev-x32-cross")),
         Abi(name="armhf", family="arm", pointer_bits=32, data_model="ILP32",
             cflags=("-marm", "-mfloat-abi=hard"), cc_prefix="arm-linux-gnueabihf-",
             debian_arch="armhf", gnu_triplet="arm-linux-gnueabihf",
             autoconf_host="arm-linux-gnueabihf", elf_class=32, elf_machine="EM_ARM",
             loader="/lib/ld-linux-armhf.so.3", run_on=("armv7l", "armv8l", "aarch64"),
-            multilib_packages=("gcc-arm-linux-gnueabihf",)),
+            multilib_packages=(), native_on=("armv7l", "armv8l"),
+            cross_packages=("gcc-arm-linux-gnueabihf", "libc6-dev-armhf-cross"),
+            emulator="qemu-arm", flags_mask=EF_ARM_EABIMASK | EF_ARM_ABI_FLOAT_HARD,
+            flags_value=EF_ARM_EABI_VER5 | EF_ARM_ABI_FLOAT_HARD),
         Abi(name="aarch64", family="arm", pointer_bits=64, data_model="LP64", cflags=(),
             cc_prefix="aarch64-linux-gnu-", debian_arch="arm64", gnu_triplet="aarch64-linux-gnu",
             autoconf_host="aarch64-linux-gnu", elf_class=64, elf_machine="EM_AARCH64",
             loader="/lib/ld-linux-aarch64.so.1", run_on=("aarch64",),
-            multilib_packages=("gcc-aarch64-linux-gnu",)),
+            multilib_packages=(), native_on=("aarch64",),
+            cross_packages=("gcc-aarch64-linux-gnu", "libc6-dev-arm64-cross"),
+            emulator="qemu-aarch64"),
     )
 }
 
@@ -96,11 +122,18 @@ def check_artifact(path: Path, abi: Abi) -> ElfInfo:
         raise AbiMismatchError(f"{path}: built for {abi.name} but {exc}") from exc
     if not abi.matches(info):
         found = describe(info)
+        want = f"ELFCLASS{abi.elf_class} {abi.elf_machine}" + (
+            f" e_flags&{abi.flags_mask:#x}={abi.flags_value:#x}" if abi.flags_mask else "")
         raise AbiMismatchError(
-            f"{path}: built for {abi.name} (ELFCLASS{abi.elf_class} {abi.elf_machine}) but the "
+            f"{path}: built for {abi.name} ({want}) but the "
             f"file is {found}; check the build recipe passes the ABI flags ({' '.join(abi.cflags)})"
         )
     return info
+
+
+def abi_of_elf(info: ElfInfo) -> str | None:
+    """The name of the ABI an ELF header belongs to, None when it is none of the table's."""
+    return next((abi.name for abi in ABIS.values() if abi.matches(info)), None)
 
 
 def describe(info: ElfInfo) -> str:

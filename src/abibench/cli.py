@@ -281,9 +281,10 @@ def _plan_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--seed", type=int, default=0, help="seed for environment-size randomisation")
     r.add_argument("--counters", nargs="?", const="insn", default=None,
                    choices=("insn", "cache"), metavar="insn|cache",
-                   help="also count instructions under valgrind (runs per target until two "
+                   help="also count instructions under valgrind, or for emulated ABIs (armhf, "
+                   "aarch64 here) with abibench's QEMU plugin (runs per target until two "
                    "agree); --counters=cache adds simulated cache and branch events, for "
-                   "`abibench explain`")
+                   "`abibench explain` (valgrind only)")
     r.add_argument("--keep-going", action="store_true",
                    help="when one ABI's build fails, still measure the others")
 
@@ -400,19 +401,28 @@ def cmd_probe(args: argparse.Namespace) -> int:
     # Everything here is read from the host (/proc, compilers' banners): text, never markup.
     con.print(e(f"host: {ctx.cpu_model}, {ctx.cpus_online} CPUs, {ctx.machine} kernel "
                 f"{ctx.kernel_release} ({ctx.kernel_bits}-bit), {ctx.libc}"))
+    board = ctx.get("board")
+    if board:
+        con.print(e(f"board: {board}; maximum clock {ctx.get('cpu_max_mhz') or '?'} MHz; "
+                    f"throttled since boot: {ctx.get('throttled_since_boot') or 'not exposed'}"))
+    con.print(e(f"userspace: {ctx.get('userspace') or 'unknown'} on a {ctx.kernel_bits}-bit "
+                f"{ctx.machine} kernel"))
     con.print(e(f"governor: {ctx.governor or 'not exposed (no cpufreq)'}; turbo: "
                 f"{ctx.turbo or 'unknown'}; load {load:.2f}; "
                 f"compilers: {'; '.join(ctx.compilers.values()) or 'none'}"))
     for s in statuses:
         build = "builds" if s.can_build else "cannot build"
-        run = "runs" if s.can_run else "cannot run here"
+        run = ("runs emulated" if s.emulated else "runs") if s.can_run else "cannot run here"
         line = f"  {s.abi:8s} {build:13s} {run:16s}"
         if s.reason:
             line += f" {s.reason}; fix: {s.fix}"
+        elif s.note:
+            line += f" {s.note}"
         con.print(e(line))
     perf = counters.perf
     con.print(e(f"instruction counts: perf {'yes' if perf.available else f'no ({perf.reason})'}"
-                f"; valgrind {'yes' if counters.valgrind.available else 'no'}"))
+                f"; valgrind {'yes' if counters.valgrind.available else 'no'}; under qemu: "
+                f"{counters.qemu_plugin.reason or 'yes'}"))
     con.print(e(f"process-tree memory: {tree.kind} — {tree.description}"
                 + (f" ({tree.reason})" if tree.reason != "available" else "")))
     profile = noise.cached(cache_dir())
@@ -535,7 +545,8 @@ def cmd_run(args: argparse.Namespace, store: RunStore) -> int:
     req = Request(workloads=workloads, abis=abis, plan=plan, cflags=tuple(args.cflags.split()),
                   cc=args.cc, provenance=args.provenance,
                   allow_version_skew=args.allow_version_skew, keep_going=args.keep_going,
-                  label=args.label or None, fleet=args.fleet or None)
+                  label=args.label or None, fleet=args.fleet or None,
+                  explicit_abis=args.abi is not None)
     return _measure(args, store, req, None)
 
 

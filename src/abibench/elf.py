@@ -59,10 +59,21 @@ def read_elf(path: Path) -> ElfInfo:
         raise ValueError(f"{path}: not a readable ELF file ({exc})") from exc
 
 
+# The host's `strip` knows only the host's own machine: a cross build is stripped by the
+# binutils of its target (Debian's binutils-<triplet>, installed with the cross gcc).
+_CROSS_STRIP = {
+    "EM_ARM": ("arm-linux-gnueabihf-strip",),
+    "EM_AARCH64": ("aarch64-linux-gnu-strip",),
+    "EM_386": ("i686-linux-gnu-strip", "x86_64-linux-gnu-strip"),
+    "EM_X86_64": ("x86_64-linux-gnu-strip",),
+}
+
+
 def section_sizes(path: Path) -> Sizes:
     text = data = bss = 0
     with path.open("rb") as fh:
         elf = ELFFile(fh)
+        machine = str(elf["e_machine"])
         for sec in elf.iter_sections():
             flags = sec["sh_flags"]
             if not flags & SH_FLAGS.SHF_ALLOC:
@@ -74,18 +85,21 @@ def section_sizes(path: Path) -> Sizes:
                 data += size
             else:
                 text += size
-    return Sizes(file=path.stat().st_size, text=text, data=data, bss=bss, stripped=stripped_size(path))
+    return Sizes(file=path.stat().st_size, text=text, data=data, bss=bss,
+                 stripped=stripped_size(path, machine))
 
 
-def stripped_size(path: Path) -> int | None:
-    strip = shutil.which("strip")
-    if strip is None:
-        return None
-    with tempfile.TemporaryDirectory(prefix="abibench-strip-") as tmp:
-        out = Path(tmp) / path.name
-        proc = subprocess.run(
-            [strip, "-o", str(out), str(path)], capture_output=True, check=False
-        )
-        if proc.returncode != 0:
-            return None
-        return os.path.getsize(out)
+def stripped_size(path: Path, machine: str = "") -> int | None:
+    """The file's size after `strip`: the host's, else the binutils of its machine; None when
+    no strip here knows the file's format."""
+    for name in ("strip", *_CROSS_STRIP.get(machine, ())):
+        strip = shutil.which(name)
+        if strip is None:
+            continue
+        with tempfile.TemporaryDirectory(prefix="abibench-strip-") as tmp:
+            out = Path(tmp) / path.name
+            proc = subprocess.run([strip, "-o", str(out), str(path)], capture_output=True,
+                                  check=False)
+            if proc.returncode == 0:
+                return os.path.getsize(out)
+    return None

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Literal, cast
 
-from .abi import Abi
+from .abi import ABIS, Abi
 
 # Free-form data that travels as JSON (parameters, plan, host extras): typed as what it is.
 JSON = str | int | float | bool | None | list["JSON"] | dict[str, "JSON"]
@@ -68,6 +68,18 @@ REFERENCE_ABIS = ("x86_64", "aarch64")
 def abi_of(label: str) -> str:
     """The ABI part of a target label: 'x86_64/debian' -> 'x86_64'."""
     return label.split("/", 1)[0]
+
+
+def family_of(label: str) -> str | None:
+    """The host family of a target label's ABI (x86, arm), None for an ABI this version lacks."""
+    abi = ABIS.get(abi_of(label))
+    return abi.family if abi else None
+
+
+def emulated_words(label: str) -> str:
+    """What the times of an emulated target are, in the words every report uses."""
+    cpu = {"arm": "an ARM", "x86": "an x86"}.get(family_of(label) or "", "a real")
+    return f"emulated: measures QEMU, not {cpu} CPU"
 
 
 def is_reference(label: str) -> bool:
@@ -191,7 +203,9 @@ class Sample:
     started_at: str = ""
     env_pad: int = 0  # bytes of environment padding (stack alignment is randomised per sample)
     instructions: int | None = None
-    kind: str = "timed"  # timed | counters (one run under valgrind: its times mean nothing)
+    # timed | counters (one run under a counter: its times mean nothing) | baseline (the ABI's
+    # empty program under the same emulator: its peak memory is the emulator's own)
+    kind: str = "timed"
     # Why a stored sample no longer counts (e.g. its round was cut short and measured again
     # after `run --resume`); the sample itself is kept as it was measured.
     discarded: str | None = None
@@ -214,6 +228,14 @@ class Sample:
     # (probe/memory.py: cgroup-v2, cgroup-v1, sampled); None for other workloads
     tree_peak_rss_kb: int | None = None
     tree_memory: str | None = None
+    # Run under an emulator (qemu-user): its times measure the emulator, never the ABI on its
+    # own hardware, and its peak memory includes the emulator's.
+    emulated: bool = False
+    # The board right after the sample (probe/board.py), where the kernel shows it: the
+    # lowest CPU clock, the hottest thermal zone, the firmware's throttling bits.
+    clock_mhz: float | None = None
+    temp_c: float | None = None
+    throttled: int | None = None
 
     @property
     def counted(self) -> bool:
@@ -283,7 +305,10 @@ class Sample:
             covariate=_opt_float(d.get("covariate")),
             tree_peak_rss_kb=None if d.get("tree_peak_rss_kb") is None
             else int(cast(int, d["tree_peak_rss_kb"])),
-            tree_memory=None if d.get("tree_memory") is None else str(d["tree_memory"]))
+            tree_memory=None if d.get("tree_memory") is None else str(d["tree_memory"]),
+            emulated=bool(d.get("emulated", False)),
+            clock_mhz=_opt_float(d.get("clock_mhz")), temp_c=_opt_float(d.get("temp_c")),
+            throttled=None if d.get("throttled") is None else int(cast(int, d["throttled"])))
 
 
 def _opt_float(v: object) -> float | None:
@@ -729,6 +754,20 @@ class RunDoc:
         return {s.target: s.counters for s in self.samples
                 if s.workload == workload and s.kind == "counters" and s.status == "ok"
                 and s.counters is not None}
+
+    def emulated_targets(self, workload: str) -> set[str]:
+        """Targets of a workload whose samples ran under an emulator (their times measure the
+        emulator, never the ABI on its own hardware)."""
+        return {s.target for s in self.samples if s.workload == workload and s.emulated}
+
+    def baseline_rss(self, workload: str) -> dict[str, list[float]]:
+        """Per emulated target: the peak memory of its ABI's empty program under the same
+        emulator (kind "baseline"), the emulator's own share of every sample's peak."""
+        out: dict[str, list[float]] = {}
+        for s in self.samples:
+            if s.workload == workload and s.kind == "baseline" and s.status == "ok":
+                out.setdefault(s.target, []).append(float(s.max_rss_kb))
+        return out
 
     def status_of(self, workload: str, target: str) -> TargetStatus | None:
         found = [x for x in self.statuses if x.workload == workload and x.target == target]

@@ -527,6 +527,8 @@ def test_every_sample_field_comes_back_as_stored(open_db: OpenDb,
         _sample("r1", round=1, design="simultaneous", cpu=1, repeat=4, foreign_cpu_s=0.5,
                 steal_s=0.01, covariate=1.5e6, minflt=321, majflt=2, tree_peak_rss_kb=9000,
                 tree_memory="cgroup-v2", instructions=2**40),
+        _sample("r1", target="armhf", round=1, emulated=True, clock_mhz=1200.0, temp_c=61.5,
+                throttled=0x50005, kind="baseline"),
         _sample("r1", round=2, kind="counters", instructions=123456789,
                 counters=cachegrind_profile("ptrchase", "i386")),
     ]
@@ -534,3 +536,36 @@ def test_every_sample_field_comes_back_as_stored(open_db: OpenDb,
         store.add_sample(s)
     assert store.samples("r1") == written
     assert open_db(readonly=True).load_run("r1").samples == tuple(written)
+
+
+def test_a_database_of_the_previous_schema_migrates_and_keeps_emulated_and_board_fields(
+        tmp_path: Path) -> None:
+    from abibench.store.sqlite import _MIGRATIONS
+
+    path = tmp_path / "before.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(_SCHEMA)
+    for step in _MIGRATIONS[:-1]:  # what the version before this one wrote
+        for statement in step:
+            db.execute(statement)
+    db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION - 1),))
+    config = {"workloads": {"w": {"primary": "wall", "metrics": {},
+                                  "targets": ["i386", "armhf"]}}}
+    db.execute("INSERT INTO runs(id, started, finished, status, tool_version, host_json, "
+               "config_json) VALUES ('old', 's', NULL, 'complete', '0', '{}', ?)",
+               (json.dumps(config),))
+    db.execute("INSERT INTO samples(run_id, workload, target, round, position, warmup, status, "
+               "exit_code, wall_s, user_s, sys_s, max_rss_kb, stdout_digest, metrics_json, "
+               "started_at, env_pad) VALUES ('old','w','i386',1,0,0,'ok',0,1,1,0,10,'d','{}','',0)")
+    db.commit()
+    db.close()
+    store = Store(path)
+    (before,) = store.samples("old")
+    assert not before.emulated and before.clock_mhz is None and before.throttled is None
+    store.add_sample(_sample("old", target="armhf", emulated=True, clock_mhz=1200.0, temp_c=61.5,
+                             throttled=0x50005, kind="baseline"))
+    after = store.samples("old")[1]
+    assert (after.emulated, after.clock_mhz, after.temp_c, after.throttled, after.kind) == \
+        (True, 1200.0, 61.5, 0x50005, "baseline")
+    exported = store.load_run("old").to_dict()
+    validate(json.loads(json.dumps(exported)), "export")  # the new fields pass the importer

@@ -37,7 +37,7 @@ from .context import ContextRow, context_rows, provenance_rows
 from .explain import Explanation, explain
 from .merge import ResultSet, Series, merge, single_series
 from .results import SuiteSummary, TargetRow, WorkloadResult, analyse, suite_summary
-from .sizes import SizeRow, size_rows
+from .sizes import SizeRow, size_notes, size_rows
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,7 @@ class SetInfo:
     host: HostContext
     artifacts: tuple[Artifact, ...]
     sizes: tuple[SizeRow, ...]  # seed 000's size factor, per artifact and target
+    size_notes: tuple[str, ...] = ()  # how to read them (e.g. aarch64's 64 KiB alignment)
 
 
 @dataclass(frozen=True)
@@ -293,7 +294,8 @@ def _block(res: WorkloadResult, doc: RunDoc, reference: str | None) -> WorkloadB
         for metric in order[1:]:
             info = meta.metrics[metric]
             for row in res.rows:
-                if row.label == reference:
+                # No emulated figure is compared: it measures the emulator (analyse()).
+                if row.label == reference or row.emulated:
                     continue
                 d = _secondary_diff(counted, res.id, metric, info.unit, info.better, row.label,
                                     reference, valid)
@@ -307,14 +309,15 @@ def _block(res: WorkloadResult, doc: RunDoc, reference: str | None) -> WorkloadB
 def _reference_of(res: WorkloadResult) -> str | None:
     if res.comparisons:
         return res.comparisons[0].b
-    measured = [r.label for r in res.rows if r.n >= 2]
+    measured = [r.label for r in res.rows if r.n >= 2 and not r.emulated]
     return pick_reference(measured) if measured else None
 
 
 def _set_info(rs: ResultSet) -> SetInfo:
     doc = rs.doc
-    return SetInfo(rs.tag, rs.source, doc.run, doc.host, doc.artifacts,
-                   tuple(size_rows(doc.artifacts, doc.statuses)))
+    rows = size_rows(doc.artifacts, doc.statuses)
+    return SetInfo(rs.tag, rs.source, doc.run, doc.host, doc.artifacts, tuple(rows),
+                   tuple(size_notes(rows)))
 
 
 def _sample_rows(sets: list[ResultSet], series: list[Series]) -> list[SampleRow]:

@@ -9,16 +9,21 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .. import stats
+from ..probe import board
 from ..probe.memory import DESCRIPTIONS as TREE_MEMORY
 from ..records import (
+    REFERENCE_ABIS,
     Artifact,
     Better,
     RunDoc,
     Sample,
+    abi_of,
     better_of,
+    emulated_words,
+    family_of,
     pick_reference,
 )
 
@@ -38,10 +43,20 @@ class TargetRow:
     bss: int | None = None
     stripped: int | None = None
     outliers: int = 0
-    instructions: int | None = None  # from one run under valgrind, when --counters asked
+    instructions: int | None = None  # from runs under a counter, when --counters asked
     # False when the counted runs never agreed (a program that reads the clock or seeds a hash
     # from it): the count is then the last run's, not an exact figure
     instructions_exact: bool = True
+    emulated: bool = False  # its samples ran under an emulator: times measure the emulator
+    # Under an emulator: the median peak memory of the ABI's empty program there (the
+    # emulator's own), and rss_kb minus it, the estimate of the program's own peak.
+    baseline_rss_kb: float | None = None
+    net_rss_kb: float | None = None
+
+    @property
+    def counter(self) -> str:
+        """What counted its instructions."""
+        return "QEMU plugin" if self.emulated else "valgrind"
 
     @property
     def shown_state(self) -> str:
@@ -66,6 +81,45 @@ class PairVerdict:
 
 
 @dataclass(frozen=True)
+class CountVerdict:
+    """Executed instructions of one target against the 64-bit ABI of its family: exact counts,
+    no interval. ``ratio`` is a's count over b's."""
+
+    a: str
+    b: str
+    count_a: int
+    count_b: int
+    ratio: float
+    text: str  # "aarch64 executes 6.8% fewer instructions than armhf [exact]"
+
+
+def count_verdict(a: str, b: str, count_a: int, count_b: int,
+                  exact: bool = True) -> CountVerdict:
+    """The words for two counts; "[exact]" only when each target's counted runs agreed."""
+    ratio = count_a / count_b
+    tag = "[exact]" if exact else "[not exact: repeated counts differed]"
+    if count_a == count_b:
+        text = f"{a} and {b} execute the same number of instructions {tag}"
+    elif count_b < count_a:
+        text = (f"{b} executes {stats.short((1 - count_b / count_a) * 100)}% fewer "
+                f"instructions than {a} {tag}")
+    else:
+        text = (f"{b} executes {stats.short((count_b / count_a - 1) * 100)}% more "
+                f"instructions than {a} {tag}")
+    return CountVerdict(a, b, count_a, count_b, ratio, text)
+
+
+def family_reference(label: str, labels: Sequence[str]) -> str | None:
+    """The 64-bit ABI of `label`'s family among `labels` (same provenance suffix), if any."""
+    suffix = label[len(abi_of(label)):]
+    for ref in REFERENCE_ABIS:
+        cand = ref + suffix
+        if cand in labels and family_of(cand) == family_of(label):
+            return cand
+    return None
+
+
+@dataclass(frozen=True)
 class SuiteSummary:
     """Geometric mean over workloads of a's cost relative to b (> 1: b is better overall)."""
 
@@ -87,6 +141,12 @@ class WorkloadResult:
     rows: list[TargetRow]
     comparisons: list[PairVerdict] = field(default_factory=list)
     memory: list[PairVerdict] = field(default_factory=list)
+    # Instruction counts within each family (armhf against aarch64, i386 against x86_64).
+    counts: list[CountVerdict] = field(default_factory=list)
+    # Emulated targets: what their figures are ("emulated: measures QEMU, ..."), and their
+    # peak memory net of the emulator's own, compared within the family.
+    emulation: list[str] = field(default_factory=list)
+    emulated_memory: list[PairVerdict] = field(default_factory=list)
     validation: str = "unchecked"  # ok | miscompare | unchecked
     validation_detail: str = ""
     stop_reason: str = ""
@@ -182,6 +242,8 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
         counts = doc.instructions(wid)
         profiles = doc.counter_profiles(wid)
         labels = list(meta.targets)
+        emulated = doc.emulated_targets(wid)
+        baselines = doc.baseline_rss(wid)
         rows: list[TargetRow] = []
         for label in labels:
             st = doc.status_of(wid, label)
@@ -193,19 +255,31 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
             rss = [float(s.max_rss_kb) for s in mine]
             tree = [float(s.tree_peak_rss_kb) for s in mine if s.tree_peak_rss_kb is not None]
             summary = stats.summarize(values) if values else None
+            rss_median = stats.summarize(rss).median if rss else None
+            base = baselines.get(label)
+            base_median = stats.summarize(base).median if base else None
             rows.append(TargetRow(
                 label=label, state=state, reason=reason, n=len(values), summary=summary,
-                rss_kb=stats.summarize(rss).median if rss else None,
+                rss_kb=rss_median,
                 tree_kb=stats.summarize(tree).median if tree else None,
                 size=sizes.get("file"), text=sizes.get("text"), data=sizes.get("data"),
                 bss=sizes.get("bss"), stripped=sizes.get("stripped"),
                 outliers=sum(stats.outliers(values)) if len(values) >= 5 else 0,
                 instructions=counts.get(label),
-                instructions_exact=profiles[label].agreed if label in profiles else True))
+                instructions_exact=profiles[label].agreed if label in profiles else True,
+                emulated=label in emulated, baseline_rss_kb=base_median,
+                net_rss_kb=rss_median - base_median if rss_median is not None
+                and base_median is not None else None))
         res = WorkloadResult(id=wid, title=meta.title or wid, primary=meta.primary,
                              unit=primary.unit, better=primary.better, rows=rows,
                              stop_reason=doc.outcomes[wid].text() if wid in doc.outcomes else "")
         res.warnings.extend(_sample_warnings(rows, counted, res.stop_reason))
+        top = doc.host.get("cpu_max_mhz")
+        warnings, board_line = board_conditions(
+            counted, float(top) if isinstance(top, int | float) else None)
+        res.warnings.extend(warnings)
+        if board_line:
+            res.provenance.append(board_line)
         notes, skew = debian_versions([a for a in doc.artifacts if a.workload == wid])
         res.provenance.extend(notes)
         conditions = sampling_conditions(counted)
@@ -217,11 +291,21 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
         res.warnings.extend(skew)
         res.validation, res.validation_detail = validate_outputs(doc.of_workload(wid), labels,
                                                                  meta.validates)
+        if emulated:
+            names = sorted(emulated, key=labels.index)
+            res.emulation.append(
+                f"{', '.join(names)}: {emulated_words(names[0])}; times are shown, never a "
+                "speed verdict; peak memory includes the emulator's own (net estimate below)")
+        _emulated_memory(res, doc, wid, rows)
+        res.counts.extend(_count_verdicts(rows))
+        # An emulator's speed says nothing about an ABI on its own hardware: only targets the
+        # host ran itself are compared in time (and in peak memory, which under an emulator
+        # includes the emulator's: compared net of it within the family, above).
         memory = [("max_rss", better_of("lower"), ("smaller", "larger"), True, res.memory)]
         if trees:
             memory.append(("tree_peak_rss", better_of("lower"), ("smaller", "larger"), True,
                            res.memory))
-        measured = [r.label for r in rows if r.n >= 2]
+        measured = [r.label for r in rows if r.n >= 2 and not r.emulated]
         if len(measured) >= 2:
             wanted = (references or {}).get(wid)
             ref = wanted if wanted in measured else pick_reference(measured)
@@ -249,6 +333,80 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
         results.append(res)
     _apply_holm(results)
     return results
+
+
+def _count_verdicts(rows: list[TargetRow]) -> list[CountVerdict]:
+    counted = {r.label: r for r in rows if r.instructions}
+    out = []
+    for label, row in counted.items():
+        ref = family_reference(label, list(counted))
+        if ref is None or ref == label or row.instructions is None:
+            continue
+        other = counted[ref]
+        out.append(count_verdict(label, ref, row.instructions, other.instructions or 0,
+                                 row.instructions_exact and other.instructions_exact))
+    return out
+
+
+def _emulated_memory(res: WorkloadResult, doc: RunDoc, wid: str, rows: list[TargetRow]) -> None:
+    """Peak memory of emulated targets net of their emulator's own (the empty program's peak),
+    each against the 64-bit ABI of its family: an estimate, and labelled so."""
+    emu = {r.label: r for r in rows if r.emulated and r.n >= 2 and r.baseline_rss_kb is not None}
+    for label, row in emu.items():
+        ref = family_reference(label, list(emu))
+        if ref is None or ref == label:
+            continue
+        pair = doc.paired(wid, "max_rss", label, ref)
+        base_a, base_b = row.baseline_rss_kb or 0.0, emu[ref].baseline_rss_kb or 0.0
+        a = tuple(v - base_a for v in pair.a)
+        b = tuple(v - base_b for v in pair.b)
+        try:
+            ratio = stats.ratio_of(a, b, paired=pair.paired, name_a=label, name_b=ref)
+        except ValueError as exc:
+            res.warnings.append(f"peak memory net of the emulator: {exc}")
+            continue
+        v = stats.verdict(ratio, better="lower", name_a=label, name_b=ref,
+                          words=("smaller", "larger"), as_reduction=True)
+        note = (f"{v.text} (peak RSS net of the emulator's own {base_a / 1024:.1f} / "
+                f"{base_b / 1024:.1f} MiB) [emulated estimate]")
+        res.emulated_memory.append(PairVerdict("max_rss", label, ref, ratio,
+                                               replace(v, text=note), ratio.p_value, a, b))
+
+
+SLOW_CLOCK = 0.97  # a clock below this fraction of the maximum counts as lowered
+
+
+def board_conditions(counted: Sequence[Sample], max_mhz: float | None,
+                     ) -> tuple[list[str], str | None]:
+    """Per target, the samples after which the board's clock was lowered or the firmware said
+    it throttled (a warning each), and the clock and temperature range over all of them."""
+    warnings = []
+    by_target: dict[str, list[Sample]] = {}
+    for s in counted:
+        by_target.setdefault(s.target, []).append(s)
+    for label, mine in by_target.items():
+        slow = [s for s in mine if (max_mhz and s.clock_mhz is not None
+                                     and s.clock_mhz < SLOW_CLOCK * max_mhz)
+                or (s.throttled is not None and board.throttle_words(s.throttled))]
+        if not slow:
+            continue
+        clocks = [s.clock_mhz for s in slow if s.clock_mhz is not None and max_mhz
+                  and s.clock_mhz < SLOW_CLOCK * max_mhz]
+        shown = (f"{min(clocks) / 1000:.2g} GHz of {max_mhz / 1000:.2g} GHz" if clocks and max_mhz
+                 else "the firmware reported it")
+        words = sorted({w for s in slow if s.throttled for w in board.throttle_words(s.throttled)})
+        warnings.append(f"{label}: throttled: {shown} during "
+                        f"{stats.short(100 * len(slow) / len(mine), '.0f')}% of samples"
+                        + (f" ({', '.join(words)})" if words else ""))
+    clocks = [s.clock_mhz for s in counted if s.clock_mhz is not None]
+    temps = [s.temp_c for s in counted if s.temp_c is not None]
+    parts = []
+    if clocks:
+        parts.append(f"CPU clock {min(clocks):.0f}–{max(clocks):.0f} MHz"
+                     + (f" (maximum {max_mhz:.0f})" if max_mhz else ""))
+    if temps:
+        parts.append(f"temperature {min(temps):.0f}–{max(temps):.0f} °C")
+    return warnings, ("after each sample: " + ", ".join(parts)) if parts else None
 
 
 SHORT_SAMPLE_S = 0.005  # below this, timer resolution and spawn cost are a visible share

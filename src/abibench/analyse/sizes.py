@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from ..records import REFERENCE_ABIS, Artifact, JSONDict, TargetStatus, abi_of
+from ..records import REFERENCE_ABIS, Artifact, JSONDict, TargetStatus, abi_of, family_of
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,7 @@ class SizeRow:
     data: int | None
     bss: int | None
     stripped: int | None
-    reference: str | None  # the 64-bit target it is compared with
+    reference: str | None  # the 64-bit target of its family it is compared with
     # how much larger the 64-bit build is than this one, in percent (seed 000's "% larger")
     file_larger_pct: float | None
     stripped_larger_pct: float | None
@@ -70,8 +70,10 @@ def size_rows(artifacts: Sequence[Artifact],
                 label = a.target
                 sz = per_target[label]
                 suffix = label[len(abi_of(label)):]
-                ref = next((r + suffix for r in REFERENCE_ABIS if r + suffix in per_target),
-                           None)
+                # The 64-bit ABI of the same family: armhf is compared with aarch64, i386
+                # and x32 with x86_64, whatever else the run built.
+                ref = next((r + suffix for r in REFERENCE_ABIS if r + suffix in per_target
+                            and family_of(r) in (family_of(label), None)), None)
                 ref_sz = per_target.get(ref, {}) if ref and ref != label else {}
                 rows.append(SizeRow(
                     workloads=tuple(wids), artifact=name, target=label,
@@ -82,3 +84,19 @@ def size_rows(artifacts: Sequence[Artifact],
                     file_larger_pct=_pct(ref_sz.get("file"), sz.get("file")),
                     stripped_larger_pct=_pct(ref_sz.get("stripped"), sz.get("stripped"))))
     return rows
+
+
+PADDING_BYTES = 32 * 1024  # file bytes beyond its segments that only alignment explains
+
+
+def size_notes(rows: Sequence[SizeRow]) -> list[str]:
+    """What a reader of the size table must know to read it right."""
+    padded = sorted({r.target for r in rows
+                     if abi_of(r.target) == "aarch64" and r.file is not None
+                     and r.stripped is not None and r.text is not None and r.data is not None
+                     and r.stripped - r.text - r.data >= PADDING_BYTES})
+    if not padded:
+        return []
+    return [f"{', '.join(padded)}: even stripped, the file holds {PADDING_BYTES // 1024} KiB or "
+            "more beyond its segments: Debian's aarch64 linker aligns segments to 64 KiB "
+            "(max-page-size), so a small program's file is mostly padding; compare text"]

@@ -116,11 +116,12 @@ def xbench_index(doc: RunDoc, *, reference: str = REFERENCE,
         base = _BASE.match(wid)
         extras = tuple(extra_metrics.get(base.group(1) if base else wid, ()))
         metrics = [meta.primary, *(m for m in extras if m in meta.metrics)]
+        emulated = doc.emulated_targets(wid)  # an emulator's speed is no score of an ABI
         for metric in metrics:
             info = meta.metrics.get(metric)
             unit, better = (info.unit, info.better) if info else ("", "lower")
             for label in labels:
-                if label == reference:
+                if label == reference or label in emulated or reference in emulated:
                     continue
                 pair = doc.paired(wid, metric, label, reference)
                 a, b, paired = pair.a, pair.b, pair.paired

@@ -30,6 +30,15 @@ static inline double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Whether abibench is counting this run's instructions (ABIBENCH_COUNTING is set): a
+ * program then skips reading what differs from run to run (/proc), so that two counts of
+ * one build are identical. (The clock is made repeatable from outside: native/stepclock.c.) */
+static inline int micro_counting(void)
+{
+    const char *v = getenv("ABIBENCH_COUNTING");
+    return v != NULL && v[0] != '\0';
+}
+
 /* Chris Wellons' lowbias32: every step is invertible, so distinct inputs give
  * distinct outputs (which is what lets ptrtree build "absent" keys without a
  * lookup). */

@@ -66,6 +66,15 @@ def effective_target_flags(cc: str, flags: tuple[str, ...]) -> dict[str, str]:
     return found
 
 
+def cxx_for(cc: str) -> str:
+    """The C++ compiler beside a C compiler: arm-linux-gnueabihf-gcc -> arm-linux-gnueabihf-g++."""
+    path = Path(cc)
+    for c, cxx in (("gcc", "g++"), ("clang", "clang++"), ("cc", "c++")):
+        if path.name.endswith(c):
+            return str(path.with_name(path.name[: -len(c)] + cxx))
+    return "g++"
+
+
 def _digest_sources(paths: list[Path], root: Path | None) -> str:
     h = hashlib.sha256()
     files: list[Path] = []
@@ -161,7 +170,7 @@ def build(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], cache_root: 
     out.mkdir()
     log_path = staging / "build.log"
     flags = " ".join((*abi.cflags, *cflags))
-    values = {"cc": cc, "cflags": flags, "out": str(out), "abi": abi.name,
+    values = {"cc": cc, "cxx": cxx_for(cc), "cflags": flags, "out": str(out), "abi": abi.name,
               "micro": str(MICRO_DIR), "profile_dir": str(wl.path.parent),
               "src": str(staging / "src"), "host_triplet": abi.autoconf_host,
               "jobs": str(os.cpu_count() or 1), **wl.params,

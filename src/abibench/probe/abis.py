@@ -11,9 +11,12 @@ from pathlib import Path
 
 from ..abi import ABIS, HOST_FAMILY, Abi, check_artifact
 from ..errors import AbiMismatchError
-from ..records import JSONDict
+from ..paths import cache_dir
+from ..records import JSONDict, emulated_words
+from ..text import one_line
 from ..workspace import owned_dir
 from . import host
+from .emulator import QEMU_PACKAGE, Emulator, find_emulator
 
 # Returns pointer size so a run proves the binary really is of its data model.
 _PROBE_SOURCE = "int main(void) { return (int)sizeof(void *); }\n"
@@ -25,17 +28,29 @@ class AbiStatus:
     can_build: bool
     can_run: bool
     compiler: str | None  # the command that compiles for this ABI here
-    reason: str | None  # why not, in one line; None when both work
+    reason: str | None  # why not, in one line; None when both work (or a note on how it runs)
     fix: str | None  # the command or setting that fixes it
+    # Set when the samples of this ABI run under qemu-user: this kernel (or CPU) cannot run
+    # them. Their times then measure QEMU, not the ABI on real hardware.
+    emulator: Emulator | None = None
+    note: str | None = None  # how it runs when that is not plainly native (why it is emulated)
+
+    @property
+    def emulated(self) -> bool:
+        return self.emulator is not None
 
     def to_dict(self) -> JSONDict:
-        return asdict(self)
+        out: JSONDict = {k: v for k, v in asdict(self).items() if k != "emulator"}
+        out["emulated"] = self.emulated
+        out["emulator"] = self.emulator.to_dict() if self.emulator else None
+        return out
 
 
 def compiler_for(abi: Abi, machine: str | None = None) -> str | None:
-    """The C compiler that targets `abi` on this host: native gcc with ABI flags, else a cross gcc."""
+    """The C compiler that targets `abi` on this host: the host's gcc (with the ABI's flags)
+    where it targets the ABI, else the cross gcc of its triplet."""
     machine = machine or platform.machine()
-    if HOST_FAMILY.get(machine) == abi.family:
+    if machine in abi.native_on:
         return shutil.which("gcc") or shutil.which("cc")
     return shutil.which(abi.cc_prefix + "gcc")
 
@@ -44,13 +59,17 @@ def _apt_fix(packages: tuple[str, ...]) -> str:
     return f"apt-get install {' '.join(packages)}" if packages else "apt-get install build-essential"
 
 
-def _build_failure_reason(abi: Abi, stderr: str) -> tuple[str, str]:
+def _build_failure_reason(abi: Abi, stderr: str, machine: str) -> tuple[str, str]:
     text = stderr.lower()
+    packages = abi.compiler_packages(machine)
+    if "asm/errno.h" in text or "asm/types.h" in text:
+        # gcc-multilib's only file: gone when a cross compiler replaced gcc-multilib.
+        return ("the /usr/include/asm link that gcc-multilib provides is missing",
+                "ln -s x86_64-linux-gnu/asm /usr/include/asm (bash setup.sh does this)")
     if "bits/libc-header-start.h" in text or "gnu/stubs-" in text or "cannot find" in text:
-        return (f"no {abi.name} C library or multilib support installed",
-                _apt_fix(abi.multilib_packages))
+        return (f"no {abi.name} C library or multilib support installed", _apt_fix(packages))
     first = stderr.strip().splitlines()[0] if stderr.strip() else "compiler failed"
-    return (f"test compile failed: {first}", _apt_fix(abi.multilib_packages))
+    return (f"test compile failed: {first}", _apt_fix(packages))
 
 
 def _run_failure_reason(abi: Abi, errno: int) -> tuple[str, str]:
@@ -66,48 +85,98 @@ def _run_failure_reason(abi: Abi, errno: int) -> tuple[str, str]:
     if abi.name == "i386":
         return ("kernel cannot run 32-bit x86 programs (CONFIG_IA32_EMULATION off or "
                 "ia32_emulation=0)", "boot a kernel with CONFIG_IA32_EMULATION=y")
+    if abi.name == "armhf" and errno == 8:  # ENOEXEC on an AArch64 kernel
+        return ("this CPU (or kernel) has no AArch32 mode: it cannot execute armhf programs",
+                f"run armhf under emulation: apt-get install {QEMU_PACKAGE}")
+    if errno == 2:  # ENOENT for an existing file: its loader is missing
+        return (f"the {abi.name} loader {abi.loader} is not installed",
+                f"dpkg --add-architecture {abi.debian_arch} && apt-get update && "
+                f"apt-get install libc6:{abi.debian_arch}")
     return (f"exec failed with {os.strerror(errno)}", "check the kernel supports this ABI")
 
 
-def probe_abi(abi: Abi, workdir: Path, machine: str | None = None) -> AbiStatus:
-    machine = machine or platform.machine()
-    if HOST_FAMILY.get(machine) != abi.family:
-        want = "an ARM" if abi.family == "arm" else "an x86"
-        return AbiStatus(abi.name, False, False, None,
-                         f"needs {want} host (this one is {machine}); emulated timings would "
-                         "say nothing about the hardware",
-                         f"run abibench on {want} machine")
-    cc = compiler_for(abi, machine)
-    if cc is None:
+def _no_compiler(abi: Abi, machine: str) -> AbiStatus:
+    if machine in abi.native_on:
         return AbiStatus(abi.name, False, False, None, "no C compiler found",
                          "apt-get install build-essential")
+    return AbiStatus(abi.name, False, False, None,
+                     f"no {abi.name} cross compiler ({abi.cc_prefix}gcc) installed",
+                     _apt_fix(abi.cross_packages))
+
+
+def _run_probe(argv: list[str]) -> int | OSError:
+    return _run_probe_said(argv)[0]
+
+
+def _run_probe_said(argv: list[str]) -> tuple[int | OSError, str]:
+    """The test program's exit code (or why it could not start) and its first line of stderr."""
+    try:
+        proc = subprocess.run(argv, capture_output=True, check=False, timeout=60)
+    except OSError as exc:
+        return exc, ""
+    lines = proc.stderr.decode(errors="replace").strip().splitlines()
+    return proc.returncode, one_line(lines[0])[:200] if lines else ""
+
+
+def probe_abi(abi: Abi, workdir: Path, machine: str | None = None,
+              cache_root: Path | None = None) -> AbiStatus:
+    machine = machine or platform.machine()
+    if HOST_FAMILY.get(machine) != abi.family and not abi.emulator:
+        host_kind = "an ARM" if abi.family == "arm" else "an x86"
+        return AbiStatus(abi.name, False, False, None,
+                         f"needs {host_kind} host (this one is {machine})",
+                         f"run abibench on {host_kind} machine")
+    cc = compiler_for(abi, machine)
+    if cc is None:
+        return _no_compiler(abi, machine)
     src = workdir / "probe.c"
     src.write_text(_PROBE_SOURCE)
     exe = workdir / f"probe-{abi.name}"
     proc = subprocess.run([cc, *abi.cflags, "-O2", "-o", str(exe), str(src)],
                           capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        reason, fix = _build_failure_reason(abi, proc.stderr)
+        reason, fix = _build_failure_reason(abi, proc.stderr, machine)
         return AbiStatus(abi.name, False, False, cc, reason, fix)
     try:
         check_artifact(exe, abi)
     except AbiMismatchError as exc:
         return AbiStatus(abi.name, False, False, cc, str(exc), "check the compiler's multilib setup")
-    if machine not in abi.run_on:
-        return AbiStatus(abi.name, True, False, cc, f"a {machine} kernel cannot run {abi.name}",
-                         f"run on one of: {', '.join(abi.run_on)}")
-    try:
-        run = subprocess.run([str(exe)], capture_output=True, check=False, timeout=10)
-    except OSError as exc:
-        reason, fix = _run_failure_reason(abi, exc.errno or 0)
-        return AbiStatus(abi.name, True, False, cc, reason, fix)
-    if run.returncode != abi.pointer_bits // 8:
+    want = abi.pointer_bits // 8
+    native_why: tuple[str, str] | None = None
+    if machine in abi.run_on:
+        # A real exec: whether this CPU runs the ABI (AArch32 on an AArch64 core, x32 system
+        # calls) is known only by trying.
+        got = _run_probe([str(exe)])
+        if got == want:
+            return AbiStatus(abi.name, True, True, cc, None, None)
+        native_why = (_run_failure_reason(abi, got.errno or 0) if isinstance(got, OSError) else
+                      (f"test program returned {got}, expected pointer size {want}",
+                       "check the loader and C library for this ABI"))
+    if not abi.emulator:
+        if native_why is None:
+            native_why = (f"this {machine} kernel cannot run {abi.name}",
+                          f"run on one of: {', '.join(abi.run_on)}")
+        return AbiStatus(abi.name, True, False, cc, *native_why)
+    emu = find_emulator(abi, cache_root or cache_dir())
+    if isinstance(emu, str):
+        reason = native_why[0] if native_why else f"this {machine} kernel cannot run {abi.name}"
+        return AbiStatus(abi.name, True, False, cc, f"{reason}, and {emu.split(': ')[0]}",
+                         f"apt-get install {QEMU_PACKAGE}" if "apt-get" in emu else
+                         emu.split(": ", 1)[-1])
+    got, said = _run_probe_said(emu.wrap([str(exe)]))
+    if got != want:
+        shown = got if isinstance(got, int) else got.strerror
+        why = f"{native_why[0]}; " if native_why else ""
         return AbiStatus(abi.name, True, False, cc,
-                         f"test program returned {run.returncode}, expected pointer size "
-                         f"{abi.pointer_bits // 8}", "check the loader and C library for this ABI")
-    return AbiStatus(abi.name, True, True, cc, None, None)
+                         f"{why}the test program under {emu.command} returned {shown}, "
+                         f"expected pointer size {want}" + (f" ({said})" if said else ""),
+                         f"check {emu.libc_dir} (apt-get install "
+                         f"{' '.join(abi.cross_packages)})")
+    why = native_why[0] if native_why else f"this {machine} kernel cannot run {abi.name}"
+    return AbiStatus(abi.name, True, True, cc, None, None, emu,
+                     f"{why}: runs under {emu.version} ({emulated_words(abi.name)})")
 
 
-def probe_all(abis: list[Abi] | None = None) -> list[AbiStatus]:
+def probe_all(abis: list[Abi] | None = None, cache_root: Path | None = None) -> list[AbiStatus]:
     with owned_dir("probe") as tmp:
-        return [probe_abi(a, tmp) for a in (abis or list(ABIS.values()))]
+        return [probe_abi(a, tmp, cache_root=cache_root) for a in (abis or list(ABIS.values()))]

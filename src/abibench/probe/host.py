@@ -9,9 +9,13 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
-from ..records import HostContext
+from ..abi import abi_of_elf
+from ..elf import read_elf
+from ..records import HostContext, JSONDict
+from . import board
 
 
 def _read(path: str) -> str | None:
@@ -101,9 +105,35 @@ def virtualization() -> str | None:
     return line if line and line != "none" else None
 
 
+def userspace_abi() -> str | None:
+    """The ABI of this userspace (the Python running abibench): seed 003's kernel-vs-userspace
+    matrix, e.g. a 64-bit kernel under an armhf Raspberry Pi OS."""
+    try:
+        return abi_of_elf(read_elf(Path(sys.executable).resolve()))
+    except ValueError:
+        return None
+
+
+def board_context(root: Path = board.ROOT) -> JSONDict:
+    """What a single-board computer adds to the context (nothing on a PC or VM)."""
+    out: JSONDict = {}
+    model = board.board_model(root)
+    if model:
+        out["board"] = model
+    top = board.max_clock_mhz(root)
+    if top is not None:
+        out["cpu_max_mhz"] = top
+    bits = board.throttled_bits(root)
+    if bits is not None:
+        out["throttled_since_boot"] = ", ".join(
+            board.throttle_words(bits, board.THROTTLE_SINCE_BOOT)) or "never"
+    return out
+
+
 def capture() -> HostContext:
     """Everything a reader needs to judge where a number came from."""
     uname = platform.uname()
+    extra: JSONDict = {**board_context(), "userspace": userspace_abi()}
     return HostContext(
         hostname=socket.gethostname(),
         cpu_model=cpu_model(),
@@ -122,6 +152,7 @@ def capture() -> HostContext:
         compilers=compilers(),
         python=platform.python_version(),
         os_release=_os_release(),
+        extra=extra,
     )
 
 

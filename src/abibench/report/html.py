@@ -19,7 +19,7 @@ from html import escape
 
 from ..analyse.footprint import Difference
 from ..analyse.report import MEMORY_NAMES, Cell, Diff, Report, WorkloadBlock
-from ..analyse.results import PairVerdict
+from ..analyse.results import PairVerdict, family_reference
 from . import charts, csvout, why
 from . import formatting as fmt
 from .formatting import better_words, footprint_percent, index_rows
@@ -270,6 +270,8 @@ class _Page:
             s = row.summary
             state = row.shown_state if row.state == "ok" else f"{row.state}: {row.reason or ''}"
             cv = f"{fmt.number(abs(s.cv) * 100)}%" if s and math.isfinite(s.cv) else "-"
+            if row.emulated:
+                state = f"{state} (emulated; peak RSS net of the emulator {fmt.kib(row.net_rss_kb)})"
             trows.append([self.swatch(row.label), h("span", state, class_="wrap"), row.n or "-",
                           fmt.si(s.median, res.unit) if s else "-",
                           fmt.si(s.min, res.unit) if s else "-", fmt.si(s.max, res.unit) if s else "-",
@@ -292,6 +294,16 @@ class _Page:
             comps.append(h("li", f"{MEMORY_NAMES.get(c.metric, c.metric)} ", f"{c.a}/{c.b} ratio "
                            f"{fmt.ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high)} → "
                            f"{c.verdict.text}"))
+        for c in res.emulated_memory:
+            comps.append(h("li", "peak RSS net of the emulator ", f"{c.a}/{c.b} ratio "
+                           f"{fmt.ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high)} → "
+                           f"{c.verdict.text}"))
+        for count in res.counts:
+            comps.append(h("li", "instructions ", f"{count.a} {count.count_a:,} / {count.b} "
+                           f"{count.count_b:,} = {fmt.number(count.ratio, '.3f')} → ",
+                           h("strong", count.text)))
+        for line in res.emulation:
+            comps.append(h("li", h("span", line, class_="bad")))
         check_cls = {"miscompare": "bad", "ok": "ok"}.get(res.validation, "muted")
         label = {"miscompare": "MISCOMPARE", "ok": "identical"}.get(res.validation, "unchecked")
         lines: list[object] = [
@@ -499,11 +511,14 @@ class _Page:
         rows = []
         for b in self.r.workloads:
             res = b.result
-            ref = next((r.size for r in res.rows if r.label == b.reference and r.size), None)
+            sizes = {r.label: r.size for r in res.rows if r.size}
             for row in res.rows:
-                vs = f"{fmt.number((row.size / ref - 1) * 100, '+.1f')}%" if ref and row.size and \
-                    row.label != b.reference else ("reference" if row.label == b.reference
-                                                   and row.size else "-")
+                # against the 64-bit ABI of its own family: armhf against aarch64
+                own = family_reference(row.label, list(sizes)) or b.reference
+                ref = sizes.get(own) if own else None
+                vs = (f"{fmt.number((row.size / ref - 1) * 100, '+.1f')}% vs {own}"
+                      if ref and row.size and row.label != own
+                      else ("reference" if row.label == own and row.size else "-"))
                 rows.append([res.id, self.swatch(row.label), fmt.size(row.size),
                              fmt.size(row.text), fmt.size(row.data), fmt.size(row.bss),
                              fmt.size(row.stripped), vs])
@@ -511,7 +526,9 @@ class _Page:
                  h("p", "Sizes of each workload's main binary (smaller is better): file, its "
                         "text/data/bss segments, and the file stripped.", class_="muted"),
                  _table(["workload", "target", "file", "text", "data", "bss", "stripped",
-                         "file vs reference"], rows, num={2, 3, 4, 5, 6, 7}), id="sizes")
+                         "file vs reference"], rows, num={2, 3, 4, 5, 6, 7}),
+                 *(h("p", n, class_="muted") for n in dict.fromkeys(
+                     n for s in self.r.sets for n in s.size_notes)), id="sizes")
 
     # ----------------------------------------------------------------- provenance, samples
     def provenance(self) -> Html:

@@ -191,6 +191,7 @@ def render(report: Report) -> str:
     out += ["## Sizes", ""]
     out += _table(["workload", "target", "file", "text", "data", "bss", "stripped"], sizes,
                   right={2, 3, 4, 5, 6})
+    out += [f"- {_esc(n)}" for n in dict.fromkeys(n for s in r.sets for n in s.size_notes)]
 
     prov = []
     for entry in r.provenance:
@@ -248,13 +249,19 @@ def _workload(b: WorkloadBlock) -> list[str]:
         s = row.summary
         state = row.shown_state if row.state == "ok" else \
             f"{row.state}: {row.reason or ''}"
-        rows.append([_esc(row.label), _esc(state), str(row.n or "-"),
+        label = f"{row.label} (emulated)" if row.emulated else row.label
+        rows.append([_esc(label), _esc(state), str(row.n or "-"),
                      _esc(fmt.si(s.median, res.unit)) if s else "-",
                      _esc(f"{fmt.si(s.min, res.unit)} – {fmt.si(s.max, res.unit)}") if s else "-",
                      f"{fmt.number(abs(s.cv) * 100)}%" if s and math.isfinite(s.cv) else "-",
-                     fmt.kib(row.rss_kb), fmt.size(row.size), fmt.size(row.text)])
+                     fmt.kib(row.rss_kb) + (f" (net of emulator {fmt.kib(row.net_rss_kb)})"
+                                            if row.emulated else ""),
+                     fmt.size(row.size), fmt.size(row.text),
+                     f"{row.instructions:,}" if row.instructions else "-"])
     out += _table(["target", "state", "n", "median", "min – max", "CV", "peak RSS", "file size",
-                   "text"], rows, right={2, 3, 4, 5, 6, 7, 8})
+                   "text", "instructions"], rows, right={2, 3, 4, 5, 6, 7, 8, 9})
+    for line in res.emulation:
+        out.append(f"- **{_esc(line)}**")
     for d in b.diffs:
         invalid = "**INVALID: outputs differ** — " if not d.valid else ""
         out.append(f"- {_code(d.metric)} {_esc(d.label)}/{_esc(d.reference)} ratio "
@@ -263,6 +270,13 @@ def _workload(b: WorkloadBlock) -> list[str]:
         out.append(f"- {MEMORY_NAMES.get(c.metric, c.metric)} {_esc(c.a)}/{_esc(c.b)} ratio "
                    f"{fmt.ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high)}: "
                    f"{_esc(c.verdict.text)}")
+    for c in res.emulated_memory:
+        out.append(f"- peak RSS net of the emulator {_esc(c.a)}/{_esc(c.b)} ratio "
+                   f"{fmt.ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high)}: "
+                   f"{_esc(c.verdict.text)}")
+    for cv in res.counts:
+        out.append(f"- instructions {_esc(cv.a)} {cv.count_a:,} / {_esc(cv.b)} {cv.count_b:,} "
+                   f"= {fmt.number(cv.ratio, '.3f')}: {_esc(cv.text)}")
     check = "**MISCOMPARE**" if res.validation == "miscompare" else _esc(res.validation)
     out.append(f"- output check: {check} — {_esc(res.validation_detail)}")
     for tag, reason in b.stop:

@@ -18,7 +18,7 @@ from rich.table import Table
 from ..analyse.advise import Advice
 from ..analyse.explain import Explanation
 from ..analyse.report import MEMORY_NAMES, Cell, Report, SetInfo, WorkloadBlock
-from ..analyse.results import PairVerdict
+from ..analyse.results import PairVerdict, family_reference
 from ..analyse.xbench import GROUPS, Index
 from ..records import is_reference
 from ..text import one_line
@@ -59,11 +59,20 @@ def _ratio(c: PairVerdict) -> str:
 
 
 def _instr_ratio(counted: list[tuple[str, int]]) -> str:
-    ref = next((n for lbl, n in counted if is_reference(lbl)), None)
+    ref = next(((lbl, n) for lbl, n in counted if is_reference(lbl)), None)
     if ref is None:
         return ""
-    parts = [f"{lbl}/64-bit {fmt.number(n / ref, '.3f')}" for lbl, n in counted if n != ref]
-    return f" ({', '.join(parts)})" if parts else ""
+    parts = [f"{lbl}/{ref[0]} {fmt.number(n / ref[1], '.3f')}" for lbl, n in counted
+             if lbl != ref[0]]
+    return f" (ratios: {', '.join(parts)})" if parts else ""
+
+
+def _counters(rows: list[tuple[str, str]]) -> str:
+    """Which counter counted which targets: "valgrind: i386, x86_64; QEMU plugin: armhf"."""
+    by: dict[str, list[str]] = {}
+    for label, counter in rows:
+        by.setdefault(counter, []).append(label)
+    return "; ".join(f"{c}: {', '.join(labels)}" for c, labels in by.items())
 
 
 def _run(report: Report, con: Console) -> None:
@@ -159,22 +168,26 @@ def _workload(b: WorkloadBlock, con: Console, explanations: Sequence[Explanation
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
     explained = {x.a: x for x in explanations}
     trees = any(row.tree_kb is not None for row in res.rows)
+    emulated = any(r.emulated for r in res.rows)
     for col in ("ABI", "n", "median", "min", "max", "outliers", "peak RSS",
-                *(["tree peak"] if trees else []), "file size", "text", "explanation"):
+                *(["tree peak"] if trees else []), *(["net of emulator"] if emulated else []),
+                "file size", "text", "explanation"):
         table.add_column(col, justify="left" if col in ("ABI", "explanation") else "right")
     notes = []
     for row in res.rows:
         s = row.summary
         if row.state != "ok":
             notes.append(f"  [yellow]{e(row.label)}: {e(row.state)}[/] — {e(row.reason or '')}")
+        name = row.label if row.state == "ok" else f"{row.label} ({row.state})"
         table.add_row(
-            e(row.label if row.state == "ok" else f"{row.label} ({row.state})"),
+            e(f"{name} (emulated)" if row.emulated else name),
             str(row.n) if row.n else "-",
             e(fmt.si(s.median, res.unit)) if s else "-",
             e(fmt.si(s.min, res.unit)) if s else "-",
             e(fmt.si(s.max, res.unit)) if s else "-",
             str(row.outliers) if s else "-",
             fmt.kib(row.rss_kb), *([fmt.kib(row.tree_kb)] if trees else []),
+            *([fmt.kib(row.net_rss_kb) if row.emulated else "-"] if emulated else []),
             fmt.size(row.size), fmt.size(row.text),
             e(explained[row.label].short) if row.label in explained else
             ("reference" if explained and row.label == b.reference else ""))
@@ -183,6 +196,8 @@ def _workload(b: WorkloadBlock, con: Console, explanations: Sequence[Explanation
         con.print(note)
     for line in res.provenance:
         con.print(f"  {e(line)}")
+    for line in res.emulation:
+        con.print(f"  [magenta]{e(line)}[/]")
     for c in res.comparisons:
         colour = "red" if res.validation == "miscompare" else (
             "green" if c.verdict.significant else "white")
@@ -193,24 +208,31 @@ def _workload(b: WorkloadBlock, con: Console, explanations: Sequence[Explanation
     for c in res.memory:
         con.print(f"  {e(c.a)}/{e(c.b)} {MEMORY_NAMES.get(c.metric, c.metric)} ratio "
                   f"{_ratio(c)} → {e(c.verdict.text)}")
+    for c in res.emulated_memory:
+        con.print(f"  {e(c.a)}/{e(c.b)} peak RSS net of the emulator, ratio {_ratio(c)} → "
+                  f"{e(c.verdict.text)}")
     counted = [(r.label, r.instructions) for r in res.rows if r.instructions]
     if counted:
         differed = [r.label for r in res.rows if r.instructions and not r.instructions_exact]
         how = ("exact" if not differed else
                f"not exact: repeated runs of {', '.join(differed)} differed")
-        con.print(f"  instructions (valgrind, {e(how)}): " + e(", ".join(
+        who = _counters([(r.label, r.counter) for r in res.rows if r.instructions])
+        con.print(f"  instructions executed ({e(how)}; {e(who)}): " + e(", ".join(
             f"{lbl} {n:,}" for lbl, n in counted) + _instr_ratio(counted)))
+    for cv in res.counts:
+        con.print(f"  {e(cv.a)}/{e(cv.b)} instructions {fmt.number(cv.ratio, '.3f')} → "
+                  f"[bold]{e(cv.text)}[/]")
     for x in explanations:
         for i, line in enumerate(explanation_lines(x, functions=3)):
             con.print(("  why: " if i == 0 else "  ") + e(line))
-    big = [(r.label, r.size) for r in res.rows if r.size]
-    if len(big) >= 2:
-        ref = next((sz for lbl, sz in big if is_reference(lbl)), None)
-        if ref:
-            parts = [f"{lbl} {fmt.number(100 * (sz / ref - 1), '+.1f')}%" for lbl, sz in big
-                     if sz != ref and not is_reference(lbl)]
-            if parts:
-                con.print(f"  file size vs 64-bit: {e(', '.join(parts))}")
+    sizes = {r.label: r.size for r in res.rows if r.size}
+    parts = []
+    for lbl, sz in sizes.items():
+        ref = family_reference(lbl, list(sizes))
+        if ref is not None and ref != lbl:
+            parts.append(f"{lbl} {fmt.number(100 * (sz / sizes[ref] - 1), '+.1f')}% vs {ref}")
+    if parts:
+        con.print(f"  file size: {e(', '.join(parts))}")
     if res.validation == "miscompare":
         con.print(f"  [red bold]MISCOMPARE:[/] {e(res.validation_detail)}")
     elif res.validation == "ok":
@@ -263,6 +285,8 @@ def _sizes(report: Report, con: Console) -> None:
                       larger)
         last = head
     con.print(table)
+    for note in dict.fromkeys(n for s in report.sets for n in s.size_notes):
+        con.print(f"  {e(note)}")
 
 
 def _index_score(score: float, lo: float, hi: float) -> str:

@@ -9,6 +9,12 @@ that a stored run can be compared with another), not the hardware's own.
 Children are traced (``--trace-children=yes``, one output file per process), and only the
 processes that ran one of the workload's own programs are kept: a profile whose command is a
 shell script counts the programs it starts, not the shell.
+
+Under an emulator (armhf and aarch64 on an x86 host) abibench's own QEMU plugin counts the
+guest instructions instead (instructions only: no cache model, no functions). Every counting
+run gets a fixed environment and, preloaded, the step clock (native/stepclock.c): a program
+that prints its own timings then executes the same instructions every time, so the two counts
+of one build agree exactly.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import HostError
+from ..obtain.qemuplugin import Plugin, read_count
+from ..probe.emulator import Emulator
 from ..records import INSTRUCTIONS, CounterProfile, FunctionCount
 from .launcher import RawResult, run_sample
 
@@ -173,9 +181,13 @@ def valgrind_argv(argv: Sequence[str], out_pattern: Path, simulation: str) -> li
 
 def count_events(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
                  launch: Path, stdin: Path | None = None, programs: Sequence[Path] = (),
-                 simulation: str = "insn") -> tuple[RawResult, Cachegrind | None]:
+                 simulation: str = "insn", stepclock: Path | None = None,
+                 ) -> tuple[RawResult, Cachegrind | None]:
     """Run argv once under cachegrind; what it counted in the workload's own programs (None when
     valgrind wrote nothing readable)."""
+    if stepclock is not None:
+        # valgrind hands LD_PRELOAD on to the programs it runs (adding its own library).
+        env = {**env, "LD_PRELOAD": str(stepclock)}
     outdir = cwd / ".abibench-cachegrind"
     shutil.rmtree(outdir, ignore_errors=True)
     outdir.mkdir()
@@ -197,10 +209,55 @@ def count_events(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: flo
 
 
 def count_instructions(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
-                       launch: Path, stdin: Path | None = None) -> tuple[RawResult, int | None]:
+                       launch: Path, stdin: Path | None = None,
+                       stepclock: Path | None = None) -> tuple[RawResult, int | None]:
     """Run argv once under cachegrind (no cache simulation) and read the instructions executed."""
-    raw, parsed = count_events(argv, cwd, env, timeout_s, launch, stdin)
+    raw, parsed = count_events(argv, cwd, env, timeout_s, launch, stdin, stepclock=stepclock)
     if parsed is None:
         return raw, None
     ir = parsed.events.index(INSTRUCTIONS) if INSTRUCTIONS in parsed.events else 0
     return raw, parsed.totals[ir]
+
+
+def count_guest_instructions(emulator: Emulator, plugin: Plugin, argv: list[str], cwd: Path,
+                             env: dict[str, str], timeout_s: float, launch: Path,
+                             stdin: Path | None = None, stepclock: Path | None = None,
+                             ) -> tuple[RawResult, Cachegrind | None]:
+    """Run argv once under its emulator with the counting plugin: the guest instructions it
+    executed as a one-event count (None when the plugin wrote none: the program died from a
+    signal or exec'd another)."""
+    out = cwd / "insncount.out"
+    out.unlink(missing_ok=True)
+    wrapped = emulator.wrap(argv, plugin.argument(out))
+    if stepclock is not None:
+        # -E sets the variable in the guest only: the emulator itself is a host program.
+        wrapped[1:1] = ["-E", f"LD_PRELOAD={stepclock}"]
+    raw = run_sample(wrapped, cwd=cwd, env=env, timeout_s=timeout_s, launch=launch, stdin=stdin)
+    count = read_count(out)
+    for leftover in cwd.glob("insncount.out*"):  # forked children write their own files
+        leftover.unlink(missing_ok=True)
+    if count is None:
+        return raw, None
+    return raw, Cachegrind(" ".join(argv), (INSTRUCTIONS,), (count,), {})
+
+
+def count_guest_shell(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
+                      launch: Path, count_env: str, stdin: Path | None = None,
+                      ) -> tuple[RawResult, Cachegrind | None]:
+    """A shell command whose programs are the emulator's scripts (run/placement.py): with
+    `count_env` naming a directory, each emulated process writes its count there; their sum
+    (None when none wrote one, or one of them did not)."""
+    where = cwd / ".abibench-insncount"
+    shutil.rmtree(where, ignore_errors=True)
+    where.mkdir()
+    try:
+        raw = run_sample(argv, cwd=cwd, env={**env, count_env: str(where)},
+                         timeout_s=timeout_s, launch=launch, stdin=stdin)
+        counts = [read_count(f) for f in sorted(where.iterdir())
+                  if f.name.startswith("count.") and ".tmp." not in f.name]
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+    found = [n for n in counts if n is not None]
+    if not found or len(found) != len(counts):
+        return raw, None
+    return raw, Cachegrind(" ".join(argv), (INSTRUCTIONS,), (sum(found),), {})

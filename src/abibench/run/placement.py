@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from ..probe.memory import tree_accounting
 from ..records import Artifact, Target
 from ..workloads.confine import confined
 from ..workloads.profile import Workload, substitute
+from .runtime import AbiRuntime
 from .sandbox import SysrootRunner
 from .servers import LOOPBACK, MariaDBDatadir, MariaDBServer, ServerError
 from .steps import untimed_step
@@ -52,6 +54,10 @@ class Placement:
     runner: SysrootRunner | None = None
     datadir: MariaDBDatadir | None = None
     stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    runtime: AbiRuntime = field(default_factory=AbiRuntime)
+    # Under an emulator: {bin} as the host's shell sees it, each program a script that runs
+    # the built one under the emulator (emulated_bin), for setup steps and `sh -c` commands.
+    guest_bin: Path | None = None
     # {work} as it was made, every link resolved: the root of what a sample touches there, so
     # that a program which puts a link in its place cannot lead abibench elsewhere.
     work_real: Path = field(init=False)
@@ -61,13 +67,19 @@ class Placement:
 
     @staticmethod
     def create(wl: Workload, target: Target, art: Artifact, tmp: Path, inputs: dict[str, Path],
-               stack: contextlib.ExitStack) -> Placement:
+               stack: contextlib.ExitStack, runtime: AbiRuntime | None = None) -> Placement:
         label = target.label.replace("/", "_")
         if art.sysroot is None:
             work = tmp / label
             work.mkdir(exist_ok=True)
-            return Placement(wl, target, art, work, str(work), inputs,
-                             {k: str(v) for k, v in inputs.items()}, stack=stack)
+            # An emulated program sees the host's files (qemu-user's guest root only holds
+            # its C library), so its paths are the host's.
+            pl = Placement(wl, target, art, work, str(work), inputs,
+                           {k: str(v) for k, v in inputs.items()}, stack=stack,
+                           runtime=runtime or AbiRuntime())
+            if pl.emulated:
+                pl.guest_bin = emulated_bin(art, pl.runtime, tmp / f"{label}.emulated-bin")
+            return pl
         root = Sysroot(Path(art.sysroot), debian_arch(target.abi), (), art.cache_key)
         # A browser gets PID and mount namespaces of its own (/proc, /dev/shm): run/browser.py.
         runner = SysrootRunner(root, private=wl.browser is not None)
@@ -87,14 +99,30 @@ class Placement:
     def in_sysroot(self) -> bool:
         return self.runner is not None
 
+    @property
+    def emulated(self) -> bool:
+        return self.runtime.emulated and self.runner is None
+
+    def timeout(self, seconds: float) -> float:
+        """A sample's time limit: the profile's, longer under an emulator."""
+        return self.runtime.timeout(seconds) if self.emulated else seconds
+
     def _base(self) -> dict[str, str]:
         return {"abi": self.target.abi.name, "micro": str(MICRO_DIR),
                 "profile_dir": str(self.wl.path.parent), **self.wl.params,
                 "host": LOOPBACK}
 
+    @property
+    def direct(self) -> bool:
+        """Whether the command starts the built program itself (not a shell around it)."""
+        return bool(self.wl.command) and self.wl.command[0].startswith("{bin}/")
+
     def values(self, server: ServerRun | None = None) -> dict[str, str]:
         """Placeholders for [run] command: paths as the program sees them."""
         if self.wl.server is not None:  # the command is the host's client
+            return self.host_values(server)
+        if self.guest_bin is not None and not self.direct:
+            # A shell command runs on the host: its programs are the emulator's scripts.
             return self.host_values(server)
         program = f"{self.art.bin_dir}/{self.art.files[0]}" if self.art.files else ""
         return {**self._base(), "bin": self.art.bin_dir, "work": self.inner_work,
@@ -106,17 +134,23 @@ class Placement:
         bin_dir = self.art.bin_dir
         if self.runner is not None:
             bin_dir = str(self.runner.sysroot.host_path(self.art.bin_dir))
+        elif self.guest_bin is not None:
+            bin_dir = str(self.guest_bin)
         return {**self._base(), "bin": bin_dir, "work": str(self.work),
                 **{k: str(v) for k, v in self.inputs.items()},
                 "port": str(server.port if server else 0),
                 "program": f"{bin_dir}/{self.art.files[0]}" if self.art.files else ""}
 
     def argv(self, argv: list[str]) -> list[str]:
-        """The command as it runs: wrapped to run inside the sysroot. A server workload's
-        command is the host's client; a browser's is completed per sample and wrapped then
-        (run/browser.py)."""
-        if self.runner is None or self.wl.server is not None or self.wl.browser is not None:
+        """The command as it runs: wrapped to run inside the sysroot, or under the target's
+        emulator. A server workload's command is the host's client; a browser's is completed
+        per sample and wrapped then (run/browser.py)."""
+        if self.wl.server is not None or self.wl.browser is not None:
             return argv
+        if self.runner is None:
+            emu = self.runtime.emulator
+            # A shell command reaches the emulator through {bin}'s scripts (guest_bin).
+            return emu.wrap(argv) if emu is not None and self.direct else argv
         return self.runner.wrap(argv)
 
     # -- paths a sample touches, confined to their roots ---------------------------------------
@@ -155,7 +189,7 @@ class Placement:
         if self.wl.stdin is None:
             return None
         values = self.host_values(server)
-        roots = (self.work_real, self.wl.path.parent, Path(values["bin"]),
+        roots = (self.work_real, self.wl.path.parent, Path(values["bin"]), Path(self.art.bin_dir),
                  *(p.parent for p in self.inputs.values()))
         return confined(self._host_path(self.wl.stdin, values, self.wl.path.parent), roots,
                         "[run] stdin")
@@ -170,6 +204,14 @@ class Placement:
             inner = inner if isinstance(inner, str) else f"{self.art.bin_dir}/{f}"
             out.append(resolve_inside(self.runner.sysroot.path, inner))
         return out
+
+    def emulation_problem(self) -> str | None:
+        """Why this target cannot run under its emulator, or None: a server or a browser
+        workload runs Debian's programs in a sysroot, which abibench does not emulate."""
+        if not self.emulated or (self.wl.server is None and self.wl.browser is None):
+            return None
+        return ("a server or browser workload does not run under an emulator: run it on an "
+                f"{'ARM' if self.target.abi.family == 'arm' else 'x86'} host")
 
     def verify(self) -> str | None:
         """Is what would run the very program that was built? None, or why not.
@@ -240,3 +282,37 @@ class Placement:
                 what: str) -> str | None:
         argv = [substitute(a, self.host_values(run)) for a in template]
         return untimed_step(argv, self.work, None, timeout_s, f"server {what} step")
+
+
+COUNT_DIR_ENV = "ABIBENCH_COUNT_DIR"  # set: the emulator scripts count guest instructions there
+
+
+def emulated_bin(art: Artifact, runtime: AbiRuntime, where: Path) -> Path:
+    """A {bin} for the host's shell: every built program a script that runs it under the
+    target's emulator (with the counting plugin when ABIBENCH_COUNT_DIR is set, one count file
+    per process), every other file (scripts, data) a link to the built one."""
+    emu = runtime.emulator
+    assert emu is not None
+    where.mkdir(exist_ok=True)
+    real = Path(art.bin_dir)
+    for entry in sorted(real.iterdir()):
+        dest = where / entry.name
+        dest.unlink(missing_ok=True)
+        if entry.name not in art.files:
+            dest.symlink_to(entry)
+            continue
+        run = shlex.join(emu.wrap([str(entry)]))
+        lines = ["#!/bin/sh", f"# abibench: {entry.name} ({art.abi}) under {emu.version}"]
+        if runtime.plugin is not None:
+            base = [emu.command, "-L", emu.root]
+            if runtime.stepclock is not None:
+                base += ["-E", f"LD_PRELOAD={runtime.stepclock}"]
+            lines += [f'if [ -n "${COUNT_DIR_ENV}" ]; then',
+                      f'  exec {shlex.join(base)} -plugin '
+                      f'"{runtime.plugin.path},out=${COUNT_DIR_ENV}/count.$$" '
+                      f'{shlex.quote(str(entry))} "$@"',
+                      "fi"]
+        lines.append(f'exec {run} "$@"')
+        dest.write_text("\n".join(lines) + "\n")
+        dest.chmod(0o755)
+    return where

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..abi import Abi
 from ..errors import HostError, UsageError
+from ..probe.abis import AbiStatus
 from ..text import one_line
 from ..workloads.profile import Workload, substitute
 
@@ -87,3 +88,14 @@ def check_plan_numbers(warmup: int, min_rounds: int, max_rounds: int | None) -> 
     if max_rounds is not None and max_rounds < min_rounds:
         raise UsageError(f"--max-rounds {max_rounds} is below --min-rounds {min_rounds}: "
                          "raise it or lower --min-rounds")
+
+
+def check_asked_abis(abis: Sequence[Abi], probes: dict[str, AbiStatus], needs_build: bool) -> None:
+    """Every ABI named with --abi can be built (when something is built) and, where only an
+    emulator could run it, run: else one error with the package that fixes it (exit 3)."""
+    for abi in abis:
+        st = probes[abi.name]
+        if needs_build and not st.can_build:
+            raise HostError(f"--abi {abi.name}: {st.reason}: {st.fix}")
+        if abi.emulator and not st.can_run:
+            raise HostError(f"--abi {abi.name}: {st.reason}: {st.fix}")

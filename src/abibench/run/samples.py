@@ -120,7 +120,7 @@ def sample_from(raw: RawResult, wl: Workload, run_id: str, target: str, rnd: int
                 warmup: bool, started: str, pad: int, files: list[Path],
                 close: Sequence[tuple[str, Path]] = (),
                 refs: dict[str, bytes] | None = None, design: str = "sequential",
-                cpu: int | None = None, ours_s: float = 0.0) -> Sample:
+                cpu: int | None = None, ours_s: float = 0.0, emulated: bool = False) -> Sample:
     """`ours_s`: CPU time of abibench's own beside this sample (the other program of a
     simultaneous pair), which is not foreign to it."""
     status, error, metrics, check = "ok", None, {}, None
@@ -152,4 +152,4 @@ def sample_from(raw: RawResult, wl: Workload, run_id: str, target: str, rnd: int
                   design=design, cpu=cpu, repeat=raw.repeat,
                   foreign_cpu_s=raw.foreign_cpu_s(ours_s), steal_s=raw.steal_s,
                   covariate=raw.covariate, tree_peak_rss_kb=raw.tree_peak_kb,
-                  tree_memory=raw.tree_memory)
+                  tree_memory=raw.tree_memory, emulated=emulated)

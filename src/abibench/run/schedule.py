@@ -19,16 +19,25 @@ from pathlib import Path
 from typing import Protocol
 
 from ..errors import UsageError
+from ..probe import board
 from ..probe.memory import TreeAccounting, tree_accounting
 from ..probe.noise import NoiseProfile
 from ..records import Artifact, Sample, Target
 from ..workloads.profile import Workload, substitute
 from ..workspace import owned_dir
 from .browser import run_browser_sample
-from .counters import MAX_ATTEMPTS, agreement, count_events, profile_of
+from .counters import (
+    MAX_ATTEMPTS,
+    agreement,
+    count_events,
+    count_guest_instructions,
+    count_guest_shell,
+    profile_of,
+)
 from .designs import Design, choose, repeats_for
 from .launcher import How, Job, RawResult, run_sample, run_together
-from .placement import Placement, ServerRun
+from .placement import COUNT_DIR_ENV, Placement, ServerRun
+from .runtime import AbiRuntime
 from .samples import sample_from
 from .servers import ServerError
 from .signals import signals_as_interrupt
@@ -46,6 +55,7 @@ class SampleSink(Protocol):
 DEFAULT_MAX_TIME_S = 120.0
 DEFAULT_MAX_ROUNDS = 30
 ROUND_CAP = 10_000  # under a budget: no round limit but this one
+BASELINE_RUNS = 3  # runs of the empty program under an emulator, for its own peak memory
 
 
 @dataclass(frozen=True)
@@ -175,7 +185,8 @@ class Session:
                  store: SampleSink, run_id: str, launch: Path, *,
                  on_sample: Callable[[Sample], None] | None = None,
                  inputs: dict[str, Path] | None = None, resume: Continuation | None = None,
-                 noise: NoiseProfile | None = None, cpus: list[int] | None = None) -> None:
+                 noise: NoiseProfile | None = None, cpus: list[int] | None = None,
+                 runtimes: dict[str, AbiRuntime] | None = None) -> None:
         if plan.design == "short" and wl.short:
             # The short design measures the profile's smaller size, warm-ups included.
             wl = wl.with_params(wl.short)
@@ -184,6 +195,11 @@ class Session:
         self.inputs = inputs or {}
         self.resume = resume or Continuation(0, 0, (), 0, 0.0)
         self.noise = noise
+        self.runtimes = runtimes or {}  # by ABI name
+        # A board that shows its clock, temperature or throttling is read after every sample.
+        first = board.read_now()
+        self.watch_board = any(v is not None for v in (first.clock_mhz, first.temp_c,
+                                                        first.throttled))
         self.cpus = sorted(os.sched_getaffinity(0)) if cpus is None else cpus
         self.outcome = ScheduleResult(wl.id)
         self.outcome.failed.update(self.resume.failed)
@@ -211,7 +227,8 @@ class Session:
         if self.wl.server is not None:
             # A polite kill must stop the servers too: SIGTERM unwinds like Ctrl-C.
             stack.enter_context(signals_as_interrupt())
-        self.places = {t.label: Placement.create(self.wl, t, a, tmp, self.inputs, stack)
+        self.places = {t.label: Placement.create(self.wl, t, a, tmp, self.inputs, stack,
+                                                 self.runtimes.get(t.abi.name))
                        for t, a in self.targets}
         # The very programs that were built, each of its own ABI, none shared by two targets.
         shared = _shared_programs(self.places)
@@ -219,7 +236,7 @@ class Session:
             if target.label in self.outcome.failed:
                 continue
             pl = self.places[target.label]
-            failure = (shared.get(target.label) or pl.verify()
+            failure = (shared.get(target.label) or pl.emulation_problem() or pl.verify()
                        or _setup(self.wl, pl.host_values(), pl.work, self.base_env)
                        or pl.prepare_server(self.wl.timeout * 10))
             if failure:
@@ -315,7 +332,7 @@ class Session:
                                              self.launch, how, self._tree())
                 else:
                     raw = run_sample(prep.argv, cwd=pl.work, env=prep.env,
-                                     timeout_s=self.wl.timeout, launch=self.launch,
+                                     timeout_s=pl.timeout(self.wl.timeout), launch=self.launch,
                                      stdin=prep.stdin, how=how, tree=self._tree())
                 # Again: the program may have removed {work} or put a link where an output
                 # belongs, and nothing is read through it.
@@ -338,7 +355,8 @@ class Session:
         """Both targets at the same moment, each pinned to its CPU (swapped every round)."""
         preps = [self._prepare(t, pos) for pos, t in enumerate(order)]
         hows = [self.design.how(p.pos, number, self.repeat) for p in preps]
-        jobs = [Job(p.argv, self.places[p.target.label].work, p.env, self.wl.timeout, p.stdin, h,
+        jobs = [Job(p.argv, self.places[p.target.label].work, p.env,
+                    self.places[p.target.label].timeout(self.wl.timeout), p.stdin, h,
                     self._tree())
                 for p, h in zip(preps, hows, strict=True)]
         started = now_iso()
@@ -374,7 +392,12 @@ class Session:
               design: str, cpu: int | None, ours_s: float = 0.0) -> None:
         sample = sample_from(raw, self.wl, self.run_id, prep.target.label, number, prep.pos, warm,
                              started, prep.pad, prep.files, prep.close, self.close_refs,
-                             design=design, cpu=cpu, ours_s=ours_s)
+                             design=design, cpu=cpu, ours_s=ours_s,
+                             emulated=self.places[prep.target.label].emulated)
+        if self.watch_board:
+            now = board.read_now()
+            sample = replace(sample, clock_mhz=now.clock_mhz, temp_c=now.temp_c,
+                             throttled=now.throttled)
         self.store.add_sample(sample)
         self.samples.append(sample)
         if self.on_sample:
@@ -454,6 +477,13 @@ class Session:
                     outcome.count_escaped(target.label, raw)
                     self.store.add_sample(sample)
                     self.samples.append(sample)
+        for pos, target in enumerate(self.active):
+            # The emulator's own peak memory: the ABI's empty program under it, a few times.
+            for sample in _baseline(self.wl, self.places[target.label], self.run_id,
+                                    target.label, self.resume.next_round + self.rnd, pos,
+                                    self.launch):
+                self.store.add_sample(sample)
+                self.samples.append(sample)
         for target in self.active:
             # Again after the last sample: a program replaced mid-run is no result.
             changed = self.places[target.label].verify()
@@ -486,31 +516,60 @@ def run_workload(wl: Workload, targets: list[tuple[Target, Artifact]], plan: Pla
         return session.finish()
 
 
+def counting_env() -> dict[str, str]:
+    """The environment of every counting run, whatever abibench was started with: the guest's
+    environment is part of what its loader and C library execute (its length too: a HOME of
+    the run's own directory made two counts differ), so a count repeats only with the same
+    one. ABIBENCH_COUNTING tells abibench's own micro programs not to read /proc, whose
+    numbers change from run to run (micro.h)."""
+    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C", "ABIBENCH_COUNTING": "1"}
+
+
 def _count(wl: Workload, pl: Placement, run_id: str, label: str, number: int, pos: int,
            base_env: dict[str, str], launch: Path,
            simulation: str = "insn") -> tuple[Sample, RawResult] | None:
-    """Runs under valgrind counting what the target's programs execute (None inside a sysroot:
-    valgrind would count chroot/bwrap, not the program).
+    """Runs under a counter, counting what the target's programs execute: valgrind natively,
+    abibench's QEMU plugin under an emulator (instructions only). None inside a sysroot
+    (valgrind would count chroot/bwrap, not the program) and for an emulated target without
+    the plugin (the run says why once).
 
-    Valgrind's counts repeat exactly for the same binary, inputs and environment, so the target
-    is counted twice, and again (up to MAX_ATTEMPTS runs) until two runs agree; the stored
-    profile is that of the last run, with every attempt's count, and says when none agreed.
+    Counts repeat exactly for the same binary, inputs and environment (a fixed one, with the
+    step clock preloaded), so the target is counted twice, and again (up to MAX_ATTEMPTS runs)
+    until two runs agree; the stored profile is that of the last run, with every attempt's
+    count, and says when none agreed.
     """
     if pl.in_sysroot:
         return None
     # [run] counters: a fixed amount of work for a program whose own command runs for a fixed
     # time (openssl speed), so that instruction counts compare the same work.
     command = wl.count_command or wl.command
-    argv = [substitute(a, pl.host_values()) for a in command]
+    # Under an emulator the program's own view (the built program, run under the emulator
+    # directly, or the emulator's scripts in {bin} for a shell command).
+    argv = [substitute(a, pl.values() if pl.emulated else pl.host_values()) for a in command]
     files, _ = pl.output_files()
     started = now_iso()
     attempts: list[int] = []
     raw = None
     parsed = None
+    # No environment padding and a fixed environment: the count must repeat exactly.
+    env = counting_env()
+    clock = pl.runtime.stepclock
+    emu, plugin = pl.runtime.emulator, pl.runtime.plugin
+    if pl.emulated and (emu is None or plugin is None):
+        return None
+    counter = "the QEMU plugin" if pl.emulated else "valgrind"
     while len(attempts) < MAX_ATTEMPTS:
-        # No environment padding: the count must repeat exactly for the same build.
-        raw, parsed = count_events(argv, pl.work, base_env, wl.timeout, launch,
-                                   pl.stdin_path(), pl.program_files(), simulation)
+        if pl.emulated and emu is not None and plugin is not None:
+            if command[0].startswith("{bin}/"):
+                raw, parsed = count_guest_instructions(emu, plugin, argv, pl.work, env,
+                                                       pl.timeout(wl.timeout), launch,
+                                                       pl.stdin_path(), clock)
+            else:
+                raw, parsed = count_guest_shell(argv, pl.work, env, pl.timeout(wl.timeout),
+                                                launch, COUNT_DIR_ENV, pl.stdin_path())
+        else:
+            raw, parsed = count_events(argv, pl.work, env, wl.timeout, launch,
+                                       pl.stdin_path(), pl.program_files(), simulation, clock)
         if parsed is None or not raw.ok:
             break
         attempts.append(parsed.totals[parsed.events.index("Ir")] if "Ir" in parsed.events
@@ -519,7 +578,8 @@ def _count(wl: Workload, pl: Placement, run_id: str, label: str, number: int, po
             break
     assert raw is not None
     files, _ = pl.output_files()  # again, as after every sample
-    sample = sample_from(raw, wl, run_id, label, number, pos, False, started, 0, files)
+    sample = sample_from(raw, wl, run_id, label, number, pos, False, started, 0, files,
+                         emulated=pl.emulated)
     if wl.count_command:
         # The program's own metrics and checks belong to its timed command, not to this one.
         sample = replace(sample, status="ok" if raw.ok else sample.status, metrics={},
@@ -527,6 +587,30 @@ def _count(wl: Workload, pl: Placement, run_id: str, label: str, number: int, po
     if parsed is None or not attempts:
         return replace(sample, kind="counters", instructions=None,
                        status="failed" if sample.status == "ok" else sample.status,
-                       error=sample.error or "valgrind wrote no instruction count"), raw
-    profile = profile_of(parsed, attempts, simulation)
+                       error=sample.error or f"{counter} wrote no instruction count"), raw
+    # The plugin counts instructions only, whatever --counters asked to simulate.
+    profile = profile_of(parsed, attempts, "insn" if pl.emulated else simulation)
     return replace(sample, kind="counters", instructions=attempts[-1], counters=profile), raw
+
+
+def _baseline(wl: Workload, pl: Placement, run_id: str, label: str, number: int,
+              pos: int, launch: Path) -> list[Sample]:
+    """The ABI's empty program under the target's emulator: the peak memory a program has
+    there before doing anything (the emulator, the loader, the C library). Nothing for a
+    target that is not emulated."""
+    empty, emu = pl.runtime.empty, pl.runtime.emulator
+    if not pl.emulated or empty is None or emu is None:
+        return []
+    out = []
+    for _ in range(BASELINE_RUNS):
+        started = now_iso()
+        raw = run_sample(emu.wrap([str(empty)]), cwd=pl.work, env=counting_env(),
+                         timeout_s=pl.timeout(10.0), launch=launch)
+        out.append(Sample(run_id=run_id, workload=wl.id, target=label, round=number,
+                          position=pos, warmup=False,
+                          status="ok" if raw.ok else "failed", exit_code=raw.exit_code,
+                          wall_s=raw.wall_s, user_s=raw.user_s, sys_s=raw.sys_s,
+                          max_rss_kb=raw.max_rss_kb, stdout_digest=raw.stdout_digest,
+                          check=None, error=None if raw.ok else raw.describe_failure(),
+                          started_at=started, kind="baseline", emulated=True))
+    return out

@@ -19,6 +19,7 @@ from typing import Protocol
 from .. import __version__
 from ..abi import Abi, get_abi
 from ..errors import (
+    EXIT_HOST,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_TIMEOUT,
@@ -28,8 +29,9 @@ from ..errors import (
     UsageError,
 )
 from ..hashing import sha256_file
-from ..obtain import debsource, hostlibs
+from ..obtain import debsource, hostlibs, qemuplugin
 from ..obtain.build import DEFAULT_CFLAGS, build
+from ..obtain.helpers import helpers_for
 from ..obtain.inputs import InputError, describe_input, generate_input
 from ..obtain.prebuilt import obtain as obtain_prebuilt
 from ..probe import host
@@ -56,7 +58,8 @@ from ..workspace import clean_stale
 from .budget import allocate, open_rounds
 from .continuation import continuation
 from .launcher import launcher
-from .preflight import check_commands, check_compiler
+from .preflight import check_asked_abis, check_commands, check_compiler
+from .runtime import AbiRuntime
 from .schedule import Continuation, Plan, ScheduleResult, Session
 from .signals import signals_as_interrupt
 from .treemem import clean_stale_groups
@@ -99,6 +102,10 @@ class Request:
     keep_going: bool = False  # measure the other ABIs when one ABI's build fails
     label: str | None = None  # this host's name in comparisons (a fleet's inventory name)
     fleet: str | None = None  # the fleet run this run is part of (abibench fleet)
+    # The ABIs were named (--abi): one this host cannot build, or cannot run where only an
+    # emulator would run it, is an error before the run exists (exit 3) rather than a
+    # "not built" row.
+    explicit_abis: bool = False
 
 
 @dataclass
@@ -213,13 +220,19 @@ def _measure(req: Request, store: RunSink, cache_root: Path, progress: Progress,
              on_sample: Callable[[Sample], None] | None, resume: RunDoc | None) -> Result:
     t0 = time.monotonic()
     check_commands(req.workloads, req.provenance)
-    probes = {s.abi: s for s in probe_all(req.abis)}
+    probes = {s.abi: s for s in probe_all(req.abis, cache_root)}
+    if req.explicit_abis:
+        check_asked_abis(req.abis, probes, needs_build=req.provenance == "source" and any(
+            w.source.artifacts and not w.binaries for w in req.workloads))
     if req.cc is not None and any(w.source.artifacts and not w.binaries for w in req.workloads):
         check_compiler(req.cc, [a for a in req.abis if probes[a.name].can_build], req.cflags)
-    runtime_libc: dict[str, JSON] = {a.name: host.runtime_library(a.loader) for a in req.abis
-                                     if probes[a.name].can_run}
+    runtime_libc: dict[str, JSON] = {a.name: host.runtime_library(_loader(a, probes[a.name]))
+                                     for a in req.abis if probes[a.name].can_run}
+    emulators: dict[str, JSON] = {n: p.emulator.version for n, p in probes.items()
+                                  if p.emulator is not None}
     ctx = host.capture().with_extra(probe=[s.to_dict() for s in probes.values()],
-                                    runtime_libc=runtime_libc)
+                                    runtime_libc=runtime_libc,
+                                    **({"emulators": emulators} if emulators else {}))
     if req.label:
         ctx = ctx.with_extra(label=req.label)
     noise = _noise(req, cache_root, progress)
@@ -284,6 +297,15 @@ def _measure(req: Request, store: RunSink, cache_root: Path, progress: Progress,
         store.add_warning(run_id, RunWarning(f"resumed at {datetime.now(UTC):%Y-%m-%d %H:%M} "
                                              "UTC: warm-ups again, then the missing rounds"))
     result = Result(run_id)
+    runtimes = _runtimes(req, probes, ccs, cache_root, progress)
+    for abi_name, rt in runtimes.items():
+        if rt.plugin_problem:
+            # Measured anyway; the missing counts are said once and the run ends with exit 3.
+            store.add_warning(run_id, RunWarning(
+                f"{abi_name}: instruction counts skipped: {rt.plugin_problem}"))
+            result.exit_code = max(result.exit_code, EXIT_HOST)
+            result.failures.append(f"{abi_name}: instruction counts skipped: "
+                                   f"{rt.plugin_problem}")
     obtainer = _Obtainer(req, probes, ccs, debian_arts, prebuilt, cache_root, progress)
     failed = False
     budget = req.plan.budget_s is not None and req.plan.fixed_rounds is None
@@ -308,7 +330,7 @@ def _measure(req: Request, store: RunSink, cache_root: Path, progress: Progress,
                 progress(f"{wl.id}: running {', '.join(t.label for t, _ in runnable)}")
                 session = Session(wl, runnable, req.plan, store, run_id, launch,
                                   on_sample=on_sample, inputs=inputs_of[wl.id], resume=cont,
-                                  noise=noise)
+                                  noise=noise, runtimes=runtimes)
                 one = _Opened(session, runnable, stack.enter_context(contextlib.ExitStack()))
                 opened.append(one)
                 if budget:
@@ -351,6 +373,45 @@ def _measure(req: Request, store: RunSink, cache_root: Path, progress: Progress,
                 raise
         result.elapsed_s = time.monotonic() - t0
     return result
+
+
+def _loader(abi: Abi, status: AbiStatus) -> str:
+    """The loader an ABI's programs run with here: the cross C library's under an emulator."""
+    if status.emulator is not None:
+        return str(Path(status.emulator.libc_dir) / Path(abi.loader).name)
+    return abi.loader
+
+
+def _runtimes(req: Request, probes: dict[str, AbiStatus], ccs: dict[str, str | None],
+              cache_root: Path, progress: Progress) -> dict[str, AbiRuntime]:
+    """Per ABI: its emulator, the counting plugin (once for all), and abibench's helpers."""
+    out: dict[str, AbiRuntime] = {}
+    plugin: qemuplugin.Plugin | str | None = None
+    for abi in req.abis:
+        st = probes[abi.name]
+        if not st.can_run:
+            continue
+        emu = st.emulator
+        counting = req.plan.counters
+        if emu is not None and counting and plugin is None:
+            progress("preparing the QEMU plugin that counts guest instructions")
+            try:
+                plugin = qemuplugin.build(cache_root) if emu.plugins else (
+                    f"{emu.command} has no plugin support (qemu-user-static?): apt-get "
+                    "install qemu-user")
+            except AbibenchError as exc:
+                plugin = str(exc)
+        helpers = helpers_for(abi, ccs.get(abi.name), tuple(req.cflags), cache_root,
+                              empty=emu is not None, stepclock=counting)
+        for problem in helpers.problems:
+            progress(problem)
+        out[abi.name] = AbiRuntime(
+            emulator=emu,
+            plugin=plugin if emu is not None and isinstance(plugin, qemuplugin.Plugin) else None,
+            plugin_problem=plugin if emu is not None and counting and isinstance(plugin, str)
+            else None,
+            empty=helpers.empty, stepclock=helpers.stepclock)
+    return out
 
 
 @dataclass
@@ -472,8 +533,8 @@ def _obtain_debian(req: Request, probes: dict[str, AbiStatus], cache_root: Path,
     from ..obtain import debian
     from ..obtain.apt import SUPPORTED_ARCHES
 
-    abis = [a for a in req.abis
-            if a.debian_arch in SUPPORTED_ARCHES and probes[a.name].can_run]
+    abis = [a for a in req.abis if a.debian_arch in SUPPORTED_ARCHES
+            and probes[a.name].can_run and not probes[a.name].emulated]
     if not abis:
         raise HostError("--provenance debian: none of the ABIs asked for has Debian binary "
                         "packages that run here: use --abi i386,x86_64")

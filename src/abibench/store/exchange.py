@@ -205,12 +205,13 @@ _SAMPLE = _obj({"workload": _str, "target": _str, "round": _int, "position": _in
                 "user_s": _AMOUNT, "sys_s": _AMOUNT, "max_rss_kb": _COUNT,
                 "stdout_digest": _str, "check": _opt(_str), "metrics": _map(_num)},
                {"run_id": _str, "error": _opt(_str), "started_at": _str, "env_pad": _int,
-                "instructions": _opt(_COUNT), "kind": _enum("timed", "counters"),
+                "instructions": _opt(_COUNT), "kind": _enum("timed", "counters", "baseline"),
                 "discarded": _opt(_str), "minflt": _opt(_COUNT), "majflt": _opt(_COUNT),
                 "counters": _opt(_COUNTERS), "design": _enum(*DESIGNS), "cpu": _opt(_COUNT),
                 "repeat": _POSITIVE_COUNT, "foreign_cpu_s": _opt(_AMOUNT),
                 "steal_s": _opt(_AMOUNT), "covariate": _opt(_AMOUNT),
-                "tree_peak_rss_kb": _opt(_COUNT), "tree_memory": _opt(_str)})
+                "tree_peak_rss_kb": _opt(_COUNT), "tree_memory": _opt(_str), "emulated": _bool,
+                "clock_mhz": _opt(_AMOUNT), "temp_c": _opt(_num), "throttled": _opt(_COUNT)})
 _DOC = _obj({"format": _str, "version": _any, "run": _RUN, "host": _HOST,
              "samples": _list(_SAMPLE)},
             {"artifacts": _list(_ARTIFACT), "target_status": _list(_STATUS),

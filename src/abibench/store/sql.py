@@ -331,7 +331,8 @@ class SqlStore:
              s.started_at, s.env_pad, s.instructions, s.kind, s.discarded, s.design, s.cpu,
              s.repeat, s.foreign_cpu_s, s.steal_s, s.covariate, s.minflt, s.majflt,
              None if s.counters is None else json.dumps(s.counters.to_dict()),
-             s.tree_peak_rss_kb, s.tree_memory))
+             s.tree_peak_rss_kb, s.tree_memory, int(s.emulated), s.clock_mhz, s.temp_c,
+             s.throttled))
 
     @writer
     def discard_samples(self, run_id: str, workload: str, rounds: Iterable[int],
@@ -461,7 +462,9 @@ class SqlStore:
                    covariate=field_of(r, "covariate"), minflt=field_of(r, "minflt"),
                    majflt=field_of(r, "majflt"), counters=_counters(field_of(r, "counters_json")),
                    tree_peak_rss_kb=field_of(r, "tree_peak_rss_kb"),
-                   tree_memory=field_of(r, "tree_memory"))
+                   tree_memory=field_of(r, "tree_memory"),
+                   emulated=bool(field_of(r, "emulated")), clock_mhz=field_of(r, "clock_mhz"),
+                   temp_c=field_of(r, "temp_c"), throttled=field_of(r, "throttled"))
             for r in rows
         ]
 

@@ -24,7 +24,7 @@ ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 PLACEHOLDER_RE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 # Placeholders the tool fills in per target; params may not shadow them.
 RESERVED = {"bin", "out", "cc", "cflags", "abi", "micro", "profile_dir", "work", "src",
-            "host_triplet", "jobs", "host", "port", "program"}
+            "host_triplet", "jobs", "host", "port", "program", "cxx"}
 SERVER_KINDS = ("mariadb",)
 RUN_KEYS = ("command", "timeout", "setup", "stdin", "repeat", "threads", "short",
             "counters", "memory")

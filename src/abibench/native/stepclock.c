@@ -1,0 +1,60 @@
+/*
+ * A clock that advances one microsecond per reading, preloaded (LD_PRELOAD) into a program
+ * while abibench counts the instructions it executes.
+ *
+ * Programs print their own timings ("build_s: 0.123456", rates); formatting different numbers
+ * takes a different number of instructions, so with the real clock two counts of one program
+ * differ by a few hundred. With this clock every reading sequence is the same from run to run,
+ * and so is the count. A counting run's times mean nothing (abibench never uses them), and a
+ * program that loops until some time has passed would loop a different number of times here:
+ * such workloads are not counted meaningfully with or without it.
+ *
+ * Replaced: clock_gettime, clock, gettimeofday, time (glibc's clock() and time() do not go
+ * through the exported clock_gettime, so each is replaced itself).
+ */
+#define _GNU_SOURCE
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/time.h>
+#include <time.h>
+
+static uint64_t ticks; /* microseconds since the program started, one per reading */
+
+static uint64_t next_us(void)
+{
+    return __atomic_add_fetch(&ticks, 1, __ATOMIC_RELAXED);
+}
+
+int clock_gettime(clockid_t id, struct timespec *ts)
+{
+    uint64_t us = next_us();
+
+    (void)id;
+    ts->tv_sec = (time_t)(us / 1000000u); /* glibc declares ts non-null */
+    ts->tv_nsec = (long)(us % 1000000u) * 1000L;
+    return 0;
+}
+
+int gettimeofday(struct timeval *restrict tv, void *restrict tz)
+{
+    uint64_t us = next_us();
+
+    (void)tz;
+    tv->tv_sec = (time_t)(us / 1000000u); /* glibc declares tv non-null */
+    tv->tv_usec = (suseconds_t)(us % 1000000u);
+    return 0;
+}
+
+time_t time(time_t *out)
+{
+    time_t t = (time_t)(next_us() / 1000000u);
+
+    if (out != NULL)
+        *out = t;
+    return t;
+}
+
+clock_t clock(void)
+{
+    return (clock_t)(next_us() * (CLOCKS_PER_SEC / 1000000));
+}
