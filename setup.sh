@@ -31,10 +31,13 @@ PKGS=(
 ARM_HF=(gcc-arm-linux-gnueabihf g++-arm-linux-gnueabihf libc6-dev-armhf-cross)
 ARM_64=(gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross)
 case "$(uname -m)" in
-  x86_64)  ARCH_PKGS=(libc6-dev-x32 libc6-dev-i386 "${ARM_HF[@]}" "${ARM_64[@]}") ;;
-  aarch64) ARCH_PKGS=("${ARM_HF[@]}") ;;
-  armv7l|armv8l) ARCH_PKGS=("${ARM_64[@]}") ;;
-  *) ARCH_PKGS=() ;;
+  x86_64)  ARCH_PKGS=(libc6-dev-x32 libc6-dev-i386 "${ARM_HF[@]}" "${ARM_64[@]}"); FOREIGN_ARCH=i386 ;;
+  # An arm64 board that runs AArch32 executes armhf programs itself: they need Debian's armhf
+  # loader and C library where the programs look for them (/lib/ld-linux-armhf.so.3), as a
+  # Raspberry Pi OS user installs them; the cross package's copy is only for linking.
+  aarch64) ARCH_PKGS=("${ARM_HF[@]}" libc6:armhf libstdc++6:armhf); FOREIGN_ARCH=armhf ;;
+  armv7l|armv8l) ARCH_PKGS=("${ARM_64[@]}"); FOREIGN_ARCH="" ;;
+  *) ARCH_PKGS=(); FOREIGN_ARCH="" ;;
 esac
 PKGS+=("${ARCH_PKGS[@]}")
 # ABIBENCH_SETUP_SKIP="pkg ..." leaves packages out (bench/arm-host.sh: no browser in an
@@ -123,9 +126,9 @@ system_setup() {
   if [ "$(uname -m)" = x86_64 ]; then
     PKGS+=("gcc-${major:-12}-multilib" "g++-${major:-12}-multilib")
   fi
-  if [ "$(uname -m)" = x86_64 ] && ! dpkg --print-foreign-architectures | grep -qx i386; then
-    say "adding the i386 architecture"
-    "${SUDO[@]}" dpkg --add-architecture i386
+  if [ -n "$FOREIGN_ARCH" ] && ! dpkg --print-foreign-architectures | grep -qx "$FOREIGN_ARCH"; then
+    say "adding the $FOREIGN_ARCH architecture"
+    "${SUDO[@]}" dpkg --add-architecture "$FOREIGN_ARCH"
     changed=1
   fi
   if ensure_deb_src; then say "added deb-src entries"; changed=1; fi

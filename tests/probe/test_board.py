@@ -93,3 +93,20 @@ def test_armhf_on_an_arm64_kernel_without_aarch32_falls_back_to_the_emulator(
     assert st.reason and "no AArch32 mode" in st.reason and "qemu-arm is not installed" in \
         st.reason
     assert st.fix == "apt-get install qemu-user"
+
+
+def test_a_missing_armhf_loader_is_named_even_when_a_binfmt_handler_takes_the_exec(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # On an arm64 host whose armhf programs go to qemu-user-static through binfmt_misc, a
+    # program without its loader does not fail with ENOENT: the handler prints its own error
+    # and exits 255. That exit is what this host cannot produce, so it stands in for the exec.
+    import dataclasses
+
+    from abibench.probe import abis as probe_abis
+
+    monkeypatch.setattr(probe_abis, "_run_probe", lambda argv: 255)
+    armhf = dataclasses.replace(ABIS["armhf"], loader=str(tmp_path / "lib/ld-linux-armhf.so.3"))
+    st = probe_abi(armhf, tmp_path, machine="aarch64", cache_root=tmp_path / "c")
+    # qemu-arm is installed here, so the probe goes on to emulation and keeps the reason.
+    assert st.can_run and st.emulated, st
+    assert (st.note or "").startswith(f"the armhf loader {armhf.loader} is not installed"), st

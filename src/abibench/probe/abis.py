@@ -149,9 +149,16 @@ def probe_abi(abi: Abi, workdir: Path, machine: str | None = None,
         got = _run_probe([str(exe)])
         if got == want:
             return AbiStatus(abi.name, True, True, cc, None, None)
-        native_why = (_run_failure_reason(abi, got.errno or 0) if isinstance(got, OSError) else
-                      (f"test program returned {got}, expected pointer size {want}",
-                       "check the loader and C library for this ABI"))
+        if isinstance(got, OSError):
+            native_why = _run_failure_reason(abi, got.errno or 0)
+        elif not Path(abi.loader).exists():
+            # Not ENOENT when a binfmt handler (qemu-user-static on a board without AArch32)
+            # takes the exec and fails in its own way: the missing loader is the cause all the
+            # same.
+            native_why = _run_failure_reason(abi, 2)
+        else:
+            native_why = (f"test program returned {got}, expected pointer size {want}",
+                          "check the loader and C library for this ABI")
     if not abi.emulator:
         if native_why is None:
             native_why = (f"this {machine} kernel cannot run {abi.name}",
