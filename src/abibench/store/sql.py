@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +49,8 @@ from .schema import (
     schema,
     upsert,
 )
+
+_ADD_COLUMN = re.compile(r"ALTER TABLE (\w+) ADD COLUMN (\w+)")
 
 
 class Cursor(Protocol):
@@ -182,9 +185,19 @@ class SqlStore:
             for statement in schema(self.dialect):
                 self.execute(statement)
             version = self.check_version()
-            for step in migrations(self.dialect)[version - 1:]:
+            # A step runs when the version says it is due, or when a column it adds is
+            # missing; a column already there is not added twice. A database written by a
+            # development build may hold another step's columns under its version number,
+            # and it must still converge on this schema.
+            for number, step in enumerate(migrations(self.dialect), start=2):
+                missing = {m.groups() for m in map(_ADD_COLUMN.match, step) if m is not None
+                           and not self.has_column(m[1], m[2])}
+                if number <= version and not missing:
+                    continue
                 for statement in step:
-                    self.execute(statement)
+                    added = _ADD_COLUMN.match(statement)
+                    if added is None or added.groups() in missing:
+                        self.execute(statement)
             self.execute(upsert("meta", ("key", "value")), ("schema_version", str(SCHEMA_VERSION)))
             self.execute("COMMIT")
         except BaseException:
