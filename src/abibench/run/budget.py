@@ -3,8 +3,10 @@
 Every workload first gets its warm-ups and --min-rounds counted rounds. From then on, one round
 at a time goes to the workload whose confidence interval is furthest from --precision per second
 a round of it costs (hw / precision - 1, over its round's duration), among those that can still
-reach the precision in the time left at the spread measured so far; when none can, to the one
-furthest away, so that what is left of the budget still tightens the widest interval. A
+reach the precision together in the time left at the spreads measured so far (the quickest to
+finish first: each alone might fit, but their sum must). When none can, the round goes where it
+narrows an interval most per second (hw / 2n over a round's duration, the t interval's slope), so
+that a workload with few, long rounds is not starved by one that chases precision cheaply. A
 workload stops when it reaches the precision, its --max-time or --max-rounds, or the budget ends;
 each stop says why, in numbers (stopping.noise_floor).
 """
@@ -54,9 +56,23 @@ def pick(standings: Sequence[Standing], asked: float, left_s: float) -> int | No
     unknown = [i for i in open_ if not math.isfinite(standings[i].half_width * standings[i].spread)]
     if unknown:
         return unknown[0]
-    reachable = [i for i in open_ if standings[i].seconds_to_precision(asked) <= left_s]
-    pool = reachable or open_
-    return max(pool, key=lambda i: worth(standings[i]))
+    reachable: list[int] = []
+    needed = 0.0
+    for i in sorted(open_, key=lambda i: standings[i].seconds_to_precision(asked)):
+        needed += standings[i].seconds_to_precision(asked)
+        if needed > left_s:
+            break
+        reachable.append(i)
+    if reachable:
+        return max(reachable, key=lambda i: worth(standings[i]))
+    return max(open_, key=lambda i: narrowing(standings[i]))
+
+
+def narrowing(s: Standing) -> float:
+    """How fast one more round narrows the interval, per second: hw falls as 1/sqrt(n), so a
+    round takes hw / 2n off it."""
+    cost = s.round_s if math.isfinite(s.round_s) and s.round_s > 0 else 1.0
+    return s.half_width / (2 * max(1, s.counted) * cost)
 
 
 def standing(session: Session, pr: Precision) -> Standing:
