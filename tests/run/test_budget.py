@@ -59,6 +59,19 @@ def test_when_nothing_can_reach_precision_few_long_rounds_are_not_starved() -> N
     assert pick([ptrtree, lua], 0.02, left_s=60) == 1
 
 
+def test_rounds_below_min_rounds_come_first_fewest_first() -> None:
+    # Opened with two rounds each; --min-rounds 5 is made up evenly before anything else, so a
+    # budget that runs out early leaves every workload with about as many rounds.
+    precise_cheap = Standing(half_width=0.03, spread=0.02, round_s=1.0, counted=4)
+    dear = Standing(half_width=0.30, spread=0.20, round_s=45.0, counted=2)
+    assert pick([precise_cheap, dear], 0.02, left_s=600, min_rounds=5) == 1
+    assert pick([dear, precise_cheap], 0.02, left_s=600, min_rounds=5) == 0
+    # Once every one has its --min-rounds, the usual rule decides.
+    at_min = Standing(half_width=0.30, spread=0.20, round_s=45.0, counted=5)
+    assert pick([precise_cheap, at_min], 0.02, left_s=600, min_rounds=4) == \
+        pick([precise_cheap, at_min], 0.02, left_s=600)
+
+
 def test_unknown_spread_is_measured_first() -> None:
     fresh = Standing(half_width=math.inf, spread=math.nan, round_s=math.nan, counted=1)
     known = Standing(half_width=0.05, spread=0.1, round_s=2.0, counted=10)

@@ -73,6 +73,18 @@ def test_the_budget_goes_where_precision_is_furthest_and_says_what_noise_costs(
     assert "--counters" in noisy["stop_reason"]
 
 
+def test_a_budget_smaller_than_the_opening_ends_the_run_and_says_the_rounds_fell_short(
+        cli: Cli) -> None:
+    # A warm-up and two rounds of two targets take several seconds (half a second a sample);
+    # the budget is one second: no more rounds are started, and the reason says why.
+    r = cli("run", str(FIXTURES / "spin.toml"), "--abi", "i386,x86_64", "--precision", "0.1%",
+            "--budget", "1s", "--set", "millions=500", "--design", "sequential", "--json")
+    assert r.returncode == 0, r.stderr
+    outcome = json.loads(r.stdout)["outcomes"]["spin"]
+    assert outcome["rounds"] == 2
+    assert "fewer than --min-rounds 5: the budget could not afford more" in outcome["stop_reason"]
+
+
 def test_simultaneous_and_covariate_designs_record_how_each_sample_was_taken(cli: Cli) -> None:
     for design in ("simultaneous", "covariate"):
         r = cli("run", str(FIXTURES / "spin.toml"), "--abi", "i386,x86_64", "--rounds", "4",

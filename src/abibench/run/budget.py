@@ -1,6 +1,10 @@
 """`--budget`: the whole run's time, spent where it buys the most precision.
 
-Every workload first gets its warm-ups and --min-rounds counted rounds. From then on, one round
+Every workload first gets its warm-ups and OPENING_ROUNDS counted rounds (the fewest with a
+spread), so that the budget's first minutes are not all spent on the suite's first workloads.
+Then, while the budget lasts, rounds go to the workloads below --min-rounds, fewest rounds
+first, so a suite whose opening alone would outlast the budget still ends on time, with the
+rounds it could afford spread evenly and the shortfall said. From then on, one round
 at a time goes to the workload whose confidence interval is furthest from --precision per second
 a round of it costs (hw / precision - 1, over its round's duration), among those that can still
 reach the precision together in the time left at the spreads measured so far (the quickest to
@@ -42,8 +46,16 @@ class Standing:
         return self.rounds_to_precision(asked) * self.round_s
 
 
-def pick(standings: Sequence[Standing], asked: float, left_s: float) -> int | None:
+# Counted rounds every workload gets before the budget is shared out: two give a spread.
+OPENING_ROUNDS = 2
+
+
+def pick(standings: Sequence[Standing], asked: float, left_s: float,
+         min_rounds: int = 0) -> int | None:
     """Which workload gets the next round (its index), or None when every one is precise."""
+    below = [i for i, s in enumerate(standings) if s.counted < min_rounds]
+    if below:
+        return min(below, key=lambda i: (standings[i].counted, i))
     def worth(s: Standing) -> float:
         gap = s.half_width / asked - 1.0
         cost = s.round_s if math.isfinite(s.round_s) and s.round_s > 0 else 1.0
@@ -86,9 +98,9 @@ def time_left_text(seconds: float) -> str:
 
 
 def open_rounds(session: Session) -> None:
-    """Warm-ups and --min-rounds counted rounds: what every workload gets before allocation."""
-    while not session.stopped and (session.warming
-                                   or session.counted < session.plan.min_rounds):
+    """Warm-ups and OPENING_ROUNDS counted rounds: what every workload gets before allocation."""
+    opening = min(OPENING_ROUNDS, session.plan.min_rounds)
+    while not session.stopped and (session.warming or session.counted < opening):
         session.run_round()
 
 
@@ -105,6 +117,8 @@ def allocate(sessions: Sequence[Session], plan: Plan, started: float,
             return
         precisions = [s.precision() for s in live]
         for s, pr in zip(live, precisions, strict=True):
+            if s.counted < plan.min_rounds and clock() - started < plan.budget_s:
+                continue  # --min-rounds first, while the budget lasts
             if pr.half_width <= asked:
                 s.stop(f"precision reached: CI within ±{pr.half_width * 100:.1f}% {pct}")
             elif s.elapsed() >= plan.time_limit():
@@ -119,11 +133,14 @@ def allocate(sessions: Sequence[Session], plan: Plan, started: float,
         left = plan.budget_s - (clock() - started)
         if left <= 0:
             for s, pr in pairs:
+                few = (f" after {s.counted} rounds, fewer than --min-rounds {plan.min_rounds}: "
+                       "the budget could not afford more" if s.counted < plan.min_rounds else "")
                 s.stop(f"run budget {plan.budget_s:g}s ended at ±{pr.half_width * 100:.1f}% "
-                       f"{pct}; {noise_floor(pr.spread, s.round_cost(), asked, pr.half_width)}")
+                       f"{pct}{few}; "
+                       f"{noise_floor(pr.spread, s.round_cost(), asked, pr.half_width)}")
             return
         standings = [standing(s, pr) for s, pr in pairs]
-        i = pick(standings, asked, left)
+        i = pick(standings, asked, left, plan.min_rounds)
         if i is None:
             return
         s, pr = pairs[i]
