@@ -10,6 +10,7 @@ import math
 import os
 import re
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -34,6 +35,11 @@ Cli = Callable[..., subprocess.CompletedProcess[str]]
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # A shell without job control starts background commands with SIGINT ignored, and an
+    # ignored signal is inherited through exec: the programs the Ctrl-C tests interrupt would
+    # never see it. A handler (unlike SIG_IGN) is reset to the default in every child.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     config.addinivalue_line("markers", "needs_apt: uses apt, dpkg and the i386 architecture "
                             "(skipped where they are missing)")
 

@@ -95,7 +95,9 @@ def test_counts_that_never_agreed_are_not_called_exact(
                                                        attempts=(12_000_000, 12_872_461)),
                             "x86_64": cachegrind_profile("bignum", "x86_64")})
     text = render(analysis.from_run(doc), "terminal")
-    assert "instructions (valgrind, not exact: repeated runs of i386 differed): " in text
+    assert ("instructions executed (not exact: repeated runs of i386 differed; valgrind: i386, "
+            "x86_64): ") in text
     agreed = make_counted_doc({"i386": _times(1.2), "x86_64": _times(1.0)},
                               {t: cachegrind_profile("bignum", t) for t in ("i386", "x86_64")})
-    assert "instructions (valgrind, exact): " in render(analysis.from_run(agreed), "terminal")
+    assert "instructions executed (exact; valgrind: i386, x86_64): " in \
+        render(analysis.from_run(agreed), "terminal")
