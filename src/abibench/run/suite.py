@@ -324,7 +324,12 @@ def _measure(req: Request, store: RunSink, cache_root: Path, progress: Progress,
                     if resumed.cut_short:
                         store.discard_samples(run_id, wl.id, resumed.cut_short,
                                               "its round was cut short; measured again on resume")
+                obtaining = time.monotonic()
                 runnable = _obtain_workload(wl, req, obtainer, store, run_id, result, resume)
+                if budget_start:
+                    # The budget is for measuring: a build between two workloads' rounds (a
+                    # cold cache, a changed recipe) does not use it up.
+                    budget_start += time.monotonic() - obtaining
                 if not runnable:
                     continue
                 progress(f"{wl.id}: running {', '.join(t.label for t, _ in runnable)}")
