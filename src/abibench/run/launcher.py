@@ -57,6 +57,7 @@ class RawResult:
     stdout: str  # decoded (first STDOUT_PARSE_LIMIT bytes), for metric parsing
     stderr_tail: str
     escaped: int = 0  # processes the program left alive when it ended, killed by the launcher
+    subreaper: bool = True  # False: refused (qemu-user); what left the process group is not caught
     repeat: int = 1  # back-to-back runs; the times above are their mean
     t0_ns: int = 0  # CLOCK_MONOTONIC at the first spawn and the last reap
     t1_ns: int = 0
@@ -337,6 +338,7 @@ def raw_result(r: dict[str, str], digest: str, text: str, stderr_tail: str) -> R
         covariate=cov_iters / (cov_ns / 1e9) if cov_iters > 0 and cov_ns > 0 else None,
         covariate_cpu_s=cov_ns / 1e9 if cov_iters > 0 else 0.0,
         tree_peak_kb=tree if tree >= 0 else None,
+        subreaper=r.get("subreaper", "1") != "0",
     )
 
 

@@ -106,9 +106,13 @@ class ScheduleResult:
     design_reason: str = ""
     repeat: int = 1
 
+    uncaught: set[str] = field(default_factory=set)  # targets sampled without a subreaper
+
     def count_escaped(self, target: str, raw: RawResult) -> None:
         if raw.escaped:
             self.escaped[target] = self.escaped.get(target, 0) + raw.escaped
+        if not raw.subreaper:
+            self.uncaught.add(target)
 
 
 def now_iso() -> str:

@@ -565,6 +565,11 @@ def _record_outcome(store: RunSink, run_id: str, wl: Workload, outcome: Schedule
         store.add_warning(run_id, RunWarning(
             f"{label}: its samples left {n} {'process' if n == 1 else 'processes'} running "
             "when they ended (killed by the launcher)", workload=wl.id, target=label))
+    for label in sorted(outcome.uncaught):
+        store.add_warning(run_id, RunWarning(
+            f"{label}: processes that leave a sample's process group could not be caught here "
+            "(the kernel or an emulator running abibench refused PR_SET_CHILD_SUBREAPER)",
+            workload=wl.id, target=label))
     how = f"sampled {outcome.design}" + (f", {outcome.repeat} runs a sample"
                                          if outcome.repeat > 1 else "")
     reason = outcome.stop_reason
