@@ -277,3 +277,20 @@ stdout_match = '(?s)(checksum: .*)'
         assert counted[t]["instructions"] > 2 * 100000
     assert re.search(r"aarch64 executes [\d.]+% (fewer|more) instructions than armhf \[exact\]",
                      proc.stdout)
+
+
+def test_debian_provenance_reason_names_what_is_true() -> None:
+    """Debian has armhf and arm64 packages: a target left out of --provenance debian because it
+    would be emulated says that, and how to count it here; x32 has none in the main archive."""
+    from abibench.probe.abis import AbiStatus
+    from abibench.probe.emulator import Emulator
+    from abibench.run.suite import _no_debian_reason
+
+    emu = Emulator("armhf", "/usr/bin/qemu-arm", "qemu-arm version 7.2", "/r", "/l", True)
+    why = _no_debian_reason(ABIS["armhf"], AbiStatus("armhf", True, True, "cc", None, None, emu))
+    assert "armhf packages run only where the kernel runs armhf" in why
+    assert "without --provenance debian" in why and "has no" not in why
+    x32 = _no_debian_reason(ABIS["x32"], AbiStatus("x32", True, True, "cc", None, None))
+    assert "no x32 binary packages" in x32
+    down = _no_debian_reason(ABIS["x32"], AbiStatus("x32", True, False, "cc", "no kernel", "fix"))
+    assert down == "cannot run here: no kernel"

@@ -178,9 +178,7 @@ class _Obtainer:
             return self.prebuilt[wl.id][abi.name]
         if self.req.provenance == "debian":
             if abi.name not in self.debian_arts.get(wl.id, {}):
-                why = (f"cannot run here: {st.reason}" if st and not st.can_run else
-                       f"Debian has no {abi.debian_arch} binary packages")
-                return "not run", why
+                return "not run", _no_debian_reason(abi, st)
             return self.debian_arts[wl.id][abi.name]
         cc = self.ccs.get(abi.name)
         if not wl.source.artifacts:
@@ -528,6 +526,21 @@ def _obtain_workload(wl: Workload, req: Request, obtainer: _Obtainer, store: Run
                    "(--keep-going measures the others)")
         return []
     return runnable
+
+
+def _no_debian_reason(abi: Abi, st: AbiStatus | None) -> str:
+    """Why a target has no Debian-provenance artifact (only ABIs _obtain_debian took have)."""
+    from ..obtain.apt import SUPPORTED_ARCHES
+
+    if st is not None and not st.can_run:
+        return f"cannot run here: {st.reason}"
+    if abi.debian_arch not in SUPPORTED_ARCHES:
+        return (f"Debian's main archive has no {abi.debian_arch} binary packages: build it from "
+                "source (without --provenance debian)")
+    # Debian's armhf/arm64 packages exist, but a sysroot is never run under an emulator.
+    return (f"Debian's {abi.debian_arch} packages run only where the kernel runs {abi.name} "
+            "itself (an ARM host), not under an emulator: build it from source (without "
+            "--provenance debian) to count its instructions here")
 
 
 def _obtain_debian(req: Request, probes: dict[str, AbiStatus], cache_root: Path,
