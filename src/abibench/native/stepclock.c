@@ -11,12 +11,23 @@
  *
  * Replaced: clock_gettime, clock, gettimeofday, time (glibc's clock() and time() do not go
  * through the exported clock_gettime, so each is replaced itself).
+ *
+ * Such a program is told apart by how often it reads the clock: one that loops until a second
+ * has passed reads it a million times here. A process that read it at least READS_TOLD times
+ * writes the number to ABIBENCH_CLOCK_READS/reads.PID when it exits, so that abibench can say
+ * the count measured a time-bound loop (below that, nothing runs but a comparison).
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
+
+#define READS_TOLD 1000000u /* one second of this clock's time */
 
 static uint64_t ticks; /* microseconds since the program started, one per reading */
 
@@ -57,4 +68,20 @@ time_t time(time_t *out)
 clock_t clock(void)
 {
     return (clock_t)(next_us() * (CLOCKS_PER_SEC / 1000000));
+}
+
+__attribute__((destructor)) static void tell_reads(void)
+{
+    if (ticks < READS_TOLD)
+        return;
+    const char *dir = getenv("ABIBENCH_CLOCK_READS");
+    char path[4096];
+    if (dir == NULL || snprintf(path, sizeof path, "%s/reads.%ld", dir, (long)getpid())
+                           >= (int)sizeof path)
+        return;
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return;
+    dprintf(fd, "%llu\n", (unsigned long long)ticks);
+    close(fd);
 }

@@ -179,6 +179,37 @@ def valgrind_argv(argv: Sequence[str], out_pattern: Path, simulation: str) -> li
             f"--cachegrind-out-file={out_pattern}", *argv]
 
 
+# The step clock (native/stepclock.c) writes how often a process read it, when that was a
+# million times or more, into this directory, named relative to the counted run's working
+# directory: a path of the run's own would change the environment's length, and the count.
+CLOCK_READS_ENV = "ABIBENCH_CLOCK_READS"
+CLOCK_READS_DIR = ".abibench-clock-reads"
+
+
+def clear_clock_reads(cwd: Path) -> None:
+    where = cwd / CLOCK_READS_DIR
+    shutil.rmtree(where, ignore_errors=True)
+    where.mkdir()
+
+
+def clock_reads(cwd: Path) -> int:
+    """The most clock readings one process reported (0: none read it a million times), and
+    the directory removed. A number that does not parse is not counted: the file is the
+    program's to spoil, and the warning it feeds is advice, not a result."""
+    where = cwd / CLOCK_READS_DIR
+    most = 0
+    try:
+        for f in where.iterdir():
+            text = f.read_text(errors="replace")[:32].strip() if f.is_file() else ""
+            if text.isdigit():
+                most = max(most, int(text))
+    except OSError:
+        pass
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+    return most
+
+
 def count_events(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
                  launch: Path, stdin: Path | None = None, programs: Sequence[Path] = (),
                  simulation: str = "insn", stepclock: Path | None = None,

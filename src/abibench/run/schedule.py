@@ -27,8 +27,12 @@ from ..workloads.profile import Workload, substitute
 from ..workspace import owned_dir
 from .browser import run_browser_sample
 from .counters import (
+    CLOCK_READS_DIR,
+    CLOCK_READS_ENV,
     MAX_ATTEMPTS,
     agreement,
+    clear_clock_reads,
+    clock_reads,
     count_events,
     count_guest_instructions,
     count_guest_shell,
@@ -107,6 +111,9 @@ class ScheduleResult:
     repeat: int = 1
 
     uncaught: set[str] = field(default_factory=set)  # targets sampled without a subreaper
+    # Targets whose counted run read the step clock a million times or more (a process of it):
+    # a loop that runs until time has passed, whose count says how long it ran.
+    clock_bound: dict[str, int] = field(default_factory=dict)
 
     def count_escaped(self, target: str, raw: RawResult) -> None:
         if raw.escaped:
@@ -477,8 +484,10 @@ class Session:
                     outcome.failed[target.label] = str(exc)
                     continue
                 if counted_run is not None:
-                    sample, raw = counted_run
+                    sample, raw, reads = counted_run
                     outcome.count_escaped(target.label, raw)
+                    if reads:
+                        outcome.clock_bound[target.label] = reads
                     self.store.add_sample(sample)
                     self.samples.append(sample)
         for pos, target in enumerate(self.active):
@@ -526,16 +535,18 @@ def counting_env() -> dict[str, str]:
     the run's own directory made two counts differ), so a count repeats only with the same
     one. ABIBENCH_COUNTING tells abibench's own micro programs not to read /proc, whose
     numbers change from run to run (micro.h)."""
-    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C", "ABIBENCH_COUNTING": "1"}
+    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C", "ABIBENCH_COUNTING": "1",
+            CLOCK_READS_ENV: CLOCK_READS_DIR}
 
 
 def _count(wl: Workload, pl: Placement, run_id: str, label: str, number: int, pos: int,
            base_env: dict[str, str], launch: Path,
-           simulation: str = "insn") -> tuple[Sample, RawResult] | None:
+           simulation: str = "insn") -> tuple[Sample, RawResult, int] | None:
     """Runs under a counter, counting what the target's programs execute: valgrind natively,
     abibench's QEMU plugin under an emulator (instructions only). None inside a sysroot
     (valgrind would count chroot/bwrap, not the program) and for an emulated target without
-    the plugin (the run says why once).
+    the plugin (the run says why once). The third value is the most clock readings one
+    process of the last counted run made under the step clock (0 below clock_reads' floor).
 
     Counts repeat exactly for the same binary, inputs and environment (a fixed one, with the
     step clock preloaded), so the target is counted twice, and again (up to MAX_ATTEMPTS runs)
@@ -562,7 +573,9 @@ def _count(wl: Workload, pl: Placement, run_id: str, label: str, number: int, po
     if pl.emulated and (emu is None or plugin is None):
         return None
     counter = "the QEMU plugin" if pl.emulated else "valgrind"
+    reads = 0
     while len(attempts) < MAX_ATTEMPTS:
+        clear_clock_reads(pl.work)
         if pl.emulated and emu is not None and plugin is not None:
             if command[0].startswith("{bin}/"):
                 raw, parsed = count_guest_instructions(emu, plugin, argv, pl.work, env,
@@ -574,6 +587,7 @@ def _count(wl: Workload, pl: Placement, run_id: str, label: str, number: int, po
         else:
             raw, parsed = count_events(argv, pl.work, env, wl.timeout, launch,
                                        pl.stdin_path(), pl.program_files(), simulation, clock)
+        reads = clock_reads(pl.work)
         if parsed is None or not raw.ok:
             break
         attempts.append(parsed.totals[parsed.events.index("Ir")] if "Ir" in parsed.events
@@ -591,10 +605,11 @@ def _count(wl: Workload, pl: Placement, run_id: str, label: str, number: int, po
     if parsed is None or not attempts:
         return replace(sample, kind="counters", instructions=None,
                        status="failed" if sample.status == "ok" else sample.status,
-                       error=sample.error or f"{counter} wrote no instruction count"), raw
+                       error=sample.error or f"{counter} wrote no instruction count"), raw, reads
     # The plugin counts instructions only, whatever --counters asked to simulate.
     profile = profile_of(parsed, attempts, "insn" if pl.emulated else simulation)
-    return replace(sample, kind="counters", instructions=attempts[-1], counters=profile), raw
+    return (replace(sample, kind="counters", instructions=attempts[-1], counters=profile), raw,
+            reads)
 
 
 def _baseline(wl: Workload, pl: Placement, run_id: str, label: str, number: int,

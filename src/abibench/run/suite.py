@@ -583,6 +583,13 @@ def _record_outcome(store: RunSink, run_id: str, wl: Workload, outcome: Schedule
             f"{label}: processes that leave a sample's process group could not be caught here "
             "(the kernel or an emulator running abibench refused PR_SET_CHILD_SUBREAPER)",
             workload=wl.id, target=label))
+    for label, reads in sorted(outcome.clock_bound.items()):
+        store.add_warning(run_id, RunWarning(
+            f"{label}: the counted run read the clock {reads:,} times in one process (one "
+            "second of abibench's step clock is a million): a program that runs until some time "
+            "has passed is counted by how long it ran, not by its work, so its instruction "
+            "ratio is no comparison; give the profile a fixed-work [run] counters command "
+            "(as openssl-speed and unzstd have)", workload=wl.id, target=label))
     how = f"sampled {outcome.design}" + (f", {outcome.repeat} runs a sample"
                                          if outcome.repeat > 1 else "")
     reason = outcome.stop_reason
