@@ -139,19 +139,22 @@ def parse_json(stdout: str) -> dict[str, float]:
     return values
 
 
-def close_enough(reference: bytes, data: bytes, max_diff: int,
-                 max_fraction: float) -> tuple[bool, int, float]:
-    """Whether data matches reference byte for byte within a tolerance.
+def close_enough(reference: bytes, data: bytes, max_diff: int, max_fraction: float,
+                 fmt: str = "u8") -> tuple[bool, int, float]:
+    """Whether data matches reference element for element within a tolerance.
 
-    Returns (within, largest byte difference, fraction of bytes that differ). Different lengths
-    are never close (a different image size or format is not a rounding difference).
+    An element is a byte (`u8`) or a 16-bit signed little-endian audio sample (`s16le`: a
+    sample one step off can change both of its bytes, by 255 in one). Returns (within, largest
+    element difference, fraction of elements that differ). Different lengths are never close
+    (a different image size or a shorter decoded stream is not a rounding difference).
     """
-    if len(reference) != len(data):
-        return False, 256, 1.0
+    width, dtype, never = (2, "<i2", 65536) if fmt == "s16le" else (1, "u1", 256)
+    if len(reference) != len(data) or len(data) % width:
+        return False, never, 1.0
     if not data:
         return True, 0, 0.0
-    a = np.frombuffer(reference, dtype=np.uint8).astype(np.int16)
-    b = np.frombuffer(data, dtype=np.uint8).astype(np.int16)
+    a = np.frombuffer(reference, dtype=dtype).astype(np.int32)
+    b = np.frombuffer(data, dtype=dtype).astype(np.int32)
     diff = np.abs(a - b)
     largest = int(diff.max())
     fraction = float(np.count_nonzero(diff)) / len(diff)
