@@ -25,7 +25,7 @@ Cli = Callable[..., subprocess.CompletedProcess[str]]
 
 SEEDS = ["openssl-speed", "openssl-speed-noasm", "gzip", "gzip-asm", "gunzip",
          "sqlite-speedtest1", "xz", "unxz", "zstd", "unzstd", "flac-encode", "flac-decode",
-         "lua", "povray"]
+         "lua", "povray", "lame-encode", "vorbis-encode"]
 # What a seed recipe may vary per ABI: the flags and autoconf's host triplet. {abi} is allowed
 # only where the build system needs a target name of its own (OpenSSL's Configure).
 PER_ABI = {"cflags", "host_triplet", "abi"}
