@@ -158,3 +158,14 @@ def test_close_enough_compares_audio_sample_by_sample() -> None:
     assert close_enough(ref, flipped, 2048, 1.0, "s16le")[:2] == (False, 65535)
     assert close_enough(ref, ref[:-2], 2048, 1.0, "s16le") == (False, 65536, 1.0)  # shorter
     assert close_enough(ref + b"x", ref + b"x", 0, 0.0, "s16le")[0] is False  # half a sample
+
+
+def test_close_enough_in_slices_sees_every_slice(monkeypatch: pytest.MonkeyPatch) -> None:
+    from abibench.workloads import parsers
+
+    monkeypatch.setattr(parsers, "CLOSE_SLICE", 3)
+    ref = np.zeros(10, dtype="<i2")
+    data = ref.copy()
+    data[[4, 9]] = [2, -5]  # in the second and the last, partial, slice
+    assert parsers.close_enough(ref.tobytes(), data.tobytes(), 5, 0.2, "s16le") == (True, 5, 0.2)
+    assert parsers.close_enough(ref.tobytes(), data.tobytes(), 4, 1.0, "s16le")[:2] == (False, 5)

@@ -153,12 +153,20 @@ def close_enough(reference: bytes, data: bytes, max_diff: int, max_fraction: flo
         return False, never, 1.0
     if not data:
         return True, 0, 0.0
-    a = np.frombuffer(reference, dtype=dtype).astype(np.int32)
-    b = np.frombuffer(data, dtype=dtype).astype(np.int32)
-    diff = np.abs(a - b)
-    largest = int(diff.max())
-    fraction = float(np.count_nonzero(diff)) / len(diff)
+    a = np.frombuffer(reference, dtype=dtype)
+    b = np.frombuffer(data, dtype=dtype)
+    largest, differing = 0, 0
+    # In slices: 20 minutes of decoded audio are 106 M samples, and whole int32 copies of both
+    # would take over a GB beside the run.
+    for i in range(0, len(a), CLOSE_SLICE):
+        diff = np.abs(a[i:i + CLOSE_SLICE].astype(np.int32) - b[i:i + CLOSE_SLICE].astype(np.int32))
+        largest = max(largest, int(diff.max()))
+        differing += int(np.count_nonzero(diff))
+    fraction = differing / len(a)
     return largest <= max_diff and fraction <= max_fraction, largest, fraction
+
+
+CLOSE_SLICE = 1 << 22
 
 
 BUILTIN_PARSERS.update({
