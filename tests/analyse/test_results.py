@@ -198,3 +198,16 @@ def test_without_tree_memory_there_is_no_tree_verdict_or_warning(run_doc: DocFac
     (res,) = analyse(doc)
     assert [c.metric for c in res.memory] == ["max_rss"]
     assert not any("tree" in w for w in res.warnings)
+
+
+def test_outputs_equal_within_a_close_tolerance_are_not_called_identical() -> None:
+    def sample(target: str, check: str) -> Sample:
+        return Sample("r", "w", target, 1, 0, False, "ok", 0, 1.0, 1.0, 0.0, 1000, "d", check)
+
+    close = "decoded.wav~0123456789abcdef"
+    assert validate_outputs([sample("i386", close), sample("x86_64", close)],
+                            ["i386", "x86_64"]) == (
+        "ok", "equal within the profile's [validate] close tolerance on i386, x86_64")
+    exact = "out.mp3:0123456789abcdef"
+    assert validate_outputs([sample("i386", exact), sample("x86_64", exact)],
+                            ["i386", "x86_64"]) == ("ok", "identical on i386, x86_64")

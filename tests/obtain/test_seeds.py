@@ -25,7 +25,7 @@ Cli = Callable[..., subprocess.CompletedProcess[str]]
 
 SEEDS = ["openssl-speed", "openssl-speed-noasm", "gzip", "gzip-asm", "gunzip",
          "sqlite-speedtest1", "xz", "unxz", "zstd", "unzstd", "flac-encode", "flac-decode",
-         "lua", "povray"]
+         "lua", "povray", "lame-encode", "vorbis-encode"]
 # What a seed recipe may vary per ABI: the flags and autoconf's host triplet. {abi} is allowed
 # only where the build system needs a target name of its own (OpenSSL's Configure).
 PER_ABI = {"cflags", "host_triplet", "abi"}
@@ -222,3 +222,20 @@ def test_close_spec_errors_point_at_the_line(tmp_path: Path) -> None:
     line = next(i for i, ln in enumerate(text.splitlines(), 1) if ln.startswith("close ="))
     with pytest.raises(ProfileError, match=rf"povray.toml:{line}: close = .*max_diff"):
         load_profile(bad)
+
+
+def test_size_rows_keep_debian_programs_of_different_sysroots_apart() -> None:
+    from abibench.analyse.sizes import size_rows
+    from abibench.records import Artifact
+
+    def art(workload: str, target: str, program: str, file: int) -> Artifact:
+        return Artifact(workload, target.split("/")[0], provenance="debian", bin_dir="/usr/bin",
+                        files=(program,), sysroot=f"/cache/sysroots/{workload}-{target[:4]}",
+                        sizes={program: {"file": file, "text": file // 2, "data": 1, "bss": 1,
+                                         "stripped": file}})
+
+    arts = [art(w, t, p, f) for w, p, f in (("deb-lame", "lame", 100), ("deb-oggenc", "oggenc", 70))
+            for t in ("i386/debian", "x86_64/debian")]
+    rows = size_rows(arts)
+    assert {(r.workloads, r.artifact) for r in rows} == {(("deb-lame",), "lame"),
+                                                         (("deb-oggenc",), "oggenc")}

@@ -72,6 +72,22 @@ def test_workload_without_debian_table_is_refused(cli: Cli, env: dict[str, str])
     assert "[debian]" in r.stderr.strip().splitlines()[-1]
 
 
+def test_a_selection_mixing_source_and_debian_workloads_measures_the_debian_ones(
+        cli: Cli, env: dict[str, str]) -> None:
+    # As a suite does (games-media: source-built encoders beside Debian's): the workload
+    # without [debian] is "not built" with the reason, the others are measured.
+    r = cli("run", "ptrtree", "deb-gzip", "--provenance", "debian", "--abi", ABIS, "--rounds",
+            "1", "--warmup", "0", "--set", "mib=2", "--no-html", env=env)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(cli("export", env=env).stdout)
+    states = {(s["workload"], s["target"]): s for s in doc["target_status"]}
+    for target in ("i386/debian", "x86_64/debian"):
+        assert states[("ptrtree", target)]["state"] == "not built"
+        assert "without --provenance debian" in states[("ptrtree", target)]["reason"]
+    ran = {(s["workload"], s["target"]) for s in doc["samples"] if s["status"] == "ok"}
+    assert ran == {("deb-gzip", "i386/debian"), ("deb-gzip", "x86_64/debian")}
+
+
 # ---------------------------------------------------------------- MariaDB through the CLI
 
 SMALL = ["--set", "test=oltp_point_select", "--set", "seconds=1", "--set", "warm=1",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from abibench.paths import PROFILES_DIR
@@ -142,3 +143,29 @@ def test_close_enough_tolerates_small_differences_in_few_bytes() -> None:
     assert close_enough(ref, bytes(far), 2, 0.5)[:2] == (False, 100)
     assert close_enough(ref, ref[:-1], 255, 1.0) == (False, 256, 1.0)  # another size
     assert close_enough(b"", b"", 0, 0.0) == (True, 0, 0.0)
+
+
+def test_close_enough_compares_audio_sample_by_sample() -> None:
+    from abibench.workloads.parsers import close_enough
+
+    ref = np.array([255, -1, 1000, -32768, 32767, 0], dtype="<i2").tobytes()
+    # 255 -> 256 changes both bytes (0xff 0x00 -> 0x00 0x01): one step as a sample
+    near = np.array([256, -1, 999, -32768, 32767, 0], dtype="<i2").tobytes()
+    assert close_enough(ref, near, 255, 1.0)[1] == 255  # byte by byte: nonsense for audio
+    assert close_enough(ref, near, 1, 0.5, "s16le") == (True, 1, 2 / 6)
+    assert close_enough(ref, near, 1, 0.3, "s16le")[0] is False  # too many samples differ
+    flipped = np.array([255, -1, 1000, 32767, 32767, 0], dtype="<i2").tobytes()
+    assert close_enough(ref, flipped, 2048, 1.0, "s16le")[:2] == (False, 65535)
+    assert close_enough(ref, ref[:-2], 2048, 1.0, "s16le") == (False, 65536, 1.0)  # shorter
+    assert close_enough(ref + b"x", ref + b"x", 0, 0.0, "s16le")[0] is False  # half a sample
+
+
+def test_close_enough_in_slices_sees_every_slice(monkeypatch: pytest.MonkeyPatch) -> None:
+    from abibench.workloads import parsers
+
+    monkeypatch.setattr(parsers, "CLOSE_SLICE", 3)
+    ref = np.zeros(10, dtype="<i2")
+    data = ref.copy()
+    data[[4, 9]] = [2, -5]  # in the second and the last, partial, slice
+    assert parsers.close_enough(ref.tobytes(), data.tobytes(), 5, 0.2, "s16le") == (True, 5, 0.2)
+    assert parsers.close_enough(ref.tobytes(), data.tobytes(), 4, 1.0, "s16le")[:2] == (False, 5)

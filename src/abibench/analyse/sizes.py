@@ -59,7 +59,8 @@ def size_rows(artifacts: Sequence[Artifact],
     groups: dict[tuple[str, ...], list[str]] = {}
     arts_of: dict[tuple[str, ...], list[Artifact]] = {}
     for wid, arts in by_workload.items():
-        key = tuple(sorted(f"{a.target}:{a.bin_dir}" for a in arts))
+        # Debian's programs all live in /usr/bin: a build is its sysroot's directory there.
+        key = tuple(sorted(f"{a.target}:{a.sysroot or ''}:{a.bin_dir}" for a in arts))
         groups.setdefault(key, []).append(wid)
         arts_of.setdefault(key, arts)
     rows: list[SizeRow] = []

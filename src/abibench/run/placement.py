@@ -153,6 +153,18 @@ class Placement:
             return emu.wrap(argv) if emu is not None and self.direct else argv
         return self.runner.wrap(argv)
 
+    def step_argv(self, template: tuple[str, ...]) -> list[str]:
+        """[run] after as it runs: where the program ran (in the sysroot; under the emulator
+        when it starts a built program), a host tool otherwise."""
+        if self.runner is not None:
+            return self.runner.wrap([substitute(a, self.values()) for a in template])
+        values = self.host_values()
+        emu = self.runtime.emulator
+        if emu is not None and self.emulated and template and template[0].startswith("{bin}/"):
+            return emu.wrap([substitute(a, {**values, "bin": self.art.bin_dir})
+                             for a in template])
+        return [substitute(a, values) for a in template]
+
     # -- paths a sample touches, confined to their roots ---------------------------------------
 
     def check_work(self) -> None:

@@ -68,7 +68,7 @@ def check_commands(workloads: Sequence[Workload], provenance: str) -> None:
             commands += [("command", wl.command), ("prepare", wl.server.prepare),
                          ("warmup", wl.server.warmup)]
         elif provenance != "debian" and not wl.binaries:
-            commands.append(("command", wl.command))
+            commands += [("command", wl.command), ("after", wl.after)]
         for what, argv in commands:
             if not argv:
                 continue

@@ -109,10 +109,12 @@ def check_value(wl: Workload, raw: RawResult, files: list[Path],
             raise ParseError(f"output file {f} to validate was not written")
         data = f.read_bytes()
         ref = refs.setdefault(template, data)
-        ok, largest, frac = close_enough(ref, data, wl.close.max_diff, wl.close.max_fraction)
+        ok, largest, frac = close_enough(ref, data, wl.close.max_diff, wl.close.max_fraction,
+                                         wl.close.format)
+        unit = "samples" if wl.close.format == "s16le" else "bytes"
         parts.append(f"{f.name}~{hashlib.sha256(ref).hexdigest()[:16]}" if ok else
                      f"{f.name}:{hashlib.sha256(data).hexdigest()[:16]} (differs from the run's "
-                     f"first output by up to {largest} in {frac:.2%} of bytes)")
+                     f"first output by up to {largest} in {frac:.2%} of {unit})")
     return " ".join(parts) if parts else None
 
 

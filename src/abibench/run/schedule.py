@@ -345,6 +345,7 @@ class Session:
                     raw = run_sample(prep.argv, cwd=pl.work, env=prep.env,
                                      timeout_s=pl.timeout(self.wl.timeout), launch=self.launch,
                                      stdin=prep.stdin, how=how, tree=self._tree())
+                after = self._after(pl, raw)
                 # Again: the program may have removed {work} or put a link where an output
                 # belongs, and nothing is read through it.
                 prep.files, prep.close = pl.output_files(srv)
@@ -360,7 +361,7 @@ class Session:
             self._interrupted()
             raise
         self._keep(raw, prep, number, warm, started, "sequential" if warm else self.design.name,
-                   how.cpu)
+                   how.cpu, after_error=after)
 
     def _simultaneous(self, order: list[Target], number: int) -> None:
         """Both targets at the same moment, each pinned to its CPU (swapped every round)."""
@@ -382,6 +383,7 @@ class Session:
             raise
         for i, (prep, raw, how) in enumerate(zip(preps, raws, hows, strict=True)):
             other = raws[1 - i]
+            after = self._after(self.places[prep.target.label], raw)
             try:
                 prep.files, prep.close = self.places[prep.target.label].output_files()
             except UsageError as exc:
@@ -390,7 +392,8 @@ class Session:
             self.outcome.count_escaped(prep.target.label, raw)
             # The other program of the pair is abibench's own work, not a neighbour's.
             ours = (other.user_s + other.sys_s) * other.repeat
-            self._keep(raw, prep, number, False, started, "simultaneous", how.cpu, ours)
+            self._keep(raw, prep, number, False, started, "simultaneous", how.cpu, ours,
+                       after_error=after)
 
     def _tree(self) -> TreeAccounting | None:
         """How the program's whole tree is measured ([run] memory = "tree"); for a server
@@ -399,12 +402,25 @@ class Session:
             return None
         return tree_accounting()
 
+    def _after(self, pl: Placement, raw: RawResult) -> str | None:
+        """[run] after, untimed, once the sample worked; why it failed, or None."""
+        if not self.wl.after or not raw.ok:
+            return None
+        return untimed_step(pl.step_argv(self.wl.after), pl.work, pl.env(self.base_env, ""),
+                            pl.timeout(self.wl.timeout), "[run] after step")
+
     def _keep(self, raw: RawResult, prep: _Prepared, number: int, warm: bool, started: str,
-              design: str, cpu: int | None, ours_s: float = 0.0) -> None:
+              design: str, cpu: int | None, ours_s: float = 0.0,
+              after_error: str | None = None) -> None:
+        # When the after step failed, what it left (a partial decode) is neither validated
+        # nor taken as the run's reference output.
+        files, close = ([], []) if after_error else (prep.files, prep.close)
         sample = sample_from(raw, self.wl, self.run_id, prep.target.label, number, prep.pos, warm,
-                             started, prep.pad, prep.files, prep.close, self.close_refs,
+                             started, prep.pad, files, close, self.close_refs,
                              design=design, cpu=cpu, ours_s=ours_s,
                              emulated=self.places[prep.target.label].emulated)
+        if after_error and sample.status == "ok":
+            sample = replace(sample, status="failed", error=after_error, check=None)
         if self.watch_board:
             now = board.read_now()
             sample = replace(sample, clock_mhz=now.clock_mhz, temp_c=now.temp_c,

@@ -177,6 +177,9 @@ class _Obtainer:
         if target.provenance == "prebuilt":
             return self.prebuilt[wl.id][abi.name]
         if self.req.provenance == "debian":
+            if not wl.debian_packages:
+                return "not built", ("this workload has no [debian]: run it without "
+                                     "--provenance debian")
             if abi.name not in self.debian_arts.get(wl.id, {}):
                 return "not run", _no_debian_reason(abi, st)
             return self.debian_arts[wl.id][abi.name]
@@ -557,7 +560,13 @@ def _obtain_debian(req: Request, probes: dict[str, AbiStatus], cache_root: Path,
         raise HostError("--provenance debian: none of the ABIs asked for has Debian binary "
                         "packages that run here: use --abi i386,x86_64")
     out: dict[str, dict[str, Artifact]] = {}
+    # A selection that mixes both kinds (a suite: games-media has source builds and Debian's
+    # packages) measures what has a [debian] table; the others are "not built", as a
+    # [debian]-only workload is without --provenance debian. Alone, one is an error (exit 5).
+    mixed = any(wl.debian_packages for wl in req.workloads)
     for wl in req.workloads:
+        if mixed and not wl.debian_packages:
+            continue
         progress(f"{wl.id}: Debian packages {' '.join(wl.debian_packages)} for "
                  f"{', '.join(a.debian_arch for a in abis)}")
         out[wl.id] = debian.obtain(wl, abis, cache_root, allow_skew=req.allow_version_skew)

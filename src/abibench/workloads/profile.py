@@ -27,7 +27,7 @@ RESERVED = {"bin", "out", "cc", "cflags", "abi", "micro", "profile_dir", "work",
             "host_triplet", "jobs", "host", "port", "program", "cxx"}
 SERVER_KINDS = ("mariadb",)
 RUN_KEYS = ("command", "timeout", "setup", "stdin", "repeat", "threads", "short",
-            "counters", "memory")
+            "counters", "memory", "after")
 # [run] memory: "process" (wait4's peak RSS of the largest process, the default) or "tree" (the
 # whole process tree's peak as well: a browser, a server and its helpers, a compiler driver)
 MEMORY_KINDS = ("process", "tree")
@@ -78,7 +78,10 @@ class SourceSpec:
 class CloseSpec:
     files: tuple[str, ...]
     max_diff: int  # largest allowed difference of one byte (e.g. one colour channel)
-    max_fraction: float  # largest allowed fraction of bytes that differ at all
+    max_fraction: float  # largest allowed fraction of elements that differ at all
+    # what one element is: "u8" a byte (an image's colour channel), "s16le" a 16-bit signed
+    # little-endian audio sample (decoded PCM), where a byte-wise difference means nothing
+    format: str = "u8"
 
 
 @dataclass(frozen=True)
@@ -133,6 +136,9 @@ class Workload:
     primary: str
     inputs: dict[str, dict[str, str | int | float]] = field(default_factory=dict)  # {kind, ...}
     setup: tuple[str, ...] = ()  # once per target before its warm-up, not timed
+    # [run] after: once after every sample, not timed, before its outputs are validated (an
+    # encoder's output decoded by the same build, so that [validate] compares audio)
+    after: tuple[str, ...] = ()
     stdin: str | None = None
     stdout_digest: bool = False
     validate_files: tuple[str, ...] = ()
@@ -534,6 +540,7 @@ def load_profile(path: Path) -> Workload:
         primary=primary,
         inputs=inputs,
         setup=ld.strlist(run, "setup"),
+        after=ld.strlist(run, "after"),
         stdin=stdin,
         repeat=repeat,
         threads=threads,
@@ -605,6 +612,7 @@ def expand_sweep(wl: Workload) -> list[Workload]:
 
 
 VALIDATE_KEYS = ("stdout_match", "stdout_digest", "files", "close")
+CLOSE_FORMATS = ("u8", "s16le")
 
 
 def _validate_spec(ld: _Loader, table: Mapping[str, object],
@@ -626,8 +634,12 @@ def _validate_spec(ld: _Loader, table: Mapping[str, object],
                 not isinstance(max_fraction, int | float) or not 0 <= max_fraction <= 1:
             raise ld.fail("close", "close = { files = [\"...\"], max_diff = 1, max_fraction = "
                           "0.01 }: max_diff a whole number >= 0, max_fraction from 0 to 1")
+        fmt = raw_close.get("format", "u8")
+        if fmt not in CLOSE_FORMATS:
+            raise ld.fail("close", f"close format must be one of {', '.join(CLOSE_FORMATS)} "
+                          f"(u8: bytes, s16le: 16-bit audio samples), not {fmt!r:.40}")
         close = CloseSpec(ld.strlist(raw_close, "files", required=True), max_diff,
-                          float(max_fraction))
+                          float(max_fraction), str(fmt))
     files = ld.strlist(table, "files") if "files" in table else spec.files
     return ValidateSpec(stdout_match, stdout_digest, files, close)
 
@@ -731,7 +743,7 @@ def _check_placeholders(ld: _Loader, wl: Workload) -> None:
     for key, items in (("command", wl.command), ("counters", wl.count_command),
                        ("build", wl.source.build if not wl.source.extra else ()),
                        ("files", wl.source.files), ("ldflags", wl.source.ldflags),
-                       ("setup", wl.setup), ("stdin", (wl.stdin or "",)),
+                       ("setup", wl.setup), ("after", wl.after), ("stdin", (wl.stdin or "",)),
                        ("files", wl.validate_files),
                        ("close", wl.close.files if wl.close else ()),
                        ("prepare", wl.server.prepare if wl.server else ()),
