@@ -324,8 +324,9 @@ class Session:
         pl = self.places[target.label]
         how = How(repeat=self.repeat) if warm else self.design.how(pos, number, self.repeat)
         try:
-            # A [server] workload: the target's server runs around this sample only.
-            with pl.server() as srv:
+            # A [server] workload: the target's server runs around this sample only; so does
+            # a [display] workload's X server.
+            with pl.server() as srv, pl.display():
                 failure = pl.warm_server(srv, self.wl.timeout)
                 if failure:
                     raise ServerError(failure)
