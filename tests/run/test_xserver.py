@@ -3,6 +3,7 @@ leaves nothing behind (process, socket, lock file) however its user ends."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import socket
@@ -24,9 +25,11 @@ needs_xvfb = pytest.mark.skipif(shutil.which("Xvfb") is None,
 def x_handshake(path: Path) -> int:
     """Open an X connection (no authorisation) and return the setup reply's status byte:
     1 = the server accepted us, with its vendor string after the fixed part."""
+    dirfd = os.open(path.parent, os.O_PATH | os.O_DIRECTORY)  # a short address for a long path
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(10)
-        s.connect(str(path))
+        s.connect(f"/proc/self/fd/{dirfd}/{path.name}")
+        os.close(dirfd)
         s.sendall(struct.pack("<cxHHHHxx", b"l", 11, 0, 0, 0))
         head = s.recv(8)
     return head[0]

@@ -85,6 +85,24 @@ def _namespace_tool() -> list[str]:
     return [unshare, *user, "--mount", "--propagation", "private", "sh", "-c", BIND_TMP]
 
 
+def connects(path: Path) -> bool:
+    """Whether a unix socket accepts a connection. Through the directory's descriptor in
+    /proc/self/fd: a sysroot's scratch path is longer than the 107 bytes a socket address holds."""
+    try:
+        dirfd = os.open(path.parent, os.O_PATH | os.O_DIRECTORY)
+    except OSError:
+        return False
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(2)
+            s.connect(f"/proc/self/fd/{dirfd}/{path.name}")
+    except OSError:
+        return False
+    finally:
+        os.close(dirfd)
+    return True
+
+
 class XServer:
     """One Xvfb on a display of its own; its /tmp is `root` (a directory we own and empty)."""
 
@@ -179,13 +197,7 @@ class XServer:
     def _accepts(self) -> bool:
         if self.proc is None or not pid_alive(self.proc.pid):
             return False
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(2)
-            try:
-                s.connect(str(self.socket_path))
-            except OSError:
-                return False
-        return True
+        return connects(self.socket_path)
 
     def _last_line(self) -> str:
         try:

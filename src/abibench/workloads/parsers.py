@@ -139,6 +139,37 @@ def parse_json(stdout: str) -> dict[str, float]:
     return values
 
 
+_GLMARK2_SCENE = re.compile(
+    # "[bump] bump-render=high-poly: FPS: 57 FrameTime: 17.691 ms"; "[terrain] <default>: FPS: 1 ..."
+    r"^\[([a-z0-9-]+)\] (.*?): FPS: (\d+) FrameTime: ([0-9.]+) ms\s*$", re.M)
+_GLMARK2_SCORE = re.compile(r"^\s*glmark2 Score: (\d+)\s*$", re.M)
+
+
+def glmark2_scene_key(scene: str, options: str) -> str:
+    """A scene's key: its name and its options (without duration, which a run may set for
+    every scene), e.g. bump_bump_render_high_poly, terrain."""
+    opts = [o for o in options.split(":") if o and o != "<default>"
+            and not o.startswith("duration=")]
+    return _key(" ".join([scene, *opts]))
+
+
+def parse_glmark2(stdout: str) -> dict[str, float]:
+    """glmark2's results: `score` (its own total: the mean of the scenes' FPS) and each scene's
+    frames per second keyed by glmark2_scene_key, with `<key>_ms` its mean frame time."""
+    values: dict[str, float] = {}
+    for m in _GLMARK2_SCENE.finditer(stdout):
+        key = glmark2_scene_key(m.group(1), m.group(2))
+        if key in values:
+            raise ValueError(f"scene {key} appears twice: name each benchmark's options apart")
+        values[key] = float(m.group(3))
+        values[f"{key}_ms"] = float(m.group(4))
+    score = _GLMARK2_SCORE.search(stdout)
+    if score is None:
+        raise ValueError("no 'glmark2 Score' line: glmark2 did not finish")
+    values["score"] = float(score.group(1))
+    return values
+
+
 def close_enough(reference: bytes, data: bytes, max_diff: int,
                  max_fraction: float) -> tuple[bool, int, float]:
     """Whether data matches reference byte for byte within a tolerance.
@@ -162,4 +193,5 @@ BUILTIN_PARSERS.update({
     "openssl-speed": parse_openssl_speed,
     "speedtest1": parse_speedtest1,
     "json": parse_json,
+    "glmark2": parse_glmark2,
 })
