@@ -170,6 +170,35 @@ def parse_glmark2(stdout: str) -> dict[str, float]:
     return values
 
 
+_TIMEDEMO = re.compile(
+    # ioquake3's CL_DemoCompleted: "3398 frames 372.7 seconds 9.1 fps 28.0/109.7/1856.0/38.3 ms"
+    # (frame time min/mean/max/standard deviation; min and max are whole milliseconds)
+    r"^(\d+) frames ([0-9.]+) seconds ([0-9.]+) fps ([0-9.]+)/([0-9.]+)/([0-9.]+)/([0-9.]+) ms\s*$",
+    re.M)
+
+
+def parse_ioquake3_timedemo(stdout: str) -> dict[str, float]:
+    """An ioquake3 timedemo's result line: `frames`, `seconds`, `fps` (frames over seconds),
+    the frame times `frame_min_ms`, `frame_ms` (mean), `frame_max_ms`, `frame_sd_ms`, and the
+    frame rates they mean: `min_fps` (1000 / the longest frame: seed 002's "lowest recorded
+    framerate") and `max_fps` (1000 / the shortest; the engine counts whole milliseconds, so
+    a frame under 1 ms gives none)."""
+    found = _TIMEDEMO.findall(stdout)
+    if not found:
+        raise ValueError("no timedemo result line ('N frames S seconds F fps ...'): the demo did "
+                         "not play to its end")
+    if len(found) > 1:
+        raise ValueError(f"{len(found)} timedemo result lines: play one demo per sample")
+    frames, seconds, fps, lo, mean, hi, sd = (float(x) for x in found[0])
+    values = {"frames": frames, "seconds": seconds, "fps": fps, "frame_min_ms": lo,
+              "frame_ms": mean, "frame_max_ms": hi, "frame_sd_ms": sd}
+    if hi > 0:
+        values["min_fps"] = 1000.0 / hi
+    if lo > 0:
+        values["max_fps"] = 1000.0 / lo
+    return values
+
+
 def close_enough(reference: bytes, data: bytes, max_diff: int,
                  max_fraction: float) -> tuple[bool, int, float]:
     """Whether data matches reference byte for byte within a tolerance.
@@ -194,4 +223,5 @@ BUILTIN_PARSERS.update({
     "speedtest1": parse_speedtest1,
     "json": parse_json,
     "glmark2": parse_glmark2,
+    "ioquake3-timedemo": parse_ioquake3_timedemo,
 })
