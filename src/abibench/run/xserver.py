@@ -116,7 +116,7 @@ class XServer:
         self.stop_timeout_s = stop_timeout_s
         self.number = -1
         self.proc: subprocess.Popen[bytes] | None = None
-        self.log = root.parent / f"{root.name}.log"
+        self.log = root / "xvfb.log"  # beside the socket dir; the sysroot sees only the latter
 
     @property
     def display(self) -> str:
