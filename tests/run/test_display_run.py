@@ -101,8 +101,11 @@ def test_display_needs_a_sysroot_and_a_screen(tmp_path: Path) -> None:
 @pytest.mark.needs_apt
 @needs_xvfb
 def test_glmark2_one_scene_on_both_arches_leaves_nothing(env: dict[str, str],
-                                                         debian_cache: Path) -> None:
-    """The CI run: one scene, 1 s, i386 against x86_64, each on its own arch's llvmpipe."""
+                                                         debian_cache: Path,
+                                                         isolation: str) -> None:
+    """The CI run: one scene, 1 s, i386 against x86_64, each on its own arch's llvmpipe; in
+    every isolation this host has (chroot's namespace and bwrap bind the socket differently)."""
+    env = {**env, "ABIBENCH_ISOLATION": isolation}
     before = host_x_files()
     pid, code, out, err = _run(env, "run", "glmark2", "--provenance", "debian", "--abi", ABIS,
                                *TINY)
@@ -142,7 +145,9 @@ def test_a_failing_sample_leaves_nothing(env: dict[str, str], debian_cache: Path
 
 @pytest.mark.needs_apt
 @needs_xvfb
-def test_ctrl_c_mid_sample_leaves_nothing(env: dict[str, str], debian_cache: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_mid_sample_leaves_nothing(env: dict[str, str], debian_cache: Path,
+                                          sig: int) -> None:
     before = host_x_files()
     proc = subprocess.Popen([sys.executable, "-m", "abibench", "run", "glmark2",
                              "--provenance", "debian", "--abi", ABIS, "--rounds", "2",
@@ -158,7 +163,7 @@ def test_ctrl_c_mid_sample_leaves_nothing(env: dict[str, str], debian_cache: Pat
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "glmark2 never started"
             time.sleep(0.1)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
