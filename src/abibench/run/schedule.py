@@ -338,7 +338,8 @@ class Session:
                 else:
                     raw = run_sample(prep.argv, cwd=pl.work, env=prep.env,
                                      timeout_s=pl.timeout(self.wl.timeout), launch=self.launch,
-                                     stdin=prep.stdin, how=how, tree=self._tree())
+                                     stdin=prep.stdin, how=how, tree=self._tree(),
+                                     merge_stderr=self.wl.merge_stderr)
                 # Again: the program may have removed {work} or put a link where an output
                 # belongs, and nothing is read through it.
                 prep.files, prep.close = pl.output_files(srv)
@@ -362,7 +363,7 @@ class Session:
         hows = [self.design.how(p.pos, number, self.repeat) for p in preps]
         jobs = [Job(p.argv, self.places[p.target.label].work, p.env,
                     self.places[p.target.label].timeout(self.wl.timeout), p.stdin, h,
-                    self._tree())
+                    self._tree(), merge_stderr=self.wl.merge_stderr)
                 for p, h in zip(preps, hows, strict=True)]
         started = now_iso()
         try:

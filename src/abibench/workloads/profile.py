@@ -26,7 +26,7 @@ PLACEHOLDER_RE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 RESERVED = {"bin", "out", "cc", "cflags", "abi", "micro", "profile_dir", "work", "src",
             "host_triplet", "jobs", "host", "port", "program", "cxx"}
 SERVER_KINDS = ("mariadb",)
-RUN_KEYS = ("command", "timeout", "setup", "stdin", "repeat", "threads", "short",
+RUN_KEYS = ("command", "timeout", "setup", "stdin", "stderr", "repeat", "threads", "short",
             "counters", "memory")
 # [run] memory: "process" (wait4's peak RSS of the largest process, the default) or "tree" (the
 # whole process tree's peak as well: a browser, a server and its helpers, a compiler driver)
@@ -182,6 +182,9 @@ class Workload:
     memory: str = "process"
     browser: BrowserSpec | None = None
     display: DisplaySpec | None = None
+    # [run] stderr = "stdout": the program's stderr goes into its stdout, which metrics and
+    # validation read (ioquake3 prints its console, the timedemo result included, on stderr)
+    merge_stderr: bool = False
 
     @property
     def validates(self) -> bool:
@@ -512,6 +515,10 @@ def load_profile(path: Path) -> Workload:
                       f"(have: {', '.join(names + list(BUILTIN_METRICS))})")
 
     stdin = run.get("stdin")
+    stderr = run.get("stderr", "separate")
+    if stderr not in ("separate", "stdout"):
+        raise ld.fail("stderr", f"stderr must be \"stdout\" (merged into the output metrics "
+                      f"read) or \"separate\", not {stderr!r:.40}")
     if stdin is not None and not isinstance(stdin, str):
         raise ld.fail("stdin", "stdin must be a path string, like stdin = \"{corpus}\"")
     repeat = run.get("repeat", 1)
@@ -562,6 +569,7 @@ def load_profile(path: Path) -> Workload:
         memory=str(memory),
         browser=browser,
         display=display,
+        merge_stderr=stderr == "stdout",
         stdout_digest=base_validation.stdout_digest,
         validate_files=base_validation.files,
         close=base_validation.close,
