@@ -89,3 +89,15 @@ def test_openarena_profile_reads_the_captured_timedemo(capture: Path) -> None:
     assert set(values) == {"fps", "min_fps", "max_fps", "frame_sd"}
     assert values["min_fps"] <= values["fps"] <= values["max_fps"]
     assert validation_value(wl, text) == "3398"  # demo088-test1's frames
+
+
+def test_stderr_key(tmp_path: Path) -> None:
+    from abibench.errors import ProfileError
+
+    assert load_profile(PROFILES_DIR / "game-openarena.toml").merge_stderr
+    assert not load_profile(PROFILES_DIR / "glmark2.toml").merge_stderr
+    prof = tmp_path / "s.toml"
+    prof.write_text('id = "s"\ntitle = "t"\n[debian]\npackages = ["x"]\n'
+                    '[run]\ncommand = ["{bin}/x"]\nstderr = "both"\n')
+    with pytest.raises(ProfileError, match=r"s.toml:\d+: stderr must be \"stdout\""):
+        load_profile(prof)
