@@ -20,6 +20,7 @@ PKGS=(
   qemu-user   # the dynamic build: it has the TCG plugin API that --counters uses under emulation
   npm     # node-octane and chromium-octane fetch Octane (benchmark-octane) with npm pack
   util-linux   # unshare: a browser sample's own PID and mount namespaces (chroot mode)
+  xvfb   # the virtual X server of the GL and game workloads (run/xserver.py)
   postgresql openssh-server openssh-client   # the shared results store and fleet hosts (tests)
 )
 

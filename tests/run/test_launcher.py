@@ -164,3 +164,15 @@ def test_a_kill_while_the_guard_starts_leaves_nothing_waiting(
         assert not guard.is_alive() and guard.daemon
     finally:
         guard.cancel()  # a failure here must not keep pytest waiting for it at exit
+
+
+def test_stderr_merged_into_stdout_in_order(tmp_path: Path, launch: Path) -> None:
+    # ioquake3 prints its console, the timedemo result included, on stderr: [run] stderr =
+    # "stdout" makes it part of the output metrics read.
+    script = "echo out1; echo err1 >&2; echo out2"
+    apart = run_sample(["/bin/sh", "-c", script], cwd=tmp_path, env={}, timeout_s=10,
+                       launch=launch)
+    assert apart.stdout == "out1\nout2\n" and "err1" in apart.stderr_tail
+    merged = run_sample(["/bin/sh", "-c", script], cwd=tmp_path, env={}, timeout_s=10,
+                        launch=launch, merge_stderr=True)
+    assert merged.stdout == "out1\nerr1\nout2\n" and merged.stderr_tail == ""

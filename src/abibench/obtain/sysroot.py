@@ -122,17 +122,61 @@ def _fixups(root: Path) -> None:
                     os.chmod(node, 0o666)
 
 
-def unpack(debs: Sequence[Path], dest: Path) -> None:
-    """`dpkg -x` every .deb into dest (maintainer scripts are not run)."""
+def unpack(debs: Sequence[Path], dest: Path, shared: Path | None = None) -> None:
+    """`dpkg -x` every .deb into dest (maintainer scripts are not run).
+
+    With `shared`, an Architecture: all package (a game's hundreds of MB of data, the same for
+    every arch) is unpacked once into shared/<its file name>/ and hard-linked into dest, so
+    the i386 and amd64 sysroots hold one copy of it on disk.
+    """
     exe = shutil.which("dpkg")
     if exe is None:
         raise HostError("dpkg not found: Debian provenance needs a Debian host")
     for deb in debs:
+        if shared is not None and deb.name.endswith("_all.deb"):
+            tree = unpacked_once(deb, shared)
+            if _link_tree(tree, dest):
+                continue
         proc = subprocess.run([exe, "-x", str(deb), str(dest)], capture_output=True, text=True,
                               check=False)
         if proc.returncode != 0:
             raise PackageError(f"dpkg -x {deb.name} failed: {proc.stderr.strip()[:300]}; delete "
                                f"{deb} and try again")
+
+
+def shared_dir(cache_root: Path) -> Path:
+    return cache_root / "debian" / "shared"
+
+
+def unpacked_once(deb: Path, shared: Path) -> Path:
+    """The tree of an Architecture: all .deb, unpacked the first time any sysroot needs it."""
+    final = shared / deb.name.removesuffix(".deb")
+    if final.is_dir():
+        return final
+    shared.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=prefix(".all"), dir=shared))
+    try:
+        unpack([deb], staging)
+        os.chmod(staging, 0o755)
+        try:
+            os.rename(staging, final)
+        except OSError:
+            shutil.rmtree(staging, ignore_errors=True)  # another process unpacked it first
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return final
+
+
+def _link_tree(tree: Path, dest: Path) -> bool:
+    """Hard links of every file of tree in dest (directories made, symbolic links copied);
+    False when the two are on different filesystems or links are refused: unpack it then."""
+    exe = shutil.which("cp")
+    if exe is None:
+        return False
+    proc = subprocess.run([exe, "-a", "--link", "--remove-destination", f"{tree}/.",
+                           str(dest)], capture_output=True, text=True, check=False)
+    return proc.returncode == 0
 
 
 def sysroot_for(closure: Closure, arch: str, cache_root: Path) -> Sysroot:
@@ -148,7 +192,7 @@ def sysroot_for(closure: Closure, arch: str, cache_root: Path) -> Sysroot:
     # Named for its owner: a later run removes it if this one is killed (workspace.clean_stale).
     staging = Path(tempfile.mkdtemp(prefix=prefix(f".{arch}"), dir=final.parent))
     try:
-        unpack(debs, staging)
+        unpack(debs, staging, shared_dir(cache_root))
         _fixups(staging)
         loader = staging / "lib" / GNU_TRIPLETS[arch]
         if not any(loader.glob("ld-linux*.so*")):

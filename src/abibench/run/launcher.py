@@ -224,6 +224,7 @@ class Job:
     how: How = How()
     tree: TreeAccounting | None = None  # measure the whole process tree's memory this way
     stopper: Stopper | None = None
+    merge_stderr: bool = False  # the program's stderr into its stdout (one file, in order)
 
 
 class _Launched:
@@ -264,7 +265,8 @@ class _Launched:
                 # The launcher checks it is still our child: if we died before it could ask
                 # the kernel to tell it so (PR_SET_PDEATHSIG), it runs nothing.
                 self.proc = subprocess.Popen(
-                    cmd, stdin=stdin_fh or subprocess.DEVNULL, stdout=out, stderr=err,
+                    cmd, stdin=stdin_fh or subprocess.DEVNULL, stdout=out,
+                    stderr=subprocess.STDOUT if job.merge_stderr else err,
                     cwd=job.cwd, env={**job.env, PARENT_ENV: str(os.getpid())},
                     pass_fds=(gate,) if gate is not None else ())
             finally:
@@ -344,9 +346,11 @@ def raw_result(r: dict[str, str], digest: str, text: str, stderr_tail: str) -> R
 
 def run_sample(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: float,
                launch: Path, stdin: Path | None = None, how: How = How(),
-               tree: TreeAccounting | None = None, stopper: Stopper | None = None) -> RawResult:
+               tree: TreeAccounting | None = None, stopper: Stopper | None = None,
+               merge_stderr: bool = False) -> RawResult:
     """Run argv once. KeyboardInterrupt propagates after the child's process group is dead."""
-    return run_together([Job(argv, cwd, env, timeout_s, stdin, how, tree, stopper)], launch)[0]
+    return run_together([Job(argv, cwd, env, timeout_s, stdin, how, tree, stopper,
+                             merge_stderr)], launch)[0]
 
 
 def run_together(jobs: list[Job], launch: Path) -> list[RawResult]:

@@ -30,6 +30,7 @@ from .runtime import AbiRuntime
 from .sandbox import SysrootRunner
 from .servers import LOOPBACK, MariaDBDatadir, MariaDBServer, ServerError
 from .steps import untimed_step
+from .xserver import XServer
 
 
 @dataclass
@@ -58,6 +59,10 @@ class Placement:
     # Under an emulator: {bin} as the host's shell sees it, each program a script that runs
     # the built one under the emulator (emulated_bin), for setup steps and `sh -c` commands.
     guest_bin: Path | None = None
+    # [display]: the directory (on the host) that is the X server's /tmp, and the server of
+    # the sample that runs now (run/xserver.py)
+    x11_dir: Path | None = None
+    xserver: XServer | None = None
     # {work} as it was made, every link resolved: the root of what a sample touches there, so
     # that a program which puts a link in its place cannot lead abibench elsewhere.
     work_real: Path = field(init=False)
@@ -83,6 +88,12 @@ class Placement:
         root = Sysroot(Path(art.sysroot), debian_arch(target.abi), (), art.cache_key)
         # A browser gets PID and mount namespaces of its own (/proc, /dev/shm): run/browser.py.
         runner = SysrootRunner(root, private=wl.browser is not None)
+        x11_dir = None
+        if wl.display is not None:
+            # The X server's private /tmp lives inside the sysroot, so that the program's own
+            # namespace can bind its socket directory (and nothing else) at /tmp/.X11-unix.
+            x11_dir, x11_inner = stack.enter_context(runner.scratch(f"x11-{label}"))
+            runner = SysrootRunner(root, private=True, x11=x11_inner)
         work, inner = stack.enter_context(runner.scratch(f"{wl.base_id or wl.id}-{label}"))
         inner_inputs: dict[str, str] = {}
         for name, path in inputs.items():
@@ -93,7 +104,8 @@ class Placement:
             except OSError:
                 shutil.copyfile(path, dest)
             inner_inputs[name] = f"{inner}/{dest.name}"
-        return Placement(wl, target, art, work, inner, inputs, inner_inputs, runner, stack=stack)
+        return Placement(wl, target, art, work, inner, inputs, inner_inputs, runner, stack=stack,
+                         x11_dir=x11_dir)
 
     @property
     def in_sysroot(self) -> bool:
@@ -249,7 +261,27 @@ class Placement:
     def env(self, base: dict[str, str], pad: str) -> dict[str, str]:
         if self.runner is None or self.wl.server is not None:
             return {**base, "ABIBENCH_PAD": pad}
-        return self.runner.env({"ABIBENCH_PAD": pad})
+        extra = {"ABIBENCH_PAD": pad}
+        if self.wl.display is not None and self.xserver is not None:
+            extra = {**self.wl.display.env(), "DISPLAY": self.xserver.display, **extra}
+        return self.runner.env(extra)
+
+    @contextlib.contextmanager
+    def display(self) -> Iterator[XServer | None]:
+        """[display] workloads: a fresh X server around one sample, stopped by its PID and its
+        socket removed however the sample ends; nothing for other workloads."""
+        if self.wl.display is None:
+            yield None
+            return
+        if self.x11_dir is None:
+            raise ServerError("[display] workloads run their X client from a Debian sysroot: "
+                              "use --provenance debian")
+        with XServer(self.x11_dir, self.wl.display.screen) as x:
+            self.xserver = x
+            try:
+                yield x
+            finally:
+                self.xserver = None
 
     # -- servers ---------------------------------------------------------------------------
 

@@ -26,6 +26,14 @@ Mode = Literal["chroot", "bwrap", "loader"]
 PRIVATE_CHROOT = ('mount -t proc proc "$0/proc" && '
                   'mount -t tmpfs -o mode=1777,nosuid,nodev shm "$0/dev/shm" && '
                   'chroot="$1" && shift && exec "$chroot" "$0" "$@"')
+# The same with an X server's socket directory: a tmpfs on /tmp holding only the directory
+# ($1, inside the sysroot) bound at /tmp/.X11-unix, where X clients look (run/xserver.py).
+PRIVATE_CHROOT_X11 = ('mount -t proc proc "$0/proc" && '
+                      'mount -t tmpfs -o mode=1777,nosuid,nodev shm "$0/dev/shm" && '
+                      'mount -t tmpfs -o mode=1777,nosuid,nodev tmp "$0/tmp" && '
+                      'mkdir -m 1777 "$0/tmp/.X11-unix" && '
+                      'mount --bind "$0$1" "$0/tmp/.X11-unix" && '
+                      'shift && chroot="$1" && shift && exec "$chroot" "$0" "$@"')
 LOADERS = {"i386": "ld-linux.so.2", "amd64": "ld-linux-x86-64.so.2",
            "armhf": "ld-linux-armhf.so.3", "arm64": "ld-linux-aarch64.so.1"}
 
@@ -65,6 +73,9 @@ class SysrootRunner:
     sysroot: Sysroot
     mode: Mode = field(default_factory=default_mode)
     private: bool = False
+    # An X server's socket directory inside the sysroot (its .X11-unix is what the program sees
+    # at /tmp/.X11-unix, alone on a private /tmp): run/xserver.py. Implies `private`.
+    x11: str | None = None
 
     def tool(self) -> str:
         if self.mode == "loader":
@@ -84,9 +95,10 @@ class SysrootRunner:
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
         root = str(self.sysroot.path)
-        if self.mode == "loader" and self.private:
-            raise HostError("a browser needs its own namespaces in the sysroot, which "
-                            "ABIBENCH_ISOLATION=loader cannot give: use chroot (root) or bwrap")
+        if self.mode == "loader" and (self.private or self.x11):
+            raise HostError("a browser or an X client needs its own namespaces in the sysroot, "
+                            "which ABIBENCH_ISOLATION=loader cannot give: use chroot (root) or "
+                            "bwrap")
         if self.mode == "loader":
             # Fallback for simple binaries only: the program sees the host's filesystem, so
             # data files at absolute paths and anything it execs escape the sysroot.
@@ -94,12 +106,17 @@ class SysrootRunner:
             libs = f"{root}/lib/{t}:{root}/usr/lib/{t}"
             return [self.tool(), "--inhibit-cache", "--library-path", libs, "--argv0", argv[0],
                     str(self.sysroot.host_path(argv[0])), *argv[1:]]
+        if self.mode == "chroot" and self.x11:
+            return [*self._unshare(), PRIVATE_CHROOT_X11, root, f"{self.x11}/.X11-unix",
+                    self.tool(), *argv]
         if self.mode == "chroot" and self.private:
             return [*self._unshare(), PRIVATE_CHROOT, root, self.tool(), *argv]
         if self.mode == "chroot":
             return [self.tool(), root, *argv]
+        x11 = ([] if not self.x11 else
+               ["--bind", str(self.sysroot.host_path(f"{self.x11}/.X11-unix")), "/tmp/.X11-unix"])
         return [self.tool(), "--bind", root, "/", "--proc", "/proc", "--dev", "/dev",
-                "--tmpfs", "/tmp", "--die-with-parent", "--chdir", "/", "--", *argv]
+                "--tmpfs", "/tmp", *x11, "--die-with-parent", "--chdir", "/", "--", *argv]
 
     def _unshare(self) -> list[str]:
         tools = {name: shutil.which(name) for name in ("unshare", "mount", "sh")}

@@ -331,8 +331,9 @@ class Session:
         pl = self.places[target.label]
         how = How(repeat=self.repeat) if warm else self.design.how(pos, number, self.repeat)
         try:
-            # A [server] workload: the target's server runs around this sample only.
-            with pl.server() as srv:
+            # A [server] workload: the target's server runs around this sample only; so does
+            # a [display] workload's X server.
+            with pl.server() as srv, pl.display():
                 failure = pl.warm_server(srv, self.wl.timeout)
                 if failure:
                     raise ServerError(failure)
@@ -344,7 +345,8 @@ class Session:
                 else:
                     raw = run_sample(prep.argv, cwd=pl.work, env=prep.env,
                                      timeout_s=pl.timeout(self.wl.timeout), launch=self.launch,
-                                     stdin=prep.stdin, how=how, tree=self._tree())
+                                     stdin=prep.stdin, how=how, tree=self._tree(),
+                                     merge_stderr=self.wl.merge_stderr)
                 after = self._after(pl, raw)
                 # Again: the program may have removed {work} or put a link where an output
                 # belongs, and nothing is read through it.
@@ -369,7 +371,7 @@ class Session:
         hows = [self.design.how(p.pos, number, self.repeat) for p in preps]
         jobs = [Job(p.argv, self.places[p.target.label].work, p.env,
                     self.places[p.target.label].timeout(self.wl.timeout), p.stdin, h,
-                    self._tree())
+                    self._tree(), merge_stderr=self.wl.merge_stderr)
                 for p, h in zip(preps, hows, strict=True)]
         started = now_iso()
         try:

@@ -139,6 +139,66 @@ def parse_json(stdout: str) -> dict[str, float]:
     return values
 
 
+_GLMARK2_SCENE = re.compile(
+    # "[bump] bump-render=high-poly: FPS: 57 FrameTime: 17.691 ms"; "[terrain] <default>: FPS: 1 ..."
+    r"^\[([a-z0-9-]+)\] (.*?): FPS: (\d+) FrameTime: ([0-9.]+) ms\s*$", re.M)
+_GLMARK2_SCORE = re.compile(r"^\s*glmark2 Score: (\d+)\s*$", re.M)
+
+
+def glmark2_scene_key(scene: str, options: str) -> str:
+    """A scene's key: its name and its options (without duration, which a run may set for
+    every scene), e.g. bump_bump_render_high_poly, terrain."""
+    opts = [o for o in options.split(":") if o and o != "<default>"
+            and not o.startswith("duration=")]
+    return _key(" ".join([scene, *opts]))
+
+
+def parse_glmark2(stdout: str) -> dict[str, float]:
+    """glmark2's results: `score` (its own total: the mean of the scenes' FPS) and each scene's
+    frames per second keyed by glmark2_scene_key, with `<key>_ms` its mean frame time."""
+    values: dict[str, float] = {}
+    for m in _GLMARK2_SCENE.finditer(stdout):
+        key = glmark2_scene_key(m.group(1), m.group(2))
+        if key in values:
+            raise ValueError(f"scene {key} appears twice: name each benchmark's options apart")
+        values[key] = float(m.group(3))
+        values[f"{key}_ms"] = float(m.group(4))
+    score = _GLMARK2_SCORE.search(stdout)
+    if score is None:
+        raise ValueError("no 'glmark2 Score' line: glmark2 did not finish")
+    values["score"] = float(score.group(1))
+    return values
+
+
+_TIMEDEMO = re.compile(
+    # ioquake3's CL_DemoCompleted: "3398 frames 372.7 seconds 9.1 fps 28.0/109.7/1856.0/38.3 ms"
+    # (frame time min/mean/max/standard deviation; min and max are whole milliseconds)
+    r"^(\d+) frames ([0-9.]+) seconds ([0-9.]+) fps ([0-9.]+)/([0-9.]+)/([0-9.]+)/([0-9.]+) ms\s*$",
+    re.M)
+
+
+def parse_ioquake3_timedemo(stdout: str) -> dict[str, float]:
+    """An ioquake3 timedemo's result line: `frames`, `seconds`, `fps` (frames over seconds),
+    the frame times `frame_min_ms`, `frame_ms` (mean), `frame_max_ms`, `frame_sd_ms`, and the
+    frame rates they mean: `min_fps` (1000 / the longest frame: seed 002's "lowest recorded
+    framerate") and `max_fps` (1000 / the shortest; the engine counts whole milliseconds, so
+    a frame under 1 ms gives none)."""
+    found = _TIMEDEMO.findall(stdout)
+    if not found:
+        raise ValueError("no timedemo result line ('N frames S seconds F fps ...'): the demo did "
+                         "not play to its end")
+    if len(found) > 1:
+        raise ValueError(f"{len(found)} timedemo result lines: play one demo per sample")
+    frames, seconds, fps, lo, mean, hi, sd = (float(x) for x in found[0])
+    values = {"frames": frames, "seconds": seconds, "fps": fps, "frame_min_ms": lo,
+              "frame_ms": mean, "frame_max_ms": hi, "frame_sd_ms": sd}
+    if hi > 0:
+        values["min_fps"] = 1000.0 / hi
+    if lo > 0:
+        values["max_fps"] = 1000.0 / lo
+    return values
+
+
 def close_enough(reference: bytes, data: bytes, max_diff: int, max_fraction: float,
                  fmt: str = "u8") -> tuple[bool, int, float]:
     """Whether data matches reference element for element within a tolerance.
@@ -173,4 +233,6 @@ BUILTIN_PARSERS.update({
     "openssl-speed": parse_openssl_speed,
     "speedtest1": parse_speedtest1,
     "json": parse_json,
+    "glmark2": parse_glmark2,
+    "ioquake3-timedemo": parse_ioquake3_timedemo,
 })

@@ -26,7 +26,7 @@ PLACEHOLDER_RE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 RESERVED = {"bin", "out", "cc", "cflags", "abi", "micro", "profile_dir", "work", "src",
             "host_triplet", "jobs", "host", "port", "program", "cxx"}
 SERVER_KINDS = ("mariadb",)
-RUN_KEYS = ("command", "timeout", "setup", "stdin", "repeat", "threads", "short",
+RUN_KEYS = ("command", "timeout", "setup", "stdin", "stderr", "repeat", "threads", "short",
             "counters", "memory", "after")
 # [run] memory: "process" (wait4's peak RSS of the largest process, the default) or "tree" (the
 # whole process tree's peak as well: a browser, a server and its helpers, a compiler driver)
@@ -119,6 +119,25 @@ class BrowserSpec:
     serve: tuple[tuple[str, str], ...] = ()  # (name, directory): also served at /vendor/NAME/
 
 
+DISPLAY_RENDERERS = ("llvmpipe",)
+
+
+@dataclass(frozen=True)
+class DisplaySpec:
+    """[display]: the program is an X client; a virtual X server (the host's Xvfb) runs for each
+    sample on a private socket only the program sees (run/xserver.py), and GL renders in
+    software with the Mesa driver of the program's own sysroot."""
+
+    screen: str = "1024x768x24"  # WIDTHxHEIGHTxDEPTH of Xvfb's screen 0
+    renderer: str = "llvmpipe"  # one of DISPLAY_RENDERERS
+
+    def env(self) -> dict[str, str]:
+        """What the program's environment gets beside DISPLAY: Mesa's software rasterizer
+        chosen by name (there is no GPU device in a sysroot anyway; this makes it explicit and
+        the same for every ABI)."""
+        return {"LIBGL_ALWAYS_SOFTWARE": "1", "GALLIUM_DRIVER": self.renderer}
+
+
 @dataclass(frozen=True)
 class Workload:
     id: str
@@ -168,6 +187,10 @@ class Workload:
     # [run] memory = "tree": also measure the peak of the whole process tree (run/treemem.py)
     memory: str = "process"
     browser: BrowserSpec | None = None
+    display: DisplaySpec | None = None
+    # [run] stderr = "stdout": the program's stderr goes into its stdout, which metrics and
+    # validation read (ioquake3 prints its console, the timedemo result included, on stderr)
+    merge_stderr: bool = False
 
     @property
     def validates(self) -> bool:
@@ -375,7 +398,7 @@ def load_profile(path: Path) -> Workload:
         raise ld.fail("id", f"id '{wid}' must be lowercase letters, digits, '.', '_' or '-'")
     known_top = {"id", "title", "description", "seeds", "suites", "primary", "params", "source",
                  "run", "validate", "metric", "inputs", "sweep", "debian", "server", "binaries",
-                 "browser"}
+                 "browser", "display"}
     for key in data:
         if key not in known_top:
             raise ld.fail(key, f"unknown key '{key}' (known: {', '.join(sorted(known_top))})")
@@ -477,6 +500,7 @@ def load_profile(path: Path) -> Workload:
                             ld.strlist(srv, "warmup"))
 
     browser = _browser(ld, data, bool(deb), server is not None)
+    display = _display(ld, data, bool(deb), server is not None or browser is not None)
 
     raw_metrics = data.get("metric", [])
     if not isinstance(raw_metrics, list):
@@ -497,6 +521,10 @@ def load_profile(path: Path) -> Workload:
                       f"(have: {', '.join(names + list(BUILTIN_METRICS))})")
 
     stdin = run.get("stdin")
+    stderr = run.get("stderr", "separate")
+    if stderr not in ("separate", "stdout"):
+        raise ld.fail("stderr", f"stderr must be \"stdout\" (merged into the output metrics "
+                      f"read) or \"separate\", not {stderr!r:.40}")
     if stdin is not None and not isinstance(stdin, str):
         raise ld.fail("stdin", "stdin must be a path string, like stdin = \"{corpus}\"")
     repeat = run.get("repeat", 1)
@@ -547,6 +575,8 @@ def load_profile(path: Path) -> Workload:
         short=short,
         memory=str(memory),
         browser=browser,
+        display=display,
+        merge_stderr=stderr == "stdout",
         stdout_digest=base_validation.stdout_digest,
         validate_files=base_validation.files,
         close=base_validation.close,
@@ -597,6 +627,42 @@ def _browser(ld: _Loader, data: Mapping[str, object], debian: bool,
                           "directory served at /vendor/NAME/ (lowercase name)")
         serve.append((name, where))
     return BrowserSpec(page, tuple(serve))
+
+
+def _display(ld: _Loader, data: Mapping[str, object], debian: bool,
+             other: bool) -> DisplaySpec | None:
+    """[display] screen = "1024x768x24", renderer = "llvmpipe" (both optional)."""
+    if "display" not in data:
+        return None
+    tbl = ld.table(data, "display", required=False)
+    unknown = sorted(set(tbl) - {"screen", "renderer"})
+    if unknown:
+        raise ld.fail(unknown[0], f"[display] has no key {', '.join(unknown)} (it takes screen "
+                      "and renderer)")
+    if not debian or other:
+        raise ld.fail("display", "[display] runs an X client from its Debian sysroot: add "
+                      "[debian] packages = [...] (and no [server] or [browser])")
+    screen = ld.str_(tbl, "screen", required=False, default="1024x768x24")
+    if parse_screen(screen)[0] == 0:
+        raise ld.fail("screen", f"[display] screen '{screen[:40]}' must be WIDTHxHEIGHTxDEPTH, "
+                      "like 1024x768x24 (at most 8192x8192, depth 8, 15, 16 or 24)")
+    renderer = ld.str_(tbl, "renderer", required=False, default="llvmpipe")
+    if renderer not in DISPLAY_RENDERERS:
+        raise ld.fail("renderer", f"[display] renderer '{renderer[:40]}' is not known (have: "
+                      f"{', '.join(DISPLAY_RENDERERS)})")
+    return DisplaySpec(screen, renderer)
+
+
+SCREEN_RE = re.compile(r"^([1-9][0-9]{1,3})x([1-9][0-9]{1,3})x(8|15|16|24)$")
+
+
+def parse_screen(screen: str) -> tuple[int, int, int]:
+    """(width, height, depth) of WIDTHxHEIGHTxDEPTH, or zeros when it is not one."""
+    m = SCREEN_RE.match(screen)
+    if not m:
+        return 0, 0, 0
+    w, h, d = (int(g) for g in m.groups())
+    return (w, h, d) if w <= 8192 and h <= 8192 else (0, 0, 0)
 
 
 def expand_sweep(wl: Workload) -> list[Workload]:
