@@ -12,10 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from .. import stats
+from ..abi import REFERENCE_ABIS
 from ..probe import board
 from ..probe.memory import DESCRIPTIONS as TREE_MEMORY
 from ..records import (
-    REFERENCE_ABIS,
     Artifact,
     Better,
     RunDoc,

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from ..records import REFERENCE_ABIS, Artifact, JSONDict, TargetStatus, abi_of, family_of
+from ..abi import REFERENCE_ABIS
+from ..records import Artifact, JSONDict, TargetStatus, abi_of, family_of
 
 
 @dataclass(frozen=True)
