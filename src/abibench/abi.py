@@ -57,6 +57,9 @@ class Abi:
     # Why this ABI cannot be emulated here when `emulator` is empty on a foreign host.
     no_emulator: str = ""
     big_endian: bool = False
+    # The segment alignment of Debian's linker for it (LOAD p_align): a small program's file is
+    # mostly padding where it is large.
+    max_page_size: int = 4096
 
     def guest_libs(self) -> tuple[tuple[str, str], ...]:
         return self.guest_dirs or (("lib", f"/usr/{self.gnu_triplet}/lib"),)
@@ -111,7 +114,7 @@ ABIS: dict[str, Abi] = {
             loader="/lib/ld-linux-aarch64.so.1", run_on=("aarch64",),
             multilib_packages=(), native_on=("aarch64",),
             cross_packages=("gcc-aarch64-linux-gnu", "libc6-dev-arm64-cross"),
-            emulator="qemu-aarch64"),
+            emulator="qemu-aarch64", max_page_size=0x10000),
         # seed 000's pair: v8plus is 32-bit code using the 64-bit registers of an UltraSPARC,
         # its own e_machine (EM_SPARC32PLUS) as x32 has EM_X86_64.
         Abi(name="sparc32plus", family="sparc", pointer_bits=32, data_model="ILP32",
@@ -122,7 +125,7 @@ ABIS: dict[str, Abi] = {
             cross_packages=("gcc-sparc64-linux-gnu", "libc6-dev-sparc-sparc64-cross",
                             "lib32gcc-12-dev-sparc64-cross"),
             emulator="qemu-sparc32plus", big_endian=True,
-            guest_dirs=(("lib", "/usr/sparc64-linux-gnu/lib32"),)),
+            guest_dirs=(("lib", "/usr/sparc64-linux-gnu/lib32"),), max_page_size=0x10000),
         Abi(name="sparc64", family="sparc", pointer_bits=64, data_model="LP64",
             cflags=("-m64",), cc_prefix="sparc64-linux-gnu-", debian_arch="sparc64",
             gnu_triplet="sparc64-linux-gnu", autoconf_host="sparc64-linux-gnu", elf_class=64,
@@ -131,7 +134,7 @@ ABIS: dict[str, Abi] = {
             cross_packages=("gcc-sparc64-linux-gnu", "libc6-dev-sparc64-cross"),
             emulator="qemu-sparc64", big_endian=True,
             guest_dirs=(("lib64", "/usr/sparc64-linux-gnu/lib64"),
-                        ("lib", "/usr/sparc64-linux-gnu/lib"))),
+                        ("lib", "/usr/sparc64-linux-gnu/lib")), max_page_size=0x100000),
         # MIPS64's three ABIs from one toolchain: n32 (ILP32 with 64-bit registers, the x32 of
         # MIPS), n64, and o32 (the 32-bit ISA's ABI, the i386 of MIPS).
         Abi(name="mips64el-n32", family="mips", pointer_bits=32, data_model="ILP32",
@@ -143,7 +146,7 @@ ABIS: dict[str, Abi] = {
                             "libn32gcc-12-dev-mips64el-cross"),
             emulator="qemu-mipsn32el", flags_mask=EF_MIPS_ABI2 | EF_MIPS_ABI,
             flags_value=EF_MIPS_ABI2,
-            guest_dirs=(("lib32", "/usr/mips64el-linux-gnuabi64/lib32"),)),
+            guest_dirs=(("lib32", "/usr/mips64el-linux-gnuabi64/lib32"),), max_page_size=0x10000),
         Abi(name="mips64el-n64", family="mips", pointer_bits=64, data_model="LP64",
             cflags=("-mabi=64",), cc_prefix="mips64el-linux-gnuabi64-", debian_arch="mips64el",
             gnu_triplet="mips64el-linux-gnuabi64", autoconf_host="mips64el-linux-gnuabi64",
@@ -152,7 +155,7 @@ ABIS: dict[str, Abi] = {
             cross_packages=("gcc-mips64el-linux-gnuabi64", "libc6-dev-mips64el-cross"),
             emulator="qemu-mips64el",
             guest_dirs=(("lib64", "/usr/mips64el-linux-gnuabi64/lib64"),
-                        ("lib", "/usr/mips64el-linux-gnuabi64/lib"))),
+                        ("lib", "/usr/mips64el-linux-gnuabi64/lib")), max_page_size=0x10000),
         Abi(name="mips64el-o32", family="mips", pointer_bits=32, data_model="ILP32",
             cflags=("-mabi=32",), cc_prefix="mips64el-linux-gnuabi64-", debian_arch="mipsel",
             gnu_triplet="mipsel-linux-gnu", autoconf_host="mipsel-linux-gnu", elf_class=32,
@@ -162,7 +165,7 @@ ABIS: dict[str, Abi] = {
                             "lib32gcc-12-dev-mips64el-cross"),
             emulator="qemu-mipsel", flags_mask=EF_MIPS_ABI2 | EF_MIPS_ABI,
             flags_value=EF_MIPS_ABI_O32,
-            guest_dirs=(("lib", "/usr/mips64el-linux-gnuabi64/libo32"),)),
+            guest_dirs=(("lib", "/usr/mips64el-linux-gnuabi64/libo32"),), max_page_size=0x10000),
         # PowerPC: two toolchains (Debian's powerpc and ppc64 ports), big-endian both; ppc64
         # is ELFv1 (ppc64el, ELFv2 and little-endian, is another ABI).
         Abi(name="ppc", family="ppc", pointer_bits=32, data_model="ILP32", cflags=("-m32",),
@@ -171,7 +174,7 @@ ABIS: dict[str, Abi] = {
             elf_machine="EM_PPC", loader="/lib/ld.so.1", run_on=("ppc", "ppc64"),
             multilib_packages=(), native_on=("ppc",),
             cross_packages=("gcc-powerpc-linux-gnu", "libc6-dev-powerpc-cross"),
-            emulator="qemu-ppc", big_endian=True),
+            emulator="qemu-ppc", big_endian=True, max_page_size=0x10000),
         Abi(name="ppc64", family="ppc", pointer_bits=64, data_model="LP64", cflags=("-m64",),
             cc_prefix="powerpc64-linux-gnu-", debian_arch="ppc64",
             gnu_triplet="powerpc64-linux-gnu", autoconf_host="powerpc64-linux-gnu",
@@ -180,7 +183,7 @@ ABIS: dict[str, Abi] = {
             cross_packages=("gcc-powerpc64-linux-gnu", "libc6-dev-ppc64-cross"),
             emulator="qemu-ppc64", big_endian=True, flags_mask=EF_PPC64_ABI, flags_value=1,
             guest_dirs=(("lib64", "/usr/powerpc64-linux-gnu/lib64"),
-                        ("lib", "/usr/powerpc64-linux-gnu/lib"))),
+                        ("lib", "/usr/powerpc64-linux-gnu/lib")), max_page_size=0x10000),
         # IBM Z: -m31 still builds (Debian's s390x toolchain ships the 31-bit C library), but
         # qemu-user has only qemu-s390x, which refuses ELFCLASS32 programs.
         Abi(name="s390", family="s390", pointer_bits=32, data_model="ILP32", cflags=("-m31",),

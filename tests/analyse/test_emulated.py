@@ -107,7 +107,7 @@ def test_sizes_compare_armhf_with_aarch64_and_explain_its_padding() -> None:
     assert by["armhf"].reference == "aarch64" and by["i386"].reference == "x86_64"
     assert by["armhf"].stripped_larger_pct == round(100 * (67_000 / 9_000 - 1), 2)
     (note,) = size_notes(rows)
-    assert note.startswith("aarch64: even stripped") and "64 KiB" in note
+    assert note.startswith("aarch64 (64 KiB): even stripped") and "max-page-size" in note
 
 
 def test_an_export_without_the_new_fields_imports(

@@ -291,10 +291,13 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
         res.warnings.extend(skew)
         res.validation, res.validation_detail = validate_outputs(doc.of_workload(wid), labels,
                                                                  meta.validates)
-        if emulated:
-            names = sorted(emulated, key=labels.index)
+        # One line per machine: each names the CPU its times are not measurements of.
+        by_cpu: dict[str, list[str]] = {}
+        for name in sorted(emulated, key=labels.index):
+            by_cpu.setdefault(emulated_words(name), []).append(name)
+        for said, names in by_cpu.items():
             res.emulation.append(
-                f"{', '.join(names)}: {emulated_words(names[0])}; times are shown, never a "
+                f"{', '.join(names)}: {said}; times are shown, never a "
                 "speed verdict; peak memory includes the emulator's own (net estimate below)")
         _emulated_memory(res, doc, wid, rows)
         res.counts.extend(_count_verdicts(rows))
