@@ -1,0 +1,141 @@
+"""The ILP32/LP64 pairs of other machines on this x86 host: SPARC's v8plus and v9 (seed 000's
+pair) and MIPS's n32 and n64, cross-built, told apart by their ELF headers, run under qemu-user
+with checksums equal to x86_64's, and counted the same twice.
+
+setup.sh installs the cross compilers; where one is missing, the test skips naming the package.
+Sizes are small: the module takes well under a minute.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from abibench.abi import ABIS, check_artifact, family_abis
+from abibench.errors import EXIT_USAGE, AbiMismatchError
+from abibench.probe.abis import probe_abi
+
+Cli = Callable[..., subprocess.CompletedProcess[str]]
+
+PAIRS = ("sparc32plus", "sparc64", "mips64el-n32", "mips64el-n64")
+SMALL = ["--set", "nodes=5000", "--set", "steps=5000"]
+SRC = "int main(void) { return (int)sizeof(void *); }\n"
+
+
+def _need(*abis: str) -> None:
+    missing = sorted({p for a in abis for p in ABIS[a].cross_packages[:1]
+                      if shutil.which(ABIS[a].cc_prefix + "gcc") is None})
+    if missing:
+        pytest.skip(f"no cross compiler: apt-get install {' '.join(missing)} (bash setup.sh)")
+
+
+def _build(tmp_path: Path, abi: str) -> Path:
+    src = tmp_path / "t.c"
+    src.write_text(SRC)
+    out = tmp_path / f"t-{abi}"
+    a = ABIS[abi]
+    proc = subprocess.run([a.cc_prefix + "gcc", *a.cflags, "-O2", "-o", str(out), str(src)],
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        pytest.skip(f"{abi}: {proc.stderr.strip().splitlines()[-1]}: apt-get install "
+                    f"{' '.join(a.cross_packages)}")
+    return out
+
+
+def test_n32_and_v8plus_are_told_apart_from_their_neighbours(tmp_path: Path) -> None:
+    _need(*PAIRS, "mips64el-o32")
+    exe = {a: _build(tmp_path, a) for a in (*PAIRS, "mips64el-o32")}
+    # n32 and o32 are both ELFCLASS32 EM_MIPS: only e_flags (EF_MIPS_ABI2) tell them apart
+    n32, o32 = check_artifact(exe["mips64el-n32"], ABIS["mips64el-n32"]), \
+        check_artifact(exe["mips64el-o32"], ABIS["mips64el-o32"])
+    assert (n32.elf_class, n32.machine) == (o32.elf_class, o32.machine) == (32, "EM_MIPS")
+    assert n32.flags & 0x20 and not o32.flags & 0x20
+    with pytest.raises(AbiMismatchError, match=r"built for mips64el-o32 .*e_flags"):
+        check_artifact(exe["mips64el-n32"], ABIS["mips64el-o32"])
+    with pytest.raises(AbiMismatchError, match="mips64el-n64"):
+        check_artifact(exe["mips64el-n32"], ABIS["mips64el-n64"])
+    v8plus = check_artifact(exe["sparc32plus"], ABIS["sparc32plus"])
+    assert (v8plus.elf_class, v8plus.machine) == (32, "EM_SPARC32PLUS")
+    assert check_artifact(exe["sparc64"], ABIS["sparc64"]).machine == "EM_SPARCV9"
+    for name in (*PAIRS, "mips64el-o32"):
+        assert check_artifact(exe[name], ABIS[name]).interpreter == ABIS[name].loader
+
+
+def test_every_pair_runs_under_its_emulator_from_the_cross_libraries(tmp_path: Path) -> None:
+    _need(*PAIRS, "ppc", "ppc64", "s390x")
+    for name in (*PAIRS, "mips64el-o32", "ppc", "ppc64", "s390x"):
+        st = probe_abi(ABIS[name], tmp_path, cache_root=tmp_path / "cache")
+        assert st.can_build and st.can_run and st.emulator is not None, st
+        root = Path(st.emulator.root)
+        assert (root / "etc" / "ld.so.cache").stat().st_size == 0
+        for guest, host_dir in ABIS[name].guest_libs():
+            assert (root / guest).resolve() == Path(host_dir).resolve()
+        got = subprocess.run(st.emulator.wrap([str(_build(tmp_path, name))]), check=False)
+        assert got.returncode == ABIS[name].pointer_bits // 8, name
+
+
+def test_s390_builds_but_is_listed_as_unrunnable_with_the_reason(tmp_path: Path) -> None:
+    _need("s390")
+    st = probe_abi(ABIS["s390"], tmp_path, cache_root=tmp_path / "cache")
+    assert st.can_build and not st.can_run and st.emulator is None
+    assert st.reason and "no 31-bit s390 emulator" in st.reason
+    assert check_artifact(_build(tmp_path, "s390"), ABIS["s390"]).elf_class == 32
+
+
+def _counts(doc: dict[str, object]) -> dict[tuple[str, str], int]:
+    samples = doc["samples"]
+    assert isinstance(samples, list)
+    return {(s["workload"], s["target"]): s["instructions"] for s in samples
+            if s["kind"] == "counters"}
+
+
+def test_sparc_and_mips_pairs_match_x86_and_count_the_same_twice(cli: Cli) -> None:
+    _need(*PAIRS)
+    abis = ",".join(("x86_64", *PAIRS))
+    args = ("run", "ptrtree", "nbody", "--abi", abis, "--rounds", "1", "--warmup", "0",
+            "--counters", "--no-html", *SMALL)
+    proc = cli(*args)
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    doc = json.loads(cli("export").stdout)
+    samples = doc["samples"]
+    for s in samples:
+        assert s["status"] == "ok", s
+        assert s["emulated"] == (s["target"] in PAIRS), s
+    # the checksums printed on big-endian SPARC and little-endian MIPS equal x86_64's
+    for wl in ("ptrtree", "nbody"):
+        checks = {s["check"] for s in samples if s["workload"] == wl and s["kind"] != "baseline"}
+        assert len(checks) == 1 and None not in checks, (wl, checks)
+    assert proc.stdout.count("output check: identical on mips64el-n32, mips64el-n64, "
+                             "sparc32plus, sparc64, x86_64") == 2
+    assert "emulated: measures QEMU, not a SPARC CPU" in proc.stdout
+    assert "emulated: measures QEMU, not a MIPS CPU" in proc.stdout
+    # each 32-bit half against the 64-bit ABI of its own machine
+    for a, b in (("sparc32plus", "sparc64"), ("mips64el-n32", "mips64el-n64")):
+        assert re.search(rf"{b} executes [\d.]+% (fewer|more) instructions than {a} \[exact\]",
+                         proc.stdout), proc.stdout
+    counts = _counts(doc)
+    assert len(counts) == 10 and all(n > 1_000_000 for n in counts.values())
+    for p in (s["counters"] for s in samples if s["kind"] == "counters"):
+        assert len(set(p["attempts"])) == 1 and p["agreed"], p
+    # another run of the same builds counts the same instructions
+    again = cli(*args[:4], "sparc32plus,mips64el-n32", *args[5:])
+    assert again.returncode == 0, again.stderr[-3000:]
+    for key, n in _counts(json.loads(cli("export").stdout)).items():
+        assert abs(n - counts[key]) <= 1e-5 * n, (key, n, counts[key])
+
+
+def test_family_chooses_a_machine_and_refuses_an_unknown_one(cli: Cli) -> None:
+    assert [a.name for a in family_abis("sparc")] == ["sparc32plus", "sparc64"]
+    assert len(family_abis("all")) == len(ABIS)
+    proc = cli("run", "ptrtree", "--family", "vax", "--no-html")
+    assert proc.returncode == EXIT_USAGE
+    (line,) = proc.stderr.strip().splitlines()
+    assert "unknown --family 'vax'" in line and "sparc" in line
+    proc = cli("run", "ptrtree", "--family", "sparc", "--abi", "x86_64", "--no-html")
+    assert proc.returncode == EXIT_USAGE and "give one of them" in proc.stderr
