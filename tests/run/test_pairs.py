@@ -19,6 +19,7 @@ import pytest
 
 from abibench.abi import ABIS, check_artifact, family_abis
 from abibench.errors import EXIT_USAGE, AbiMismatchError
+from abibench.paths import MICRO_DIR
 from abibench.probe.abis import probe_abi
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
@@ -139,3 +140,34 @@ def test_family_chooses_a_machine_and_refuses_an_unknown_one(cli: Cli) -> None:
     assert "unknown --family 'vax'" in line and "sparc" in line
     proc = cli("run", "ptrtree", "--family", "sparc", "--abi", "x86_64", "--no-html")
     assert proc.returncode == EXIT_USAGE and "give one of them" in proc.stderr
+
+
+def test_micro_checksums_on_big_endian_sparc64_equal_x86_64s(tmp_path: Path) -> None:
+    # Every micro program builds warning-free for sparc64 (and v8plus), and the checksums it
+    # prints on a big-endian machine are x86_64's: they come from values, not memory's bytes.
+    from tests.run.test_micro import CASES, PROGRAMS
+
+    _need("sparc64", "sparc32plus")
+    st = probe_abi(ABIS["sparc64"], tmp_path, cache_root=tmp_path / "cache")
+    assert st.emulator is not None, st
+    bins: dict[tuple[str, str], Path] = {}
+    for prog, libs in PROGRAMS.items():
+        for abi, cc in (("x86_64", ["gcc", "-m64"]), ("sparc64", ["sparc64-linux-gnu-gcc", "-m64"]),
+                        ("sparc32plus", ["sparc64-linux-gnu-gcc", "-m32"])):
+            exe = tmp_path / f"{prog}-{abi}"
+            r = subprocess.run([*cc, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o",
+                                str(exe), str(MICRO_DIR / f"{prog}.c"), *libs],
+                               capture_output=True, text=True, check=False)
+            assert r.returncode == 0, f"{prog} for {abi}:\n{r.stderr}"
+            bins[(prog, abi)] = exe
+
+    def checksum(argv: list[str]) -> str:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+        assert r.returncode == 0, (argv, r.stderr)
+        (line,) = [ln for ln in r.stdout.splitlines() if ln.startswith("checksum: ")]
+        return line
+
+    for prog, args in CASES:
+        want = checksum([str(bins[(prog, "x86_64")]), *args])
+        assert checksum(st.emulator.wrap([str(bins[(prog, "sparc64")]), *args])) == want, \
+            (prog, args)
