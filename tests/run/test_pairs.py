@@ -8,6 +8,7 @@ Sizes are small: the module takes well under a minute.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -171,3 +172,14 @@ def test_micro_checksums_on_big_endian_sparc64_equal_x86_64s(tmp_path: Path) -> 
         want = checksum([str(bins[(prog, "x86_64")]), *args])
         assert checksum(st.emulator.wrap([str(bins[(prog, "sparc64")]), *args])) == want, \
             (prog, args)
+
+
+def test_a_missing_multilib_half_is_named_with_its_package(tmp_path: Path) -> None:
+    # Debian's powerpc toolchain has no 64-bit C library or libgcc: asking it for -m64 is what a
+    # multilib half without its packages looks like (a real compile failure, not a simulated one).
+    _need("ppc")
+    half = dataclasses.replace(ABIS["ppc"], name="ppc-m64", cflags=("-m64",))
+    st = probe_abi(half, tmp_path, cache_root=tmp_path / "cache")
+    assert not st.can_build and not st.can_run
+    assert st.reason == "no ppc-m64 C library or multilib support installed", st
+    assert st.fix == "apt-get install gcc-powerpc-linux-gnu libc6-dev-powerpc-cross"
