@@ -183,3 +183,28 @@ def test_a_missing_multilib_half_is_named_with_its_package(tmp_path: Path) -> No
     assert not st.can_build and not st.can_run
     assert st.reason == "no ppc-m64 C library or multilib support installed", st
     assert st.fix == "apt-get install gcc-powerpc-linux-gnu libc6-dev-powerpc-cross"
+
+
+def test_the_step_clock_loads_where_64_bit_atomics_are_library_calls(tmp_path: Path) -> None:
+    # 32-bit PowerPC and MIPS o32 have no 64-bit atomic instructions; the step clock preloaded
+    # into every counting run must not need libatomic there (it failed with "undefined symbol:
+    # __atomic_fetch_add_8", so ppc and o32 had no instruction counts).
+    from abibench.obtain.helpers import helper
+
+    _need("ppc", "mips64el-o32")
+    for name in ("ppc", "mips64el-o32"):
+        abi = ABIS[name]
+        st = probe_abi(abi, tmp_path, cache_root=tmp_path / "cache")
+        assert st.emulator is not None and st.compiler is not None, st
+        clock = helper("stepclock", abi, st.compiler, ("-O2",), tmp_path / "cache")
+        src = tmp_path / "t.c"
+        src.write_text("#include <time.h>\nint main(void) { struct timespec a, b;\n"
+                       "  clock_gettime(CLOCK_MONOTONIC, &a); clock_gettime(CLOCK_MONOTONIC, &b);\n"
+                       "  return (int)(b.tv_nsec - a.tv_nsec) / 1000; }\n")
+        exe = tmp_path / f"t-{name}"
+        subprocess.run([st.compiler, *abi.cflags, "-O2", "-o", str(exe), str(src)], check=True)
+        got = subprocess.run([st.emulator.command, "-E", f"LD_PRELOAD={clock}", "-L",
+                              st.emulator.root, str(exe)], capture_output=True, text=True,
+                             check=False)
+        # one microsecond between two readings: the step clock ran, not the real one
+        assert got.returncode == 1, (name, got.returncode, got.stderr)
