@@ -26,6 +26,7 @@ from ..records import (
     family_of,
     pick_reference,
 )
+from ..text import one_line
 
 
 @dataclass(frozen=True)
@@ -289,6 +290,12 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
         for kind in trees:
             res.provenance.append(f"tree peak RSS: {TREE_MEMORY.get(kind, kind)}")
         res.warnings.extend(skew)
+        # A counting run that failed leaves its target without a count: say why, rather than
+        # leave a gap in the instructions column.
+        uncounted = {s.target: one_line(s.error or s.status)[:300] for s in doc.of_workload(wid)
+                     if s.kind == "counters" and s.status != "ok" and s.target not in counts}
+        res.warnings.extend(f"{t}: no instruction count: the counting run failed ({why})"
+                            for t, why in uncounted.items())
         res.validation, res.validation_detail = validate_outputs(doc.of_workload(wid), labels,
                                                                  meta.validates)
         # One line per machine: each names the CPU its times are not measurements of.

@@ -185,7 +185,10 @@ def _workload(b: WorkloadBlock, con: Console, explanations: Sequence[Explanation
                 *(["tree peak"] if trees else []), *(["net of emulator"] if emulated else []),
                 "file size", "text", *(["instructions", "/ 64-bit"] if insns else []),
                 "explanation"):
-        table.add_column(col, justify="left" if col in ("ABI", "explanation") else "right")
+        # An ABI name is never cut ("mips64el-n…"): the numbers wrap instead.
+        table.add_column(col, justify="left" if col in ("ABI", "explanation") else "right",
+                         min_width=max((len(r.label) for r in res.rows), default=0)
+                         if col == "ABI" else None)
     notes = []
     for row in res.rows:
         s = row.summary
