@@ -31,8 +31,19 @@ PKGS=(
 # carry the i386/x32 support and conflict with nothing; the link is made by ensure_asm_link.
 ARM_HF=(gcc-arm-linux-gnueabihf g++-arm-linux-gnueabihf libc6-dev-armhf-cross)
 ARM_64=(gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross)
+# The ILP32/LP64 pairs of other machines, cross-built and run under qemu-user: each 64-bit
+# cross gcc with the C libraries of its 32-bit half (Debian's multilib cross packages).
+PAIRS=(
+  gcc-sparc64-linux-gnu libc6-dev-sparc64-cross libc6-dev-sparc-sparc64-cross
+  lib32gcc-12-dev-sparc64-cross
+  gcc-mips64el-linux-gnuabi64 libc6-dev-mips64el-cross libc6-dev-mipsn32-mips64el-cross
+  libn32gcc-12-dev-mips64el-cross libc6-dev-mips32-mips64el-cross lib32gcc-12-dev-mips64el-cross
+  gcc-powerpc-linux-gnu libc6-dev-powerpc-cross gcc-powerpc64-linux-gnu libc6-dev-ppc64-cross
+  gcc-s390x-linux-gnu libc6-dev-s390x-cross libc6-dev-s390-s390x-cross
+  lib32gcc-12-dev-s390x-cross
+)
 case "$(uname -m)" in
-  x86_64)  ARCH_PKGS=(libc6-dev-x32 libc6-dev-i386 "${ARM_HF[@]}" "${ARM_64[@]}"); FOREIGN_ARCH=i386 ;;
+  x86_64)  ARCH_PKGS=(libc6-dev-x32 libc6-dev-i386 "${ARM_HF[@]}" "${ARM_64[@]}" "${PAIRS[@]}"); FOREIGN_ARCH=i386 ;;
   # An arm64 board that runs AArch32 executes armhf programs itself: they need Debian's armhf
   # loader and C library where the programs look for them (/lib/ld-linux-armhf.so.3), as a
   # Raspberry Pi OS user installs them; the cross package's copy is only for linking.

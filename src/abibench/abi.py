@@ -11,12 +11,22 @@ from .errors import AbiMismatchError, UsageError
 EF_ARM_ABI_FLOAT_HARD = 0x400  # e_flags: the hard-float procedure call standard (armhf)
 EF_ARM_EABIMASK = 0xFF000000
 EF_ARM_EABI_VER5 = 0x05000000
+# MIPS: n32 is ELFCLASS32 EM_MIPS like o32; only e_flags tell them apart (as only e_machine
+# tells x32 from i386): EF_MIPS_ABI2 marks n32, the EF_MIPS_ABI field says O32.
+EF_MIPS_ABI2 = 0x20
+EF_MIPS_ABI = 0x0000F000
+EF_MIPS_ABI_O32 = 0x00001000
+EF_PPC64_ABI = 0x3  # 1: ELFv1 (big-endian ppc64's function descriptors), 2: ELFv2 (ppc64el)
+
+# Per family: the CPU its emulated times are not measurements of, in the reports' words.
+FAMILY_CPU = {"x86": "an x86", "arm": "an ARM", "sparc": "a SPARC", "mips": "a MIPS",
+              "ppc": "a POWER", "s390": "an IBM Z"}
 
 
 @dataclass(frozen=True)
 class Abi:
     name: str
-    family: str  # "x86" or "arm": which hosts can possibly run it
+    family: str  # the machine (a key of FAMILY_CPU): which hosts can possibly run it
     pointer_bits: int
     data_model: str  # ILP32 or LP64
     cflags: tuple[str, ...]  # the only flags that differ between ABIs of one build
@@ -40,6 +50,19 @@ class Abi:
     # visible there; the float ABI and the EABI version are.
     flags_mask: int = 0
     flags_value: int = 0
+    # The emulator's guest library directories: (guest dir, host dir of the cross C library).
+    # Empty: ("lib", /usr/<gnu_triplet>/lib), where Debian's libc6-<arch>-cross puts them; a
+    # multilib half's libraries are in a directory of its 64-bit toolchain's tree instead.
+    guest_dirs: tuple[tuple[str, str], ...] = ()
+    # Why this ABI cannot be emulated here when `emulator` is empty on a foreign host.
+    no_emulator: str = ""
+    big_endian: bool = False
+    # The segment alignment of Debian's linker for it (LOAD p_align): a small program's file is
+    # mostly padding where it is large.
+    max_page_size: int = 4096
+
+    def guest_libs(self) -> tuple[tuple[str, str], ...]:
+        return self.guest_dirs or (("lib", f"/usr/{self.gnu_triplet}/lib"),)
 
     def matches(self, info: ElfInfo) -> bool:
         if info.elf_class != self.elf_class or info.machine != self.elf_machine:
@@ -91,12 +114,112 @@ ABIS: dict[str, Abi] = {
             loader="/lib/ld-linux-aarch64.so.1", run_on=("aarch64",),
             multilib_packages=(), native_on=("aarch64",),
             cross_packages=("gcc-aarch64-linux-gnu", "libc6-dev-arm64-cross"),
-            emulator="qemu-aarch64"),
+            emulator="qemu-aarch64", max_page_size=0x10000),
+        # seed 000's pair: v8plus is 32-bit code using the 64-bit registers of an UltraSPARC,
+        # its own e_machine (EM_SPARC32PLUS) as x32 has EM_X86_64.
+        Abi(name="sparc32plus", family="sparc", pointer_bits=32, data_model="ILP32",
+            cflags=("-m32",), cc_prefix="sparc64-linux-gnu-", debian_arch="",
+            gnu_triplet="sparc-linux-gnu", autoconf_host="sparc-linux-gnu", elf_class=32,
+            elf_machine="EM_SPARC32PLUS", loader="/lib/ld-linux.so.2", run_on=("sparc64",),
+            multilib_packages=(),
+            cross_packages=("gcc-sparc64-linux-gnu", "libc6-dev-sparc-sparc64-cross",
+                            "lib32gcc-12-dev-sparc64-cross"),
+            emulator="qemu-sparc32plus", big_endian=True,
+            guest_dirs=(("lib", "/usr/sparc64-linux-gnu/lib32"),), max_page_size=0x10000),
+        Abi(name="sparc64", family="sparc", pointer_bits=64, data_model="LP64",
+            cflags=("-m64",), cc_prefix="sparc64-linux-gnu-", debian_arch="sparc64",
+            gnu_triplet="sparc64-linux-gnu", autoconf_host="sparc64-linux-gnu", elf_class=64,
+            elf_machine="EM_SPARCV9", loader="/lib64/ld-linux.so.2", run_on=("sparc64",),
+            multilib_packages=(), native_on=("sparc64",),
+            cross_packages=("gcc-sparc64-linux-gnu", "libc6-dev-sparc64-cross"),
+            emulator="qemu-sparc64", big_endian=True,
+            guest_dirs=(("lib64", "/usr/sparc64-linux-gnu/lib64"),
+                        ("lib", "/usr/sparc64-linux-gnu/lib")), max_page_size=0x100000),
+        # MIPS64's three ABIs from one toolchain: n32 (ILP32 with 64-bit registers, the x32 of
+        # MIPS), n64, and o32 (the 32-bit ISA's ABI, the i386 of MIPS).
+        Abi(name="mips64el-n32", family="mips", pointer_bits=32, data_model="ILP32",
+            cflags=("-mabi=n32",), cc_prefix="mips64el-linux-gnuabi64-", debian_arch="",
+            gnu_triplet="mips64el-linux-gnuabin32", autoconf_host="mips64el-linux-gnuabin32",
+            elf_class=32, elf_machine="EM_MIPS", loader="/lib32/ld.so.1", run_on=("mips64",),
+            multilib_packages=(),
+            cross_packages=("gcc-mips64el-linux-gnuabi64", "libc6-dev-mipsn32-mips64el-cross",
+                            "libn32gcc-12-dev-mips64el-cross"),
+            emulator="qemu-mipsn32el", flags_mask=EF_MIPS_ABI2 | EF_MIPS_ABI,
+            flags_value=EF_MIPS_ABI2,
+            guest_dirs=(("lib32", "/usr/mips64el-linux-gnuabi64/lib32"),), max_page_size=0x10000),
+        Abi(name="mips64el-n64", family="mips", pointer_bits=64, data_model="LP64",
+            cflags=("-mabi=64",), cc_prefix="mips64el-linux-gnuabi64-", debian_arch="mips64el",
+            gnu_triplet="mips64el-linux-gnuabi64", autoconf_host="mips64el-linux-gnuabi64",
+            elf_class=64, elf_machine="EM_MIPS", loader="/lib64/ld.so.1", run_on=("mips64",),
+            multilib_packages=(), native_on=("mips64",),
+            cross_packages=("gcc-mips64el-linux-gnuabi64", "libc6-dev-mips64el-cross"),
+            emulator="qemu-mips64el",
+            guest_dirs=(("lib64", "/usr/mips64el-linux-gnuabi64/lib64"),
+                        ("lib", "/usr/mips64el-linux-gnuabi64/lib")), max_page_size=0x10000),
+        Abi(name="mips64el-o32", family="mips", pointer_bits=32, data_model="ILP32",
+            cflags=("-mabi=32",), cc_prefix="mips64el-linux-gnuabi64-", debian_arch="mipsel",
+            gnu_triplet="mipsel-linux-gnu", autoconf_host="mipsel-linux-gnu", elf_class=32,
+            elf_machine="EM_MIPS", loader="/lib/ld.so.1", run_on=("mips64", "mips"),
+            multilib_packages=(),
+            cross_packages=("gcc-mips64el-linux-gnuabi64", "libc6-dev-mips32-mips64el-cross",
+                            "lib32gcc-12-dev-mips64el-cross"),
+            emulator="qemu-mipsel", flags_mask=EF_MIPS_ABI2 | EF_MIPS_ABI,
+            flags_value=EF_MIPS_ABI_O32,
+            guest_dirs=(("lib", "/usr/mips64el-linux-gnuabi64/libo32"),), max_page_size=0x10000),
+        # PowerPC: two toolchains (Debian's powerpc and ppc64 ports), big-endian both; ppc64
+        # is ELFv1 (ppc64el, ELFv2 and little-endian, is another ABI).
+        Abi(name="ppc", family="ppc", pointer_bits=32, data_model="ILP32", cflags=("-m32",),
+            cc_prefix="powerpc-linux-gnu-", debian_arch="powerpc",
+            gnu_triplet="powerpc-linux-gnu", autoconf_host="powerpc-linux-gnu", elf_class=32,
+            elf_machine="EM_PPC", loader="/lib/ld.so.1", run_on=("ppc", "ppc64"),
+            multilib_packages=(), native_on=("ppc",),
+            cross_packages=("gcc-powerpc-linux-gnu", "libc6-dev-powerpc-cross"),
+            emulator="qemu-ppc", big_endian=True, max_page_size=0x10000),
+        Abi(name="ppc64", family="ppc", pointer_bits=64, data_model="LP64", cflags=("-m64",),
+            cc_prefix="powerpc64-linux-gnu-", debian_arch="ppc64",
+            gnu_triplet="powerpc64-linux-gnu", autoconf_host="powerpc64-linux-gnu",
+            elf_class=64, elf_machine="EM_PPC64", loader="/lib64/ld64.so.1", run_on=("ppc64",),
+            multilib_packages=(), native_on=("ppc64",),
+            cross_packages=("gcc-powerpc64-linux-gnu", "libc6-dev-ppc64-cross"),
+            emulator="qemu-ppc64", big_endian=True, flags_mask=EF_PPC64_ABI, flags_value=1,
+            guest_dirs=(("lib64", "/usr/powerpc64-linux-gnu/lib64"),
+                        ("lib", "/usr/powerpc64-linux-gnu/lib")), max_page_size=0x10000),
+        # IBM Z: -m31 still builds (Debian's s390x toolchain ships the 31-bit C library), but
+        # qemu-user has only qemu-s390x, which refuses ELFCLASS32 programs.
+        Abi(name="s390", family="s390", pointer_bits=32, data_model="ILP32", cflags=("-m31",),
+            cc_prefix="s390x-linux-gnu-", debian_arch="", gnu_triplet="s390-linux-gnu",
+            autoconf_host="s390-linux-gnu", elf_class=32, elf_machine="EM_S390",
+            loader="/lib/ld.so.1", run_on=("s390x",), multilib_packages=(),
+            cross_packages=("gcc-s390x-linux-gnu", "libc6-dev-s390-s390x-cross",
+                            "lib32gcc-12-dev-s390x-cross"),
+            big_endian=True, guest_dirs=(("lib", "/usr/s390x-linux-gnu/lib32"),),
+            no_emulator="qemu-user has no 31-bit s390 emulator (qemu-s390x refuses ELFCLASS32 "
+                        "programs)"),
+        Abi(name="s390x", family="s390", pointer_bits=64, data_model="LP64", cflags=("-m64",),
+            cc_prefix="s390x-linux-gnu-", debian_arch="s390x", gnu_triplet="s390x-linux-gnu",
+            autoconf_host="s390x-linux-gnu", elf_class=64, elf_machine="EM_S390",
+            loader="/lib/ld64.so.1", run_on=("s390x",), multilib_packages=(),
+            native_on=("s390x",),
+            cross_packages=("gcc-s390x-linux-gnu", "libc6-dev-s390x-cross"),
+            emulator="qemu-s390x", big_endian=True),
     )
 }
 
 HOST_FAMILY = {"x86_64": "x86", "i686": "x86", "i386": "x86", "aarch64": "arm", "armv7l": "arm",
-               "armv8l": "arm"}
+               "armv8l": "arm", "sparc64": "sparc", "mips64": "mips", "mips": "mips",
+               "ppc64": "ppc", "ppc": "ppc", "s390x": "s390"}
+
+# The reference of every comparison within a family: its LP64 ABI (x86_64 first, so a run of
+# several families compares each with its own and x86_64 is the overall one).
+REFERENCE_ABIS = tuple(a.name for a in ABIS.values() if a.data_model == "LP64")
+
+
+def family_abis(family: str) -> list[Abi]:
+    """The ABIs of one family, or of every family for "all"."""
+    if family != "all" and family not in FAMILY_CPU:
+        raise UsageError(f"unknown --family '{family}': choose all or one of "
+                         f"{', '.join(FAMILY_CPU)}")
+    return [a for a in ABIS.values() if family in ("all", a.family)]
 
 
 def get_abi(name: str) -> Abi:

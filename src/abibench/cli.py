@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from . import __version__
-from .abi import ABIS, HOST_FAMILY, get_abi, parse_abi_list
+from .abi import ABIS, HOST_FAMILY, Abi, family_abis, get_abi, parse_abi_list
 from .analyse import report as analysis
 from .analyse.advise import Deployment, parse_mix, parse_size
 from .errors import (
@@ -249,6 +249,11 @@ def _plan_options(r: argparse.ArgumentParser) -> None:
                    "'default')")
     r.add_argument("--abi", default=None, help="comma-separated ABIs (default: every ABI of this "
                    "host's family)")
+    r.add_argument("--family", default=None, metavar="FAMILY",
+                   help="every ABI of one machine family (x86, arm, sparc, mips, ppc, s390), or "
+                   "'all': every ABI this host can build and run or emulate; the others are "
+                   "listed with the reason, and one ABI's failed build does not stop the "
+                   "others (as --keep-going)")
     r.add_argument("--rounds", type=_positive, default=None,
                    help="exactly N counted rounds (turns off adaptive stopping)")
     r.add_argument("--min-rounds", type=_positive, default=5)
@@ -282,7 +287,7 @@ def _plan_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--counters", nargs="?", const="insn", default=None,
                    choices=("insn", "cache"), metavar="insn|cache",
                    help="also count instructions under valgrind, or for emulated ABIs (armhf, "
-                   "aarch64 here) with abibench's QEMU plugin (runs per target until two "
+                   "aarch64, sparc64, ... here) with abibench's QEMU plugin (runs per target until two "
                    "agree); --counters=cache adds simulated cache and branch events, for "
                    "`abibench explain` (valgrind only)")
     r.add_argument("--keep-going", action="store_true",
@@ -410,10 +415,11 @@ def cmd_probe(args: argparse.Namespace) -> int:
     con.print(e(f"governor: {ctx.governor or 'not exposed (no cpufreq)'}; turbo: "
                 f"{ctx.turbo or 'unknown'}; load {load:.2f}; "
                 f"compilers: {'; '.join(ctx.compilers.values()) or 'none'}"))
+    width = max((len(s.abi) for s in statuses), default=8)
     for s in statuses:
         build = "builds" if s.can_build else "cannot build"
         run = ("runs emulated" if s.emulated else "runs") if s.can_run else "cannot run here"
-        line = f"  {s.abi:8s} {build:13s} {run:16s}"
+        line = f"  {s.abi:{width}s} {build:13s} {run:16s}"
         if s.reason:
             line += f" {s.reason}; fix: {s.fix}"
         elif s.note:
@@ -443,6 +449,14 @@ def cmd_list(args: argparse.Namespace) -> int:
     for w in wls:
         con.print(e(f"{w.id:16s} {','.join(w.suites):22s} {w.title}"))
     return EXIT_OK
+
+
+def _asked_abis(args: argparse.Namespace) -> list[Abi]:
+    if args.family is not None:
+        if args.abi is not None:
+            raise UsageError("--abi and --family both choose the ABIs: give one of them")
+        return family_abis(args.family)
+    return parse_abi_list(args.abi or _default_abis())
 
 
 def _default_abis() -> str:
@@ -498,7 +512,7 @@ def _check_outputs(*paths: Path | None) -> None:
 # A run without --budget has this much time per workload for its adaptive rounds, as the
 # per-workload limit used to be; spent wherever precision is furthest.
 DEFAULT_BUDGET_PER_WORKLOAD_S = 120.0
-PLAN_OPTIONS = ("workloads", "workload", "suite", "abi", "rounds", "min_rounds", "max_rounds",
+PLAN_OPTIONS = ("workloads", "workload", "suite", "abi", "family", "rounds", "min_rounds", "max_rounds",
                 "precision", "max_time", "budget", "design", "warmup", "cflags", "cc", "provenance",
                 "allow_version_skew", "set", "seed", "counters", "keep_going", "binary", "metric",
                 "label", "fleet",
@@ -533,7 +547,7 @@ def cmd_run(args: argparse.Namespace, store: RunStore) -> int:
         if args.metric or args.name or args.check_stdout or args.program_args:
             raise UsageError("--metric, --name, --check-stdout and program arguments after -- "
                              "go with --binary")
-        abis = parse_abi_list(args.abi or _default_abis())
+        abis = _asked_abis(args)
     workloads = load_workloads(selection or None, args.suite, _parse_sets(args.set))
     budget = args.budget if args.budget is not None else \
         DEFAULT_BUDGET_PER_WORKLOAD_S * len(workloads)
@@ -544,7 +558,8 @@ def cmd_run(args: argparse.Namespace, store: RunStore) -> int:
                 budget_s=None if args.rounds is not None else budget, design=args.design)
     req = Request(workloads=workloads, abis=abis, plan=plan, cflags=tuple(args.cflags.split()),
                   cc=args.cc, provenance=args.provenance,
-                  allow_version_skew=args.allow_version_skew, keep_going=args.keep_going,
+                  allow_version_skew=args.allow_version_skew,
+                  keep_going=args.keep_going or args.family is not None,
                   label=args.label or None, fleet=args.fleet or None,
                   explicit_abis=args.abi is not None)
     return _measure(args, store, req, None)
@@ -777,8 +792,8 @@ def cmd_fleet_run(args: argparse.Namespace, tokens: list[str]) -> int:
     _check_outputs(args.html)
     # Checked here, before any host is touched: the hosts run this same abibench.
     load_workloads([*args.workloads, *args.workload] or None, args.suite, _parse_sets(args.set))
-    if args.abi:
-        parse_abi_list(args.abi)
+    if args.abi or args.family:
+        _asked_abis(args)
     ref = db_ref(args.db)
     err = sys.stderr
     # After `fleet run` (a --db value may be a file named "fleet").

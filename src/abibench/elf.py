@@ -66,6 +66,12 @@ _CROSS_STRIP = {
     "EM_AARCH64": ("aarch64-linux-gnu-strip",),
     "EM_386": ("i686-linux-gnu-strip", "x86_64-linux-gnu-strip"),
     "EM_X86_64": ("x86_64-linux-gnu-strip",),
+    "EM_SPARC32PLUS": ("sparc64-linux-gnu-strip",),
+    "EM_SPARCV9": ("sparc64-linux-gnu-strip",),
+    "EM_MIPS": ("mips64el-linux-gnuabi64-strip",),
+    "EM_PPC": ("powerpc-linux-gnu-strip", "powerpc64-linux-gnu-strip"),
+    "EM_PPC64": ("powerpc64-linux-gnu-strip",),
+    "EM_S390": ("s390x-linux-gnu-strip",),
 }
 
 

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Literal, cast
 
-from .abi import ABIS, Abi
+from .abi import ABIS, FAMILY_CPU, REFERENCE_ABIS, Abi
 
 # Free-form data that travels as JSON (parameters, plan, host extras): typed as what it is.
 JSON = str | int | float | bool | None | list["JSON"] | dict[str, "JSON"]
@@ -61,8 +61,8 @@ BUILTIN_METRICS: dict[str, Metric] = {
 # Quantities of memory, not of speed: a covariate of the machine's speed says nothing of them.
 MEMORY_METRICS = ("max_rss", "tree_peak_rss")
 
-# The reference ("b" of every ratio): the 64-bit ABI of each host family.
-REFERENCE_ABIS = ("x86_64", "aarch64")
+# The reference ("b" of every ratio) is the 64-bit ABI of each host family: REFERENCE_ABIS,
+# from the ABI table.
 
 
 def abi_of(label: str) -> str:
@@ -71,14 +71,15 @@ def abi_of(label: str) -> str:
 
 
 def family_of(label: str) -> str | None:
-    """The host family of a target label's ABI (x86, arm), None for an ABI this version lacks."""
+    """The host family of a target label's ABI (x86, arm, ...), None for an ABI this version
+    lacks."""
     abi = ABIS.get(abi_of(label))
     return abi.family if abi else None
 
 
 def emulated_words(label: str) -> str:
     """What the times of an emulated target are, in the words every report uses."""
-    cpu = {"arm": "an ARM", "x86": "an x86"}.get(family_of(label) or "", "a real")
+    cpu = FAMILY_CPU.get(family_of(label) or "", "a real")
     return f"emulated: measures QEMU, not {cpu} CPU"
 
 

@@ -107,7 +107,7 @@ def test_sizes_compare_armhf_with_aarch64_and_explain_its_padding() -> None:
     assert by["armhf"].reference == "aarch64" and by["i386"].reference == "x86_64"
     assert by["armhf"].stripped_larger_pct == round(100 * (67_000 / 9_000 - 1), 2)
     (note,) = size_notes(rows)
-    assert note.startswith("aarch64: even stripped") and "64 KiB" in note
+    assert note.startswith("aarch64 (64 KiB): even stripped") and "max-page-size" in note
 
 
 def test_an_export_without_the_new_fields_imports(
@@ -120,3 +120,31 @@ def test_an_export_without_the_new_fields_imports(
     assert all(s.clock_mhz is None and s.throttled is None for s in doc.samples)
     new = _four_way(make_doc)
     assert document(new, "new export").emulated_targets("tree") == {"armhf", "aarch64"}
+
+
+def test_a_failed_counting_run_is_a_warning_naming_why(
+        make_doc: Callable[..., dict[str, Any]]) -> None:
+    raw = _four_way(make_doc)
+    for s in raw["samples"]:
+        if s["kind"] == "counters" and s["target"] == "armhf":
+            s.update(status="failed", instructions=None,
+                     error="exit code 127: symbol lookup error: undefined symbol: x")
+    (res,) = analyse(document(raw, "failed count"))
+    assert "armhf: no instruction count: the counting run failed (exit code 127: symbol " \
+        "lookup error: undefined symbol: x)" in res.warnings
+    assert [(c.a, c.b) for c in res.counts] == [("i386", "x86_64")]
+
+
+def test_emulated_targets_of_several_machines_get_a_line_each(
+        make_doc: Callable[..., dict[str, Any]]) -> None:
+    doc = make_doc(targets=("x86_64", "sparc32plus", "sparc64", "mips64el-n32"),
+                   workloads={"tree": {"x86_64": 100.0, "sparc32plus": 9.0, "sparc64": 10.0,
+                                       "mips64el-n32": 8.0}}, rounds=3)
+    for s in doc["samples"]:
+        s["emulated"] = s["target"] != "x86_64"
+    (res,) = analyse(document(doc, "machines"))
+    assert [line.split(";")[0] for line in res.emulation] == [
+        "sparc32plus, sparc64: emulated: measures QEMU, not a SPARC CPU",
+        "mips64el-n32: emulated: measures QEMU, not a MIPS CPU"]
+    assert family_reference("mips64el-o32", ["mips64el-n32", "mips64el-n64", "x86_64"]) == \
+        "mips64el-n64"

@@ -13,10 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from .. import stats
+from ..abi import REFERENCE_ABIS
 from ..probe import board
 from ..probe.memory import DESCRIPTIONS as TREE_MEMORY
 from ..records import (
-    REFERENCE_ABIS,
     Artifact,
     Better,
     RunDoc,
@@ -27,6 +27,7 @@ from ..records import (
     family_of,
     pick_reference,
 )
+from ..text import one_line
 
 
 @dataclass(frozen=True)
@@ -294,12 +295,21 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
         for kind in trees:
             res.provenance.append(f"tree peak RSS: {TREE_MEMORY.get(kind, kind)}")
         res.warnings.extend(skew)
+        # A counting run that failed leaves its target without a count: say why, rather than
+        # leave a gap in the instructions column.
+        uncounted = {s.target: one_line(s.error or s.status)[:300] for s in doc.of_workload(wid)
+                     if s.kind == "counters" and s.status != "ok" and s.target not in counts}
+        res.warnings.extend(f"{t}: no instruction count: the counting run failed ({why})"
+                            for t, why in uncounted.items())
         res.validation, res.validation_detail = validate_outputs(doc.of_workload(wid), labels,
                                                                  meta.validates)
-        if emulated:
-            names = sorted(emulated, key=labels.index)
+        # One line per machine: each names the CPU its times are not measurements of.
+        by_cpu: dict[str, list[str]] = {}
+        for name in sorted(emulated, key=labels.index):
+            by_cpu.setdefault(emulated_words(name), []).append(name)
+        for said, names in by_cpu.items():
             res.emulation.append(
-                f"{', '.join(names)}: {emulated_words(names[0])}; times are shown, never a "
+                f"{', '.join(names)}: {said}; times are shown, never a "
                 "speed verdict; peak memory includes the emulator's own (net estimate below)")
         _emulated_memory(res, doc, wid, rows)
         res.counts.extend(_count_verdicts(rows))

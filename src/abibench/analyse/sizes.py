@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from ..records import REFERENCE_ABIS, Artifact, JSONDict, TargetStatus, abi_of, family_of
+from ..abi import ABIS, REFERENCE_ABIS
+from ..records import Artifact, JSONDict, TargetStatus, abi_of, family_of
 
 
 @dataclass(frozen=True)
@@ -93,11 +94,15 @@ PADDING_BYTES = 32 * 1024  # file bytes beyond its segments that only alignment 
 def size_notes(rows: Sequence[SizeRow]) -> list[str]:
     """What a reader of the size table must know to read it right."""
     padded = sorted({r.target for r in rows
-                     if abi_of(r.target) == "aarch64" and r.file is not None
-                     and r.stripped is not None and r.text is not None and r.data is not None
-                     and r.stripped - r.text - r.data >= PADDING_BYTES})
+                     if r.file is not None and r.stripped is not None and r.text is not None
+                     and r.data is not None and r.stripped - r.text - r.data >= PADDING_BYTES})
     if not padded:
         return []
-    return [f"{', '.join(padded)}: even stripped, the file holds {PADDING_BYTES // 1024} KiB or "
-            "more beyond its segments: Debian's aarch64 linker aligns segments to 64 KiB "
-            "(max-page-size), so a small program's file is mostly padding; compare text"]
+    aligned = []
+    for t in padded:
+        abi = ABIS.get(abi_of(t))
+        page = abi.max_page_size if abi else 0
+        aligned.append(f"{t} ({page // 1024} KiB)" if page >= 1024 else t)
+    return [f"{', '.join(aligned)}: even stripped, the file holds {PADDING_BYTES // 1024} KiB or "
+            "more beyond its segments: Debian's linker for it aligns segments to that "
+            "max-page-size, so a small program's file is mostly padding; compare text"]

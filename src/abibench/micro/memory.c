@@ -102,10 +102,14 @@ static int test_malloc(const char *name, uint32_t allocs, uint32_t window, uint3
 
 static void pattern(unsigned char *buf, size_t n)
 {
-    /* Filled as 32-bit words so the bytes are the same on every ABI. */
+    /* 32-bit words stored least significant byte first, whatever the machine's byte order:
+     * sample_hash reads bytes, and its checksum must be the same on SPARC as on x86. */
     for (size_t i = 0; i + 4 <= n; i += 4) {
         uint32_t w = mix32((uint32_t)(i >> 2));
-        memcpy(buf + i, &w, 4);
+        buf[i] = (unsigned char)w;
+        buf[i + 1] = (unsigned char)(w >> 8);
+        buf[i + 2] = (unsigned char)(w >> 16);
+        buf[i + 3] = (unsigned char)(w >> 24);
     }
 }
 

@@ -33,7 +33,19 @@ static uint64_t ticks; /* microseconds since the program started, one per readin
 
 static uint64_t next_us(void)
 {
+#if __GCC_ATOMIC_LLONG_LOCK_FREE == 2
     return __atomic_add_fetch(&ticks, 1, __ATOMIC_RELAXED);
+#else
+    /* 32-bit PowerPC and MIPS o32 have no 64-bit atomic instructions: gcc would call
+     * libatomic's __atomic_fetch_add_8, which a preloaded library cannot count on finding
+     * (the program fails with "undefined symbol"). A byte lock guards the increment. */
+    static unsigned char busy;
+    while (__atomic_test_and_set(&busy, __ATOMIC_ACQUIRE))
+        ;
+    uint64_t us = ++ticks;
+    __atomic_clear(&busy, __ATOMIC_RELEASE);
+    return us;
+#endif
 }
 
 int clock_gettime(clockid_t id, struct timespec *ts)

@@ -9,7 +9,7 @@ import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..abi import ABIS, HOST_FAMILY, Abi, check_artifact
+from ..abi import ABIS, FAMILY_CPU, HOST_FAMILY, Abi, check_artifact
 from ..errors import AbiMismatchError
 from ..paths import cache_dir
 from ..records import JSONDict, emulated_words
@@ -121,8 +121,8 @@ def _run_probe_said(argv: list[str]) -> tuple[int | OSError, str]:
 def probe_abi(abi: Abi, workdir: Path, machine: str | None = None,
               cache_root: Path | None = None) -> AbiStatus:
     machine = machine or platform.machine()
-    if HOST_FAMILY.get(machine) != abi.family and not abi.emulator:
-        host_kind = "an ARM" if abi.family == "arm" else "an x86"
+    if HOST_FAMILY.get(machine) != abi.family and not abi.emulator and not abi.no_emulator:
+        host_kind = FAMILY_CPU.get(abi.family, f"a {abi.family}")
         return AbiStatus(abi.name, False, False, None,
                          f"needs {host_kind} host (this one is {machine})",
                          f"run abibench on {host_kind} machine")
@@ -161,7 +161,8 @@ def probe_abi(abi: Abi, workdir: Path, machine: str | None = None,
                           "check the loader and C library for this ABI")
     if not abi.emulator:
         if native_why is None:
-            native_why = (f"this {machine} kernel cannot run {abi.name}",
+            native_why = (f"this {machine} kernel cannot run {abi.name}"
+                          + (f" and {abi.no_emulator}" if abi.no_emulator else ""),
                           f"run on one of: {', '.join(abi.run_on)}")
         return AbiStatus(abi.name, True, False, cc, *native_why)
     emu = find_emulator(abi, cache_root or cache_dir())

@@ -3,9 +3,10 @@
 qemu-user maps a guest path P to ROOT/P only where that exists and falls back to the host's P
 otherwise. With `-L /usr/<triplet>` alone the guest's loader would read the host's x86
 /etc/ld.so.cache (and try the host's 32-bit x86 libraries first), so what a guest executes would
-depend on this machine. The guest root here is an overlay of links instead: `lib` is the cross
-C library's directory (where the ABI's loader is, as /lib/ld-linux-*.so.*) and `etc/ld.so.cache`
-is empty, so every library comes from the cross libc tree and nothing from the host.
+depend on this machine. The guest root here is an overlay of links instead: `lib` (and `lib32`
+or `lib64` where the ABI's loader and libraries live there: the ABI table's guest_dirs) is the
+cross C library's directory and `etc/ld.so.cache` is empty, so every library comes from the
+cross libc tree and nothing from the host.
 
 Everything measured under an emulator measures QEMU, not the guest CPU: the run stage marks
 such samples `emulated`, and the analysis never turns their times into a speed verdict.
@@ -52,8 +53,10 @@ class Emulator:
 
 
 def cross_libc_dir(abi: Abi) -> Path:
-    """Where Debian's libc6-<arch>-cross package puts the ABI's loader and libraries."""
-    return Path("/usr") / abi.gnu_triplet / "lib"
+    """The host directory of the ABI's loader: where the guest's loader directory points."""
+    loader_dir = Path(abi.loader).parent.name
+    guest = dict(abi.guest_libs())
+    return Path(guest.get(loader_dir, abi.guest_libs()[0][1]))
 
 
 @cache
@@ -82,7 +85,8 @@ def guest_root(abi: Abi, cache_root: Path) -> Path:
     """The overlay root for `abi` under the cache, made (or repaired) on every call."""
     root = cache_root / "emulation" / abi.name
     (root / "etc").mkdir(parents=True, exist_ok=True)
-    _link(root / "lib", cross_libc_dir(abi))
+    for guest, host_dir in abi.guest_libs():
+        _link(root / guest, Path(host_dir))
     cache_file = root / "etc" / "ld.so.cache"
     if not cache_file.is_file() or cache_file.stat().st_size:
         cache_file.write_bytes(b"")

@@ -160,6 +160,15 @@ def render_advice(report: Report) -> str:
     return buf.getvalue()
 
 
+def _insn_cells(label: str, insns: dict[str, int]) -> list[str]:
+    n = insns.get(label)
+    if n is None:
+        return ["-", ""]
+    ref = family_reference(label, list(insns))
+    ratio = "" if ref is None or ref == label else fmt.number(n / insns[ref], ".3f")
+    return [f"{n:,}", ratio]
+
+
 def _workload(b: WorkloadBlock, con: Console, explanations: Sequence[Explanation] = ()) -> None:
     res = b.result
     con.print()
@@ -169,10 +178,17 @@ def _workload(b: WorkloadBlock, con: Console, explanations: Sequence[Explanation
     explained = {x.a: x for x in explanations}
     trees = any(row.tree_kb is not None for row in res.rows)
     emulated = any(r.emulated for r in res.rows)
+    # Instructions per ABI and each one's ratio to the LP64 ABI of its own machine (the
+    # ILP32/LP64 ratio of every pair: sparc32plus/sparc64, i386/x86_64, ...).
+    insns = {r.label: r.instructions for r in res.rows if r.instructions}
     for col in ("ABI", "n", "median", "min", "max", "outliers", "peak RSS",
                 *(["tree peak"] if trees else []), *(["net of emulator"] if emulated else []),
-                "file size", "text", "explanation"):
-        table.add_column(col, justify="left" if col in ("ABI", "explanation") else "right")
+                "file size", "text", *(["instructions", "/ 64-bit"] if insns else []),
+                "explanation"):
+        # An ABI name is never cut ("mips64el-n…"): the numbers wrap instead.
+        table.add_column(col, justify="left" if col in ("ABI", "explanation") else "right",
+                         min_width=max((len(r.label) for r in res.rows), default=0)
+                         if col == "ABI" else None)
     notes = []
     for row in res.rows:
         s = row.summary
@@ -189,6 +205,7 @@ def _workload(b: WorkloadBlock, con: Console, explanations: Sequence[Explanation
             fmt.kib(row.rss_kb), *([fmt.kib(row.tree_kb)] if trees else []),
             *([fmt.kib(row.net_rss_kb) if row.emulated else "-"] if emulated else []),
             fmt.size(row.size), fmt.size(row.text),
+            *(_insn_cells(row.label, insns) if insns else []),
             e(explained[row.label].short) if row.label in explained else
             ("reference" if explained and row.label == b.reference else ""))
     con.print(table)

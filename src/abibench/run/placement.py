@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..abi import check_artifact
+from ..abi import FAMILY_CPU, check_artifact
 from ..errors import AbiMismatchError, UsageError
 from ..hashing import sha256_file
 from ..obtain.sysroot import Sysroot, debian_arch, resolve_inside
@@ -234,8 +234,9 @@ class Placement:
         workload runs Debian's programs in a sysroot, which abibench does not emulate."""
         if not self.emulated or (self.wl.server is None and self.wl.browser is None):
             return None
-        return ("a server or browser workload does not run under an emulator: run it on an "
-                f"{'ARM' if self.target.abi.family == 'arm' else 'x86'} host")
+        cpu = FAMILY_CPU.get(self.target.abi.family, f"a {self.target.abi.family}")
+        return ("a server or browser workload does not run under an emulator: run it on "
+                f"{cpu} host")
 
     def verify(self) -> str | None:
         """Is what would run the very program that was built? None, or why not.
