@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
+from typing import Self
 
 from ..errors import EXIT_WORKLOAD, AbibenchError
 from ..probe.memory import TreeAccounting
@@ -41,6 +42,29 @@ BOOTSTRAP_FILES = ("mysql_system_tables.sql", "mysql_performance_tables.sql",
                    "mysql_system_tables_data.sql", "maria_add_gis_sp_bootstrap.sql",
                    "mysql_sys_schema.sql")
 PR_SET_PDEATHSIG = 1
+
+
+class StoppedOnExit:
+    """A server started on entering its `with` and stopped, by its PID, on every way out of it,
+    a start that failed half-way included (a process may already be running then)."""
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
 
 
 class ServerError(AbibenchError):
@@ -227,7 +251,7 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
-class MariaDBServer:
+class MariaDBServer(StoppedOnExit):
     """One running `mariadbd` on 127.0.0.1:port, from a datadir; stopped by PID on exit."""
 
     def __init__(self, datadir: MariaDBDatadir, *, startup_timeout_s: float = 120.0,
@@ -254,18 +278,6 @@ class MariaDBServer:
             f"--pid-file={d.inner('mysqld.pid')}", f"--port={self.port}",
             f"--bind-address={LOOPBACK}", "--skip-name-resolve",
             f"--log-error={d.inner('error.log')}", *self.options])
-
-    def __enter__(self) -> MariaDBServer:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
 
     def start(self) -> None:
         chosen = self.port

@@ -28,11 +28,17 @@ import socket
 import subprocess
 import time
 from pathlib import Path
-from types import TracebackType
 
 from ..errors import HostError
 from ..workloads.profile import parse_screen
-from .servers import ServerError, _die_with_parent, _kill_group, _wait_for, pid_alive
+from .servers import (
+    ServerError,
+    StoppedOnExit,
+    _die_with_parent,
+    _kill_group,
+    _wait_for,
+    pid_alive,
+)
 
 SOCKET_DIR = ".X11-unix"  # inside the private /tmp, as clients look for it
 # sh -c SCRIPT DIR XVFB ARGS...: in the new mount namespace, DIR becomes /tmp, then Xvfb
@@ -103,7 +109,7 @@ def connects(path: Path) -> bool:
     return True
 
 
-class XServer:
+class XServer(StoppedOnExit):
     """One Xvfb on a display of its own; its /tmp is `root` (a directory we own and empty)."""
 
     def __init__(self, root: Path, screen: str = "1024x768x24", *,
@@ -134,18 +140,6 @@ class XServer:
         return [*_namespace_tool(), str(self.root), _xvfb(), self.display,
                 "-nolisten", "tcp", "-nolisten", "local", "-screen", "0", self.screen,
                 "-nocursor", "-noreset", "-displayfd", str(displayfd)]
-
-    def __enter__(self) -> XServer:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
 
     def start(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
