@@ -3,6 +3,7 @@ without sleeping a fixed time."""
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,3 +25,22 @@ def wait_until(cond: Callable[[], bool], deadline_s: float) -> bool:
             return cond()
         time.sleep(0.02)
     return True
+
+
+def interrupt_when(proc: subprocess.Popen[str], started: Callable[[], bool], sig: int,
+                   what: str, deadline_s: float = 300) -> str:
+    """Send `sig` to a running abibench once `started()` holds (mid-sample), wait for it to
+    end and return its standard error; killed if it outlives the test."""
+    try:
+        deadline = time.monotonic() + deadline_s
+        while not started():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, f"{what} never started"
+            time.sleep(0.1)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=120)
+        return err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

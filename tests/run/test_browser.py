@@ -28,6 +28,7 @@ from abibench.run.cdp import parse_active_port
 from abibench.run.webserver import resolve
 from abibench.workloads.parsers import parse_json
 from abibench.workspace import SYSROOT_WORK_DIR, owner_of
+from tests.processes import interrupt_when
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
 ABIS = "i386,x86_64"
@@ -222,20 +223,10 @@ def test_an_interrupted_browser_run_leaves_nothing(env: dict[str, str], debian_c
                              "--provenance", "debian", "--abi", ABIS, "--rounds", "2",
                              "--no-html", "--set", "n=100000", "--set", "tests=table_build"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        # Mid-sample: once a browser process of this run exists.
-        deadline = time.monotonic() + 300
-        while not any(p.startswith("browser")
-                      for p in leftovers(proc.pid, env[MARK], debian_cache)):
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "no browser started"
-            time.sleep(0.1)
-        proc.send_signal(sig)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    # Mid-sample: once a browser process of this run exists.
+    err = interrupt_when(proc, lambda: any(
+        p.startswith("browser") for p in leftovers(proc.pid, env[MARK], debian_cache)),
+        sig, "the browser")
     assert proc.returncode == EXIT_INTERRUPTED, err
     assert settled(proc.pid, env[MARK], debian_cache) == []
 

@@ -20,6 +20,7 @@ from abibench.errors import EXIT_INTERRUPTED, EXIT_TIMEOUT, ProfileError
 from abibench.paths import PROFILES_DIR
 from abibench.workloads.profile import load_profile
 from abibench.workspace import SYSROOT_WORK_DIR
+from tests.processes import interrupt_when
 
 ABIS = "i386,x86_64"
 # One short scene: the CI run of the GL workload.
@@ -154,21 +155,11 @@ def test_ctrl_c_mid_sample_leaves_nothing(env: dict[str, str], debian_cache: Pat
                              "--no-html", "--set", "benchmark=build", "--set", "duration=30",
                              "--set", "size=320x240"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        # Mid-sample: once the program runs in its namespace with the run's X socket.
-        deadline = time.monotonic() + 300
-        tag = f"-p{proc.pid}-".encode()
-        while not any(tag in _read(d / "mountinfo") and b"glmark2" in _read(d / "comm")
-                      for d in Path("/proc").iterdir() if d.name.isdigit()):
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "glmark2 never started"
-            time.sleep(0.1)
-        proc.send_signal(sig)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    # Mid-sample: once the program runs in its namespace with the run's X socket.
+    tag = f"-p{proc.pid}-".encode()
+    err = interrupt_when(proc, lambda: any(
+        tag in _read(d / "mountinfo") and b"glmark2" in _read(d / "comm")
+        for d in Path("/proc").iterdir() if d.name.isdigit()), sig, "glmark2")
     assert proc.returncode == EXIT_INTERRUPTED, err
     assert settled(proc.pid, env[MARK], debian_cache) == []
     assert host_x_files() <= before
