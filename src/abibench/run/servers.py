@@ -251,6 +251,21 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
+def stop_by_pid(proc: subprocess.Popen[bytes], pid: int, timeout_s: float,
+                poll_s: float) -> None:
+    """SIGTERM to `pid` (the server: proc's own PID, or its child under a wrapper), a wait
+    until proc is gone, then SIGKILL to proc's process group whatever happened, even a second
+    Ctrl-C in the wait. Not proc.wait() in between: the PID must stay ours (unreaped) until the
+    group is killed, so the signal reaches only what we started."""
+    try:
+        if proc.returncode is None and pid_alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+            _wait_for(lambda: not pid_alive(proc.pid), timeout_s, poll_s)
+    finally:
+        _kill_group(proc)
+
+
 class MariaDBServer(StoppedOnExit):
     """One running `mariadbd` on 127.0.0.1:port, from a datadir; stopped by PID on exit."""
 
@@ -351,14 +366,8 @@ class MariaDBServer(StoppedOnExit):
             self._end_tree()
             return
         try:
-            if proc.returncode is None and pid_alive(self.pid):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(self.pid, signal.SIGTERM)
-                # Not proc.wait(): the PID must stay ours (unreaped) until the group is killed.
-                _wait_for(lambda: not pid_alive(proc.pid), self.stop_timeout_s, 0.05)
+            stop_by_pid(proc, self.pid, self.stop_timeout_s, 0.05)
         finally:
-            # Whatever happened (even a second Ctrl-C in the wait), nothing of it survives.
-            _kill_group(proc)
             if self.pid != proc.pid:
                 _wait_for(lambda: not pid_alive(self.pid), 5)
             self.proc = None

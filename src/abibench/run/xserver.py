@@ -23,7 +23,6 @@ import os
 import re
 import select
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -35,9 +34,9 @@ from .servers import (
     ServerError,
     StoppedOnExit,
     _die_with_parent,
-    _kill_group,
     _wait_for,
     pid_alive,
+    stop_by_pid,
 )
 
 SOCKET_DIR = ".X11-unix"  # inside the private /tmp, as clients look for it
@@ -208,14 +207,8 @@ class XServer(StoppedOnExit):
         try:
             if proc is not None:
                 try:
-                    if proc.returncode is None and pid_alive(proc.pid):
-                        with contextlib.suppress(ProcessLookupError):
-                            os.kill(proc.pid, signal.SIGTERM)
-                        # Not proc.wait(): the PID stays ours (unreaped) until the group is
-                        # killed, so the signal reaches only what we started.
-                        _wait_for(lambda: not pid_alive(proc.pid), self.stop_timeout_s, 0.02)
+                    stop_by_pid(proc, proc.pid, self.stop_timeout_s, 0.02)
                 finally:
-                    _kill_group(proc)
                     self.proc = None
         finally:
             self._remove_traces()

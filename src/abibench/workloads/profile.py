@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -289,6 +289,14 @@ class _Loader:
         line = _line_of(self.text, key, *self.within) if self.within else _line_of(self.text, key)
         return ProfileError(f"{self.path}:{line}: {msg}")
 
+    def only_keys(self, table: Mapping[str, object], what: str, keys: Sequence[str]) -> None:
+        """Refuse a key `what` (a table, a metric) does not take, naming the first one's line and
+        every key it does take: a typo is an error, never a silently ignored setting."""
+        unknown = sorted(set(table) - set(keys))
+        if unknown:
+            raise self.fail(unknown[0], f"{what} has no key {', '.join(unknown)} (it takes "
+                            f"{', '.join(keys)})")
+
     def str_(self, table: Mapping[str, object], key: str, *, required: bool = True,
              default: str = "") -> str:
         if key not in table:
@@ -355,10 +363,8 @@ class _Loader:
         optional = m.get("optional", False)
         if not isinstance(optional, bool):
             raise self.fail("optional", f"metric '{name}': optional = true or false")
-        unknown = sorted(set(m) - {"name", "unit", "better", "parse", "scale", "optional"})
-        if unknown:
-            raise self.fail(unknown[0], f"metric '{name}' has no key {', '.join(unknown)} (it "
-                            "takes name, unit, better, parse, scale, optional)")
+        self.only_keys(m, f"metric '{name}'",
+                       ("name", "unit", "better", "parse", "scale", "optional"))
         if "builtin" in parse:
             builtin = self.str_(parse, "builtin")
             if builtin not in BUILTIN_PARSERS:
@@ -605,10 +611,7 @@ def _browser(ld: _Loader, data: Mapping[str, object], debian: bool,
     tbl = ld.table(data, "browser", required=False)
     if not tbl:
         return None
-    unknown = sorted(set(tbl) - {"page", "serve"})
-    if unknown:
-        raise ld.fail(unknown[0], f"[browser] has no key {', '.join(unknown)} (it takes page "
-                      "and serve)")
+    ld.only_keys(tbl, "[browser]", ("page", "serve"))
     if not debian or server:
         raise ld.fail("browser", "[browser] runs Debian's browser from its sysroot: add "
                       "[debian] packages = [\"chromium\"] (and no [server])")
@@ -635,10 +638,7 @@ def _display(ld: _Loader, data: Mapping[str, object], debian: bool,
     if "display" not in data:
         return None
     tbl = ld.table(data, "display", required=False)
-    unknown = sorted(set(tbl) - {"screen", "renderer"})
-    if unknown:
-        raise ld.fail(unknown[0], f"[display] has no key {', '.join(unknown)} (it takes screen "
-                      "and renderer)")
+    ld.only_keys(tbl, "[display]", ("screen", "renderer"))
     if not debian or other:
         raise ld.fail("display", "[display] runs an X client from its Debian sysroot: add "
                       "[debian] packages = [...] (and no [server] or [browser])")
