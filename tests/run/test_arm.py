@@ -294,3 +294,40 @@ def test_debian_provenance_reason_names_what_is_true() -> None:
     assert "no x32 binary packages" in x32
     down = _no_debian_reason(ABIS["x32"], AbiStatus("x32", True, False, "cc", "no kernel", "fix"))
     assert down == "cannot run here: no kernel"
+
+
+@pytest.mark.parametrize("timed, counted", [
+    ('["{bin}/twice", "1000"]', '["sh", "-c", "{bin}/twice 100000 && {bin}/twice 100000"]'),
+    ('["sh", "-c", "{bin}/twice 1000"]', '["{bin}/twice", "200000"]'),
+])
+def test_a_counted_command_of_the_other_kind_runs_under_the_emulator(
+        cli: Cli, tmp_path: Path, timed: str, counted: str) -> None:
+    """[run] counters need not be of the timed command's kind: a shell around built programs
+    (unzstd's fixed work) sees the emulator's scripts, a built program started itself runs
+    under the emulator, whichever the timed command is."""
+    (tmp_path / "twice.c").write_text(
+        '#include <inttypes.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n'
+        'int main(int argc, char **argv) {\n'
+        '  uint64_t s = 0, n = argc > 1 ? strtoull(argv[1], 0, 10) : 1000;\n'
+        '  for (uint64_t i = 0; i < n; i++) s += i * i % 7;\n'
+        '  printf("checksum: %" PRIu64 "\\n", s);\n  return 0;\n}\n')
+    (tmp_path / "kinds.toml").write_text(f'''id = "kinds"
+title = "a timed command and a counted command of different kinds"
+suites = []
+[source]
+build = ["sh", "-c", "{{cc}} {{cflags}} -o {{out}}/twice twice.c"]
+artifacts = ["twice"]
+[run]
+command = {timed}
+counters = {counted}
+[validate]
+stdout_match = '(checksum: .*)'
+''')
+    _, doc = _run(cli, str(tmp_path / "kinds.toml"), "--abi", "armhf,aarch64",
+                     "--rounds", "1", "--warmup", "0", "--counters")
+    samples = doc["samples"]
+    assert isinstance(samples, list)
+    counted = {s["target"]: s for s in samples if s["kind"] == "counters"}
+    for t in ARM_TARGETS:
+        assert counted[t]["status"] == "ok", counted[t]["error"]
+        assert counted[t]["instructions"] > 2 * 100000

@@ -129,11 +129,13 @@ class Placement:
         """Whether the command starts the built program itself (not a shell around it)."""
         return bool(self.wl.command) and self.wl.command[0].startswith("{bin}/")
 
-    def values(self, server: ServerRun | None = None) -> dict[str, str]:
-        """Placeholders for [run] command: paths as the program sees them."""
+    def values(self, server: ServerRun | None = None, *,
+               direct: bool | None = None) -> dict[str, str]:
+        """Placeholders for [run] command (or, with `direct` said, another command that does or
+        does not start the built program itself): paths as the program sees them."""
         if self.wl.server is not None:  # the command is the host's client
             return self.host_values(server)
-        if self.guest_bin is not None and not self.direct:
+        if self.guest_bin is not None and not (self.direct if direct is None else direct):
             # A shell command runs on the host: its programs are the emulator's scripts.
             return self.host_values(server)
         program = f"{self.art.bin_dir}/{self.art.files[0]}" if self.art.files else ""

@@ -578,7 +578,12 @@ def _count(wl: Workload, pl: Placement, run_id: str, label: str, number: int, po
     command = wl.count_command or wl.command
     # Under an emulator the program's own view (the built program, run under the emulator
     # directly, or the emulator's scripts in {bin} for a shell command).
-    argv = [substitute(a, pl.values() if pl.emulated else pl.host_values()) for a in command]
+    # Whether it is the counted command that starts a built program, not the timed one: a
+    # profile may time `{bin}/zstd -b` and count `sh -c "{bin}/zstd -d ..."` (unzstd), whose
+    # shell must see the emulator's scripts, or the reverse.
+    direct = command[0].startswith("{bin}/")
+    argv = [substitute(a, pl.values(direct=direct) if pl.emulated else pl.host_values())
+            for a in command]
     files, _ = pl.output_files()
     started = now_iso()
     attempts: list[int] = []
@@ -595,7 +600,7 @@ def _count(wl: Workload, pl: Placement, run_id: str, label: str, number: int, po
     while len(attempts) < MAX_ATTEMPTS:
         clear_clock_reads(pl.work)
         if pl.emulated and emu is not None and plugin is not None:
-            if command[0].startswith("{bin}/"):
+            if direct:
                 raw, parsed = count_guest_instructions(emu, plugin, argv, pl.work, env,
                                                        pl.timeout(wl.timeout), launch,
                                                        pl.stdin_path(), clock)
