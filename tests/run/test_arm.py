@@ -327,7 +327,7 @@ stdout_match = '(checksum: .*)'
                      "--rounds", "1", "--warmup", "0", "--counters")
     samples = doc["samples"]
     assert isinstance(samples, list)
-    counted = {s["target"]: s for s in samples if s["kind"] == "counters"}
+    runs = {s["target"]: s for s in samples if s["kind"] == "counters"}
     for t in ARM_TARGETS:
-        assert counted[t]["status"] == "ok", counted[t]["error"]
-        assert counted[t]["instructions"] > 2 * 100000
+        assert runs[t]["status"] == "ok", runs[t]["error"]
+        assert runs[t]["instructions"] > 2 * 100000
