@@ -44,3 +44,9 @@ def interrupt_when(proc: subprocess.Popen[str], started: Callable[[], bool], sig
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def settle(found: Callable[[], list[str]], deadline_s: float = 15) -> list[str]:
+    """What `found` still reports after exiting processes had a moment to be reaped."""
+    wait_until(lambda: not found(), deadline_s)
+    return found()

@@ -14,7 +14,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
@@ -28,7 +27,7 @@ from abibench.run.cdp import parse_active_port
 from abibench.run.webserver import resolve
 from abibench.workloads.parsers import parse_json
 from abibench.workspace import SYSROOT_WORK_DIR, owner_of
-from tests.processes import interrupt_when
+from tests.processes import interrupt_when, settle
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
 ABIS = "i386,x86_64"
@@ -146,10 +145,7 @@ def leftovers(pid: int, mark: str, cache: Path) -> list[str]:
 
 def settled(pid: int, mark: str, cache: Path) -> list[str]:
     """Leftovers after giving exiting processes a moment to be reaped."""
-    deadline = time.monotonic() + 15
-    while leftovers(pid, mark, cache) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return leftovers(pid, mark, cache)
+    return settle(lambda: leftovers(pid, mark, cache))
 
 
 def _run(env: dict[str, str], *args: str, timeout: float = 900) -> tuple[int, int, str, str]:

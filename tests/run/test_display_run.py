@@ -10,7 +10,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from abibench.errors import EXIT_INTERRUPTED, EXIT_TIMEOUT, ProfileError
 from abibench.paths import PROFILES_DIR
 from abibench.workloads.profile import load_profile
 from abibench.workspace import SYSROOT_WORK_DIR
-from tests.processes import interrupt_when
+from tests.processes import interrupt_when, settle
 
 ABIS = "i386,x86_64"
 # One short scene: the CI run of the GL workload.
@@ -58,10 +57,8 @@ def leftovers(pid: int, mark: str, cache: Path) -> list[str]:
 
 
 def settled(pid: int, mark: str, cache: Path) -> list[str]:
-    deadline = time.monotonic() + 15
-    while leftovers(pid, mark, cache) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return leftovers(pid, mark, cache)
+    """Leftovers after giving exiting processes a moment to be reaped."""
+    return settle(lambda: leftovers(pid, mark, cache))
 
 
 def host_x_files() -> set[str]:
