@@ -60,6 +60,45 @@ class Abi:
     # The segment alignment of Debian's linker for it (LOAD p_align): a small program's file is
     # mostly padding where it is large.
     max_page_size: int = 4096
+    # ld.so's system directories, what `ld.so --help` lists under "Shared library search path"
+    # plus the multiarch ones; empty: derived by `system_dirs()` from the triplet and the guest
+    # library directories.
+    lib_dirs: tuple[str, ...] = ()
+    # $PLATFORM in DT_RPATH/DT_RUNPATH as this ABI's loader expands it; "" where not known.
+    platform: str = ""
+    # The Debian package that brings this ABI's loader and C library; empty: libc6:<arch>.
+    libc: str = ""
+    # Debian's binary packages of this arch can be unpacked into a sysroot (--provenance debian).
+    sysroot: bool = False
+    # The kernel option a kernel of `run_on` needs to run this ABI's programs, the boot
+    # parameter that switches it on or off, and the fix to print when it is missing.
+    kernel_option: str = ""
+    kernel_param: str = ""
+    kernel_fix: str = ""
+    # exec's ENOEXEC on a kernel of `run_on`: what it means for this ABI (armhf on an AArch64
+    # CPU without AArch32).
+    enoexec_reason: str = ""
+    # An ABI of the same data layout (pointer and long sizes, the same C library) whose measured
+    # peak memory, plus the difference of static sizes, estimates this one's where it cannot run.
+    rss_proxy: str = ""
+
+    def system_dirs(self) -> tuple[str, ...]:
+        if self.lib_dirs:
+            return self.lib_dirs
+        guest = tuple(d for g, _ in self.guest_dirs for d in (f"/{g}", f"/usr/{g}")
+                      if g != "lib")
+        return (f"/lib/{self.gnu_triplet}", f"/usr/lib/{self.gnu_triplet}", *guest, "/lib",
+                "/usr/lib")
+
+    def libc_package(self) -> str:
+        if self.libc:
+            return self.libc
+        if self.debian_arch:
+            return f"libc6:{self.debian_arch}"
+        return next((p for p in self.cross_packages if p.startswith("libc6-dev")), "its C library")
+
+    def loader_name(self) -> str:
+        return self.loader.rsplit("/", 1)[-1]
 
     def guest_libs(self) -> tuple[tuple[str, str], ...]:
         return self.guest_dirs or (("lib", f"/usr/{self.gnu_triplet}/lib"),)
@@ -84,13 +123,21 @@ ABIS: dict[str, Abi] = {
             loader="/lib/ld-linux.so.2", run_on=("x86_64", "i686", "i386"),
             multilib_packages=("gcc-12-multilib", "g++-12-multilib", "libc6-dev-i386"),
             native_on=("x86_64", "i686", "i386"),
-            cross_packages=("gcc-i686-linux-gnu", "libc6-dev-i386-cross")),
+            cross_packages=("gcc-i686-linux-gnu", "libc6-dev-i386-cross"),
+            lib_dirs=("/lib/i386-linux-gnu", "/usr/lib/i386-linux-gnu", "/lib32", "/usr/lib32",
+                      "/lib", "/usr/lib"),
+            platform="i686", libc="libc6:i386 (or libc6-i386)", sysroot=True,
+            kernel_option="CONFIG_IA32_EMULATION", kernel_param="ia32_emulation=1",
+            kernel_fix="boot a kernel with CONFIG_IA32_EMULATION=y"),
         Abi(name="x86_64", family="x86", pointer_bits=64, data_model="LP64", cflags=("-m64",),
             cc_prefix="x86_64-linux-gnu-", debian_arch="amd64", gnu_triplet="x86_64-linux-gnu",
             autoconf_host="x86_64-linux-gnu", elf_class=64, elf_machine="EM_X86_64",
             loader="/lib64/ld-linux-x86-64.so.2", run_on=("x86_64",), multilib_packages=(),
             native_on=("x86_64",),
-            cross_packages=("gcc-x86-64-linux-gnu", "libc6-dev-amd64-cross")),
+            cross_packages=("gcc-x86-64-linux-gnu", "libc6-dev-amd64-cross"),
+            lib_dirs=("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64",
+                      "/usr/lib64", "/lib", "/usr/lib"),
+            platform="x86_64", sysroot=True),
         Abi(name="x32", family="x86", pointer_bits=32, data_model="ILP32", cflags=("-mx32",),
             cc_prefix="x86_64-linux-gnux32-", debian_arch="x32",
             gnu_triplet="x86_64-linux-gnux32", autoconf_host="x86_64-linux-gnux32",
@@ -98,7 +145,14 @@ ABIS: dict[str, Abi] = {
             run_on=("x86_64",),
             multilib_packages=("gcc-12-multilib", "g++-12-multilib", "libc6-dev-x32"),
             native_on=("x86_64",),
-            cross_packages=("gcc-x86-64-linux-gnux32", "libc6-dev-x32-cross")),
+            cross_packages=("gcc-x86-64-linux-gnux32", "libc6-dev-x32-cross"),
+            lib_dirs=("/libx32", "/usr/libx32", "/lib/x86_64-linux-gnux32",
+                      "/usr/lib/x86_64-linux-gnux32"),
+            platform="x86_64", libc="libc6-x32", kernel_option="CONFIG_X86_X32_ABI",
+            kernel_param="syscall.x32=y",
+            kernel_fix="run a kernel built with CONFIG_X86_X32_ABI=y; Debian's kernels also need "
+                       "the boot parameter syscall.x32=y",
+            rss_proxy="i386"),
         Abi(name="armhf", family="arm", pointer_bits=32, data_model="ILP32",
             cflags=("-marm", "-mfloat-abi=hard"), cc_prefix="arm-linux-gnueabihf-",
             debian_arch="armhf", gnu_triplet="arm-linux-gnueabihf",
@@ -107,14 +161,22 @@ ABIS: dict[str, Abi] = {
             multilib_packages=(), native_on=("armv7l", "armv8l"),
             cross_packages=("gcc-arm-linux-gnueabihf", "libc6-dev-armhf-cross"),
             emulator="qemu-arm", flags_mask=EF_ARM_EABIMASK | EF_ARM_ABI_FLOAT_HARD,
-            flags_value=EF_ARM_EABI_VER5 | EF_ARM_ABI_FLOAT_HARD),
+            flags_value=EF_ARM_EABI_VER5 | EF_ARM_ABI_FLOAT_HARD,
+            lib_dirs=("/lib/arm-linux-gnueabihf", "/usr/lib/arm-linux-gnueabihf", "/lib",
+                      "/usr/lib"),
+            platform="v7l", sysroot=True,
+            enoexec_reason="this CPU (or kernel) has no AArch32 mode: it cannot execute armhf "
+                           "programs"),
         Abi(name="aarch64", family="arm", pointer_bits=64, data_model="LP64", cflags=(),
             cc_prefix="aarch64-linux-gnu-", debian_arch="arm64", gnu_triplet="aarch64-linux-gnu",
             autoconf_host="aarch64-linux-gnu", elf_class=64, elf_machine="EM_AARCH64",
             loader="/lib/ld-linux-aarch64.so.1", run_on=("aarch64",),
             multilib_packages=(), native_on=("aarch64",),
             cross_packages=("gcc-aarch64-linux-gnu", "libc6-dev-arm64-cross"),
-            emulator="qemu-aarch64", max_page_size=0x10000),
+            emulator="qemu-aarch64", max_page_size=0x10000,
+            lib_dirs=("/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib64",
+                      "/usr/lib64", "/lib", "/usr/lib"),
+            platform="aarch64", sysroot=True),
         # seed 000's pair: v8plus is 32-bit code using the 64-bit registers of an UltraSPARC,
         # its own e_machine (EM_SPARC32PLUS) as x32 has EM_X86_64.
         Abi(name="sparc32plus", family="sparc", pointer_bits=32, data_model="ILP32",
@@ -146,7 +208,8 @@ ABIS: dict[str, Abi] = {
                             "libn32gcc-12-dev-mips64el-cross"),
             emulator="qemu-mipsn32el", flags_mask=EF_MIPS_ABI2 | EF_MIPS_ABI,
             flags_value=EF_MIPS_ABI2,
-            guest_dirs=(("lib32", "/usr/mips64el-linux-gnuabi64/lib32"),), max_page_size=0x10000),
+            guest_dirs=(("lib32", "/usr/mips64el-linux-gnuabi64/lib32"),), max_page_size=0x10000,
+            rss_proxy="mips64el-o32"),
         Abi(name="mips64el-n64", family="mips", pointer_bits=64, data_model="LP64",
             cflags=("-mabi=64",), cc_prefix="mips64el-linux-gnuabi64-", debian_arch="mips64el",
             gnu_triplet="mips64el-linux-gnuabi64", autoconf_host="mips64el-linux-gnuabi64",
@@ -212,6 +275,36 @@ HOST_FAMILY = {"x86_64": "x86", "i686": "x86", "i386": "x86", "aarch64": "arm", 
 # The reference of every comparison within a family: its LP64 ABI (x86_64 first, so a run of
 # several families compares each with its own and x86_64 is the overall one).
 REFERENCE_ABIS = tuple(a.name for a in ABIS.values() if a.data_model == "LP64")
+
+
+def by_debian_arch(arch: str) -> Abi:
+    """The ABI whose Debian architecture is `arch` (amd64 -> x86_64)."""
+    found = next((a for a in ABIS.values() if a.debian_arch == arch), None)
+    if found is None:
+        raise UsageError(f"unknown Debian architecture '{arch}': choose one of "
+                         f"{', '.join(a.debian_arch for a in ABIS.values() if a.debian_arch)}")
+    return found
+
+
+def sysroot_arches() -> tuple[str, ...]:
+    """The Debian architectures abibench can put into a sysroot."""
+    return tuple(a.debian_arch for a in ABIS.values() if a.sysroot)
+
+
+def machine_bits(machine: str) -> int:
+    """A kernel's bitness from `uname -m`: the widest ABI native on that machine."""
+    return max((a.pointer_bits for a in ABIS.values() if machine in a.native_on), default=32)
+
+
+def host_abi(machine: str) -> Abi | None:
+    """The widest ABI native on this `uname -m`: the host's own (x86_64 on x86_64)."""
+    native = [a for a in ABIS.values() if machine in a.native_on]
+    return max(native, key=lambda a: a.pointer_bits) if native else None
+
+
+def reference_abi() -> str:
+    """The overall reference of a comparison: the first LP64 ABI of the table (x86_64)."""
+    return REFERENCE_ABIS[0]
 
 
 def family_abis(family: str) -> list[Abi]:

@@ -75,7 +75,7 @@ def test_series_per_abi_in_ascending_n(run_doc: DocFactory) -> None:
 
 
 def test_largest_n_difference(run_doc: DocFactory) -> None:
-    (d,) = largest_n_difference(series(_doc(run_doc, BPE, {"i386": 50.0, "x86_64": 40.0})))
+    (d,) = largest_n_difference(series(_doc(run_doc, BPE, {"i386": 50.0, "x86_64": 40.0})), "i386", "x86_64")
     assert (d.structure, d.n, d.a, d.b) == ("footprint-list", 1_000_000, "i386", "x86_64")
     expected = (1000 + 15625 + 2) / (1000 + 31250 + 2)
     assert d.ratio.ratio == pytest.approx(expected)
@@ -88,7 +88,7 @@ def test_missing_target_or_samples_give_no_point(run_doc: DocFactory) -> None:
     doc = _doc(run_doc, {"i386": BPE["i386"]}, {"i386": 50.0})
     out = series(doc)
     assert [s.abi for s in out] == ["i386"]  # x86_64 and x32 had no samples: no series
-    assert largest_n_difference(out) == []
+    assert largest_n_difference(out, "i386", "x86_64") == []
     broken = replace(doc.run.config, workloads={
         **doc.workloads, "footprint-tree": WorkloadMeta("footprint-tree", "x", ("i386",), {},
                                                         params={"n": "oops"})})
@@ -98,7 +98,7 @@ def test_missing_target_or_samples_give_no_point(run_doc: DocFactory) -> None:
 def test_single_sample_has_no_ci(run_doc: DocFactory) -> None:
     doc = _doc(run_doc, BPE, {"i386": 1.0, "x86_64": 1.0}, (10_240,))
     doc = replace(doc, samples=tuple(s for s in doc.samples if s.round == 1))
-    (d,) = largest_n_difference(series(doc))
+    (d,) = largest_n_difference(series(doc), "i386", "x86_64")
     assert math.isnan(d.ratio.ci_low) and "no CI" in d.text
 
 
@@ -116,6 +116,6 @@ def test_real_run_shows_lp64_costing_memory(cli: Cli) -> None:
         assert i386.net_bytes_per_element is not None and x86_64.net_bytes_per_element is not None
         # ILP32 nodes are 12-20 bytes, LP64 16-32: by chunk size, at least a third more.
         assert x86_64.net_bytes_per_element > 1.3 * i386.net_bytes_per_element
-    diffs = largest_n_difference(list(out.values()))
+    diffs = largest_n_difference(list(out.values()), "i386", "x86_64")
     assert {d.structure for d in diffs} == {"footprint-list", "footprint-tree", "footprint-hash"}
     assert all(d.percent < -20 for d in diffs)

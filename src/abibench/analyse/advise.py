@@ -15,9 +15,10 @@ lua=3,sqlite-speedtest1=1``) is a bundle of instances deployed together; its spe
 normalised to the reference's, and its interval is the bound that each workload's own 95% CI
 gives (conservative, not a joint CI).
 
-x32, where it was built but not run: its peak RSS is estimated as i386's measured one plus the
-difference of the two builds' static size (text + data + bss), and marked "estimate, not
-measured"; its speed is not estimated.
+An ABI built but not run here (x32 on a kernel without it) whose ABI-table row names an
+`rss_proxy` of the same data layout (x32's is i386): its peak RSS is estimated as the proxy's
+measured one plus the difference of the two builds' static size (text + data + bss), and marked
+"estimate, not measured"; its speed is not estimated.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from .. import stats
+from ..abi import ABIS
 from ..errors import UsageError
 from ..records import RunDoc
 from .results import WorkloadResult
@@ -189,25 +191,31 @@ def _line(res: WorkloadResult, ra: AdviceRow, rb: AdviceRow, speed: stats.Ratio,
                       if rb.instances else math.nan, speed, total)
 
 
-def _x32_estimate(doc: RunDoc, res: WorkloadResult, rows: Mapping[str, AdviceRow],
-                  dep: Deployment) -> AdviceRow | None:
-    x32 = next((r for r in res.rows if r.label == "x32" and r.n == 0), None)
-    i386 = rows.get("i386")
-    if x32 is None or i386 is None:
-        return None
-    a32, ax = doc.artifact_of(res.id, "i386"), doc.artifact_of(res.id, "x32")
-    if a32 is None or ax is None:
-        return None
+def _estimates(doc: RunDoc, res: WorkloadResult, rows: Mapping[str, AdviceRow],
+               dep: Deployment) -> list[tuple[AdviceRow, str, AdviceRow]]:
+    """Rows for ABIs built but not run here (x32 on a kernel without it): each one's peak RSS
+    estimated from its `rss_proxy` of the ABI table (x32's is i386) measured here, plus the
+    difference of their static sizes. Returns (estimate, proxy name, the proxy's row)."""
+    out = []
+    for row in res.rows:
+        abi = ABIS.get(row.label)
+        if row.n != 0 or abi is None or not abi.rss_proxy:
+            continue
+        proxy = rows.get(abi.rss_proxy)
+        a_proxy, a_self = doc.artifact_of(res.id, abi.rss_proxy), doc.artifact_of(res.id, abi.name)
+        if proxy is None or a_proxy is None or a_self is None:
+            continue
+        s_proxy, s_self = _static(a_proxy.main_sizes()), _static(a_self.main_sizes())
+        if s_proxy is None or s_self is None:
+            continue
+        rss = proxy.rss_kb + (s_self - s_proxy) / 1024
+        out.append((_row(res, abi.name, rss, None, dep, estimate=True), abi.rss_proxy, proxy))
+    return out
 
-    def static(sizes: Mapping[str, int | None]) -> int | None:
-        parts = [sizes.get(k) for k in ("text", "data", "bss")]
-        return None if any(p is None for p in parts) else sum(p or 0 for p in parts)
 
-    s32, sx = static(a32.main_sizes()), static(ax.main_sizes())
-    if s32 is None or sx is None:
-        return None
-    rss = i386.rss_kb + (sx - s32) / 1024
-    return _row(res, "x32", rss, None, dep, estimate=True)
+def _static(sizes: Mapping[str, int | None]) -> int | None:
+    parts = [sizes.get(k) for k in ("text", "data", "bss")]
+    return None if any(p is None for p in parts) else sum(p or 0 for p in parts)
 
 
 def advise(doc: RunDoc, results: Sequence[WorkloadResult], dep: Deployment) -> Advice:
@@ -232,13 +240,12 @@ def advise(doc: RunDoc, results: Sequence[WorkloadResult], dep: Deployment) -> A
                                                      if s.target == row.label
                                                      if (v := s.value(res.primary)) is not None]))
             mine[row.label] = _row(res, row.label, row.rss_kb, speed, dep)
-        est = _x32_estimate(doc, res, mine, dep)
         rows += list(mine.values())
-        if est is not None:
+        for est, proxy, proxy_row in _estimates(doc, res, mine, dep):
             rows.append(est)
-            notes.append(f"{res.id}: x32 was built but not run here: its peak RSS is an estimate, "
-                         f"not measured (i386's {stats.short(mine['i386'].rss_kb, '.0f')} KiB plus "
-                         "the difference in text+data+bss); its speed is unknown")
+            notes.append(f"{res.id}: {est.target} was built but not run here: its peak RSS is an "
+                         f"estimate, not measured ({proxy}'s {stats.short(proxy_row.rss_kb, '.0f')}"
+                         " KiB plus the difference in text+data+bss); its speed is unknown")
         per_workload[res.id] = mine
         for c in res.comparisons:
             ra, rb = mine.get(c.a), mine.get(c.b)

@@ -100,8 +100,7 @@ def series(doc: RunDoc, *, prefix: str = PREFIX, size_param: str = SIZE_PARAM,
             for (structure, label), pts in sorted(points.items())]
 
 
-def largest_n_difference(all_series: list[Series], a: str = "i386",
-                         b: str = "x86_64") -> list[Difference]:
+def largest_n_difference(all_series: list[Series], a: str, b: str) -> list[Difference]:
     """For each structure, a's peak RSS per element against b's at the largest N both have."""
     by_key = {(s.structure, s.abi): s for s in all_series}
     out = []

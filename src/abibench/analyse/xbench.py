@@ -21,10 +21,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .. import stats
+from ..abi import reference_abi
 from ..records import Better, RunDoc
 from .results import validate_outputs
 
-REFERENCE = "x86_64"
+REFERENCE = reference_abi()
 
 # Group of a workload by the prefix of its id; stream predates the naming scheme.
 GROUPS: tuple[tuple[str, str], ...] = (("cpu", "CPU"), ("thread", "Threads"),

@@ -20,12 +20,11 @@ from typing import Protocol
 from debian.deb822 import Deb822, PkgRelation
 from debian.debian_support import Version
 
+from ..abi import sysroot_arches
 from ..errors import EXIT_PACKAGE, AbibenchError, HostError
 
-#: Debian architectures abibench can put in a sysroot (armhf and arm64 on ARM hosts).
-SUPPORTED_ARCHES = ("i386", "amd64", "armhf", "arm64")
-GNU_TRIPLETS = {"i386": "i386-linux-gnu", "amd64": "x86_64-linux-gnu",
-                "armhf": "arm-linux-gnueabihf", "arm64": "aarch64-linux-gnu"}
+#: Debian architectures abibench can put in a sysroot (the ABI table's `sysroot` rows).
+SUPPORTED_ARCHES = sysroot_arches()
 
 
 class PackageError(AbibenchError):

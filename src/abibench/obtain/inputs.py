@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..abi import host_abi
 from ..errors import AbibenchError
 from ..hashing import sha256_file
 from ..records import JSONDict
@@ -125,7 +126,8 @@ class CorpusGroup:
 def corpus_groups(multiarch: str | None = None) -> tuple[CorpusGroup, ...]:
     """The mix: text first, then already-compressed files, then binaries (which take up any
     shortfall of the groups before them, being the largest pool on any installed system)."""
-    arch = multiarch or sysconfig.get_config_var("MULTIARCH") or "x86_64-linux-gnu"
+    host = host_abi(os.uname().machine)
+    arch = multiarch or sysconfig.get_config_var("MULTIARCH") or (host.gnu_triplet if host else "")
     return (
         CorpusGroup("text", 0.40, ("/usr/include/", "/usr/lib/python3/", "/usr/lib/python3.11/",
                                    "/usr/share/perl/", "/usr/share/perl5/", "/usr/share/i18n/",

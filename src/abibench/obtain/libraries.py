@@ -43,28 +43,7 @@ from ..elf import ElfInfo, section_sizes
 from ..errors import UsageError
 from ..records import JSONDict
 
-# ld.so's system directories per ABI. x86_64 and i386 are what Debian 12's loaders print under
-# "Shared library search path" (/lib and /usr/lib included); the multiarch directories come
-# first because with libc6:i386 installed that is where the cache points.
-SYSTEM_DIRS: dict[str, tuple[str, ...]] = {
-    "i386": ("/lib/i386-linux-gnu", "/usr/lib/i386-linux-gnu", "/lib32", "/usr/lib32", "/lib",
-             "/usr/lib"),
-    "x86_64": ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64",
-               "/lib", "/usr/lib"),
-    "x32": ("/libx32", "/usr/libx32", "/lib/x86_64-linux-gnux32", "/usr/lib/x86_64-linux-gnux32"),
-    "armhf": ("/lib/arm-linux-gnueabihf", "/usr/lib/arm-linux-gnueabihf", "/lib", "/usr/lib"),
-    "aarch64": ("/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64",
-                "/lib", "/usr/lib"),
-}
 FALLBACK_DIRS = ("/lib", "/usr/lib")  # an ELF file of no ABI in the table
-
-# $PLATFORM in RPATH/RUNPATH, as the loader of each ABI expands it.
-PLATFORM = {"i386": "i686", "x86_64": "x86_64", "x32": "x86_64", "armhf": "v7l",
-            "aarch64": "aarch64"}
-
-# The package that brings each ABI's loader and C library on Debian.
-LIBC_PACKAGE = {"i386": "libc6:i386 (or libc6-i386)", "x86_64": "libc6:amd64",
-                "x32": "libc6-x32", "armhf": "libc6:armhf", "aarch64": "libc6:arm64"}
 
 MAX_SYMLINKS = 40  # as the kernel's ELOOP limit
 
@@ -255,7 +234,7 @@ class _Search:
     def expand(self, entry: str, origin: Path) -> Path:
         """A DT_RPATH/DT_RUNPATH entry as a host directory; $ORIGIN is the object's directory."""
         lib = f"lib/{self.abi.gnu_triplet}" if self.abi else "lib"
-        platform = PLATFORM.get(self.abi.name, "") if self.abi else ""
+        platform = self.abi.platform if self.abi else ""
         text = entry
         for token, value in (("ORIGIN", str(origin)), ("LIB", lib), ("PLATFORM", platform)):
             text = text.replace("${" + token + "}", value).replace("$" + token, value)
@@ -273,7 +252,7 @@ class _Search:
         dirs += [(in_root(self.root, d), label) for d, label in self.extra]
         dirs += [(self.expand(d, origin), "RUNPATH") for d in h.runpath]
         dirs += [(in_root(self.root, d), "ld.so.conf") for d in self.conf]
-        system = SYSTEM_DIRS.get(self.abi.name, FALLBACK_DIRS) if self.abi else FALLBACK_DIRS
+        system = self.abi.system_dirs() if self.abi else FALLBACK_DIRS
         dirs += [(in_root(self.root, d), "system") for d in system]
         return dirs
 
@@ -373,11 +352,11 @@ def inspect_binary(path: Path, *, sysroot: Path | None = None,
                     diagnostics.append(Diagnostic(
                         "error", f"interpreter {exe.interpreter} is {_describe(ih)}, needs "
                         f"{abi.name if abi else exe.machine}: install "
-                        f"{LIBC_PACKAGE.get(abi.name, 'its C library') if abi else 'its C library'}"))
+                        f"{abi.libc_package() if abi else 'its C library'}"))
             except ValueError:
                 diagnostics.append(Diagnostic("error", f"interpreter {found} is not an ELF file"))
         else:
-            pkg = LIBC_PACKAGE.get(abi.name, "its C library") if abi else "its C library"
+            pkg = abi.libc_package() if abi else "its C library"
             where = f" in {root}" if root else ""
             diagnostics.append(Diagnostic("error", f"interpreter {exe.interpreter} not found"
                                           f"{where}: install {pkg}"))

@@ -17,11 +17,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..abi import Abi
+from ..abi import Abi, by_debian_arch
 from ..errors import HostError
 from ..records import JSONDict
 from ..workspace import SYSROOT_WORK_DIR, prefix
-from .apt import GNU_TRIPLETS, SUPPORTED_ARCHES, AptSource, PackageError, apt_env
+from .apt import SUPPORTED_ARCHES, AptSource, PackageError, apt_env
 from .libraries import in_root
 from .resolve import RECIPE_VERSION, Closure, Pinned, resolve_cached
 
@@ -75,7 +75,7 @@ class Sysroot:
 
     @property
     def triplet(self) -> str:
-        return GNU_TRIPLETS[self.arch]
+        return by_debian_arch(self.arch).gnu_triplet
 
     def host_path(self, inner: str) -> Path:
         """Where a path seen inside the sysroot is on the host."""
@@ -194,7 +194,7 @@ def sysroot_for(closure: Closure, arch: str, cache_root: Path) -> Sysroot:
     try:
         unpack(debs, staging, shared_dir(cache_root))
         _fixups(staging)
-        loader = staging / "lib" / GNU_TRIPLETS[arch]
+        loader = staging / "lib" / by_debian_arch(arch).gnu_triplet
         if not any(loader.glob("ld-linux*.so*")):
             raise PackageError(f"the {arch} sysroot has no dynamic loader in {loader}: is libc6 "
                                "missing from the closure?")

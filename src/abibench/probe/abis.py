@@ -72,22 +72,29 @@ def _build_failure_reason(abi: Abi, stderr: str, machine: str) -> tuple[str, str
     return (f"test compile failed: {first}", _apt_fix(packages))
 
 
+def _kernel_reason(abi: Abi, errno: int) -> tuple[str, str]:
+    """Why a kernel of the ABI's own machine refused it: its option (the ABI table's row)."""
+    option = abi.kernel_option
+    cfg = host.kernel_config(option)
+    param = abi.kernel_param.split("=", 1)[0]
+    off = [a for a in host.kernel_cmdline().split()
+           if param and a.startswith(param + "=") and a != abi.kernel_param]
+    if cfg == "y" and off:
+        return (f"kernel has {abi.name} support but {off[-1]} on the command line disables it",
+                f"boot with {abi.kernel_param}")
+    if cfg == "y":
+        return (f"kernel has {option}=y but refused the {abi.name} program "
+                f"({os.strerror(errno) if errno else 'exec failed'})", abi.kernel_fix)
+    state = " not set" if cfg in ("n", None) else f"={cfg}"
+    return (f"kernel lacks {abi.name} support ({option}{state})", abi.kernel_fix)
+
+
 def _run_failure_reason(abi: Abi, errno: int) -> tuple[str, str]:
-    if abi.name == "x32":
-        cfg = host.kernel_config("CONFIG_X86_X32_ABI")
-        if cfg == "y" and "syscall.x32=n" in host.kernel_cmdline():
-            return ("kernel has x32 support but it is disabled on the command line",
-                    "boot with syscall.x32=y")
-        return ("kernel lacks x32 support (CONFIG_X86_X32_ABI"
-                + (" not set)" if cfg in ("n", None) else f"={cfg})"),
-                "run a kernel built with CONFIG_X86_X32_ABI=y; Debian's kernels also need the "
-                "boot parameter syscall.x32=y")
-    if abi.name == "i386":
-        return ("kernel cannot run 32-bit x86 programs (CONFIG_IA32_EMULATION off or "
-                "ia32_emulation=0)", "boot a kernel with CONFIG_IA32_EMULATION=y")
-    if abi.name == "armhf" and errno == 8:  # ENOEXEC on an AArch64 kernel
-        return ("this CPU (or kernel) has no AArch32 mode: it cannot execute armhf programs",
-                f"run armhf under emulation: apt-get install {QEMU_PACKAGE}")
+    if abi.enoexec_reason and errno == 8:  # ENOEXEC: e.g. an AArch64 CPU without AArch32
+        return (abi.enoexec_reason, f"run {abi.name} under emulation: apt-get install "
+                                    f"{QEMU_PACKAGE}")
+    if abi.kernel_option:
+        return _kernel_reason(abi, errno)
     if errno == 2:  # ENOENT for an existing file: its loader is missing
         return (f"the {abi.name} loader {abi.loader} is not installed",
                 f"dpkg --add-architecture {abi.debian_arch} && apt-get update && "

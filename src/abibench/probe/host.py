@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..abi import abi_of_elf
+from ..abi import abi_of_elf, machine_bits
 from ..elf import read_elf
 from ..records import HostContext, JSONDict
 from . import board
@@ -141,7 +141,7 @@ def capture() -> HostContext:
         machine=uname.machine,
         kernel_release=uname.release,
         kernel_version=uname.version,
-        kernel_bits=64 if uname.machine in ("x86_64", "aarch64") else 32,
+        kernel_bits=machine_bits(uname.machine),
         kernel_x32=kernel_config("CONFIG_X86_X32_ABI"),
         governor=governor(),
         turbo=turbo(),

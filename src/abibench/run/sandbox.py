@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from ..abi import by_debian_arch
 from ..errors import HostError
 from ..obtain.sysroot import WORK_DIR, Sysroot
 from ..workspace import owned_dir
@@ -34,8 +35,6 @@ PRIVATE_CHROOT_X11 = ('mount -t proc proc "$0/proc" && '
                       'mkdir -m 1777 "$0/tmp/.X11-unix" && '
                       'mount --bind "$0$1" "$0/tmp/.X11-unix" && '
                       'shift && chroot="$1" && shift && exec "$chroot" "$0" "$@"')
-LOADERS = {"i386": "ld-linux.so.2", "amd64": "ld-linux-x86-64.so.2",
-           "armhf": "ld-linux-armhf.so.3", "arm64": "ld-linux-aarch64.so.1"}
 
 
 def default_mode() -> Mode:
@@ -82,7 +81,7 @@ class SysrootRunner:
             # The sysroot's own loader by its real path: amd64's /lib64/ld-linux-x86-64.so.2 in
             # the .deb is an absolute symlink, which outside the sysroot means the host's.
             return str(self.sysroot.host_path(
-                f"/lib/{self.sysroot.triplet}/{LOADERS[self.sysroot.arch]}"))
+                f"/lib/{self.sysroot.triplet}/{by_debian_arch(self.sysroot.arch).loader_name()}"))
         exe = shutil.which("chroot" if self.mode == "chroot" else "bwrap")
         if exe is None:
             fix = ("apt-get install coreutils" if self.mode == "chroot"
