@@ -30,7 +30,6 @@ Decisions worth knowing:
 from __future__ import annotations
 
 import math
-import warnings as _warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -613,23 +612,27 @@ def _log_ratio_variance(la: FloatArray, lb: FloatArray, paired: bool) -> tuple[f
 # --------------------------------------------------------------------------- report helpers
 
 
-def median_ci(values: Sequence[float], seed: int = 0) -> tuple[float, float]:
-    """Bootstrap percentile 95% CI of the median (nan without at least two distinct values)."""
+def median_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """Distribution-free CI of the median from two order statistics (the sign test's interval).
+
+    Its coverage is at least `confidence` for any continuous distribution, it costs one
+    partition (O(n)), and it needs no resampling: the bootstrap this replaces held 2,000 copies
+    of the samples and took 1.6 GB for 100,000 of them. Below 6 values no pair of order
+    statistics reaches 95%, and the range is the honest bound; nan for fewer than 2 values.
+    """
     if len(values) < 2:
         return math.nan, math.nan
     arr = np.asarray(values, dtype=np.float64)
-    if float(arr.min()) == float(arr.max()):
-        return float(arr[0]), float(arr[0])
-    with _warnings.catch_warnings(), np.errstate(all="ignore"):
-        _warnings.simplefilter("ignore")
-        res = _sps.bootstrap((arr,), np.median, n_resamples=2000, method="percentile",
-                             confidence_level=0.95, rng=np.random.default_rng(seed),
-                             vectorized=True)
-    low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
-    if not (math.isfinite(low) and math.isfinite(high)):
-        # numpy's median of two values near 1e308 overflows: the range is the honest bound.
+    n = arr.size
+    # 1-based rank of the lower bound: the largest L with P(Binomial(n, 1/2) < L) <= alpha/2.
+    lower = int(_sps.binom.ppf((1.0 - confidence) / 2.0, n, 0.5))
+    if _sps.binom.cdf(lower - 1, n, 0.5) > (1.0 - confidence) / 2.0:
+        lower -= 1
+    if lower < 1:
         return float(arr.min()), float(arr.max())
-    return low, high
+    lo_i, hi_i = lower - 1, n - lower
+    part = np.partition(arr, (lo_i, hi_i))
+    return float(part[lo_i]), float(part[hi_i])
 
 
 def percent_better(ratio: float, low: float, high: float, better: str,

@@ -419,3 +419,22 @@ def test_pairwise_difference_kth_is_the_sorted_matrix_entry(a: list[float], b: l
     assert pairwise_difference_kth(x, y, k) == every[k]
     ratio = ratio_of(a, b, paired=False)
     assert ratio.hodges_lehmann == pytest.approx(float(np.exp(np.median(every))), rel=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(6, 400), st.integers(0, 2**31))
+def test_median_ci_is_two_order_statistics_around_the_median(n: int, seed: int) -> None:
+    from scipy import stats as sps
+
+    from abibench.stats import median_ci
+
+    values = np.random.default_rng(seed).lognormal(size=n)
+    low, high = median_ci(list(values))
+    ordered = np.sort(values)
+    i, j = int(np.searchsorted(ordered, low)), int(np.searchsorted(ordered, high))
+    assert ordered[i] == low and ordered[j] == high and i + j == n - 1  # symmetric ranks
+    assert low <= float(np.median(values)) <= high
+    # The sign test's coverage: at least 95%, and one rank narrower would fall below it.
+    coverage = 1 - 2 * sps.binom.cdf(i - 1, n, 0.5) if i > 0 else 1.0
+    assert coverage >= 0.95
+    assert 1 - 2 * sps.binom.cdf(i, n, 0.5) < 0.95
