@@ -435,6 +435,7 @@ def test_median_ci_is_two_order_statistics_around_the_median(n: int, seed: int) 
     assert ordered[i] == low and ordered[j] == high and i + j == n - 1  # symmetric ranks
     assert low <= float(np.median(values)) <= high
     # The sign test's coverage: at least 95%, and one rank narrower would fall below it.
-    coverage = 1 - 2 * sps.binom.cdf(i - 1, n, 0.5) if i > 0 else 1.0
-    assert coverage >= 0.95
-    assert 1 - 2 * sps.binom.cdf(i, n, 0.5) < 0.95
+    # Ranks i+1 and n-i (1-based) cover the median unless fewer than i+1 values fall below it
+    # or above it: 1 - 2 P(Binomial(n, 1/2) <= i).
+    assert 1 - 2 * sps.binom.cdf(i, n, 0.5) >= 0.95
+    assert 1 - 2 * sps.binom.cdf(i + 1, n, 0.5) < 0.95
