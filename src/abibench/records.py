@@ -16,6 +16,7 @@ and the reference of every comparison, the 64-bit ABI of the host family (:func:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -725,11 +726,24 @@ class RunDoc:
     def workloads(self) -> dict[str, WorkloadMeta]:
         return self.run.config.workloads
 
+    @functools.cached_property
+    def _by_workload(self) -> dict[str, list[Sample]]:
+        # Built once per document: the analysis asks for one workload's samples per metric and
+        # pair, and a scan of every sample each time made a large run's report quadratic.
+        out: dict[str, list[Sample]] = {}
+        for s in self.samples:
+            out.setdefault(s.workload, []).append(s)
+        return out
+
+    @functools.cached_property
+    def _counted_by_workload(self) -> dict[str, list[Sample]]:
+        return {w: [s for s in ss if s.counted] for w, ss in self._by_workload.items()}
+
     def counted(self, workload: str | None = None, target: str | None = None) -> list[Sample]:
         """The samples the statistics use, of one workload and target when given."""
-        return [s for s in self.samples if s.counted
-                and (workload is None or s.workload == workload)
-                and (target is None or s.target == target)]
+        pool = (self._counted_by_workload.get(workload, []) if workload is not None
+                else [s for s in self.samples if s.counted])
+        return [s for s in pool if target is None or s.target == target]
 
     @staticmethod
     def value(sample: Sample, metric: str) -> float | None:
@@ -742,31 +756,31 @@ class RunDoc:
                              [s for s in counted if s.target == b], metric)
 
     def of_workload(self, workload: str) -> list[Sample]:
-        return [s for s in self.samples if s.workload == workload]
+        return list(self._by_workload.get(workload, []))
 
     def instructions(self, workload: str) -> dict[str, int]:
         """Instructions counted per target (one run under a counter, when asked for)."""
-        return {s.target: s.instructions for s in self.samples
-                if s.workload == workload and s.kind == "counters"
+        return {s.target: s.instructions for s in self._by_workload.get(workload, [])
+                if s.kind == "counters"
                 and s.instructions is not None}
 
     def counter_profiles(self, workload: str) -> dict[str, CounterProfile]:
         """What cachegrind counted per target (the last counted run of each)."""
-        return {s.target: s.counters for s in self.samples
-                if s.workload == workload and s.kind == "counters" and s.status == "ok"
+        return {s.target: s.counters for s in self._by_workload.get(workload, [])
+                if s.kind == "counters" and s.status == "ok"
                 and s.counters is not None}
 
     def emulated_targets(self, workload: str) -> set[str]:
         """Targets of a workload whose samples ran under an emulator (their times measure the
         emulator, never the ABI on its own hardware)."""
-        return {s.target for s in self.samples if s.workload == workload and s.emulated}
+        return {s.target for s in self._by_workload.get(workload, []) if s.emulated}
 
     def baseline_rss(self, workload: str) -> dict[str, list[float]]:
         """Per emulated target: the peak memory of its ABI's empty program under the same
         emulator (kind "baseline"), the emulator's own share of every sample's peak."""
         out: dict[str, list[float]] = {}
-        for s in self.samples:
-            if s.workload == workload and s.kind == "baseline" and s.status == "ok":
+        for s in self._by_workload.get(workload, []):
+            if s.kind == "baseline" and s.status == "ok":
                 out.setdefault(s.target, []).append(float(s.max_rss_kb))
         return out
 

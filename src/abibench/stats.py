@@ -30,7 +30,6 @@ Decisions worth knowing:
 from __future__ import annotations
 
 import math
-import warnings as _warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -42,6 +41,7 @@ from . import estimators
 from .records import Better
 
 FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.intp]
 
 # 1/0.6745 and sqrt(pi/2): scale MAD and mean absolute deviation so each
 # estimates the standard deviation of a normal distribution.
@@ -192,9 +192,90 @@ class Ratio:
 
 
 def _hodges_lehmann_ratio(a: FloatArray, b: FloatArray) -> float:
-    diffs = np.log(a)[:, None] - np.log(b)[None, :]
+    """exp of the median of every pairwise log difference log a_i - log b_j, without making
+    the n x m matrix of them (10,000 samples a side took 547 MB, 100,000 never finished)."""
+    x, y = np.sort(np.log(a)), np.sort(np.log(b))
+    total = x.size * y.size
+    if total == 0:
+        return math.nan
     with np.errstate(over="ignore"):
-        return float(np.exp(np.median(diffs)))
+        centre = (pairwise_difference_kth(x, y, (total - 1) // 2)
+                  + pairwise_difference_kth(x, y, total // 2)) / 2.0
+        return float(np.exp(centre))
+
+
+# Below this many candidates the rest are sorted out directly; each step samples this many.
+_KTH_DIRECT = 4096
+_KTH_SAMPLE = 2048
+
+
+def pairwise_difference_kth(x: FloatArray, y: FloatArray, k: int, seed: int = 0) -> float:
+    """The k-th smallest (0-based) of the n*m differences x_i - y_j, x and y sorted ascending.
+
+    Selection over the implicit sorted matrix (row i, x_i - y_j, is monotone in j), in the
+    manner of Floyd and Rivest: the live candidates of row i are the y_j of one contiguous
+    range, found by binary search; a random sample of them gives two pivots that bracket the
+    k-th with high probability, and counting the differences at or below a pivot costs one
+    binary search per row. A step costs O(n log m), a few steps suffice, and memory stays
+    O(n + m + sample). Exact: the result is one of the differences.
+    """
+    n, m = x.size, y.size
+    if not 0 <= k < n * m:
+        raise ValueError(f"k={k} outside 0..{n * m - 1}")
+    rng = np.random.default_rng(seed)
+
+    def cut(t: float, strict: bool = False) -> IntArray:
+        # Per row, the first j whose difference x_i - y_j is <= t (< t when strict): the row's
+        # differences fall as j grows, so m - cut_i of them are. Found by binary search on
+        # x_i - t, then moved over whole blocks of equal y until it agrees with the differences
+        # as floating point computes them (x_i - t rounds; the answer must be one of them).
+        c = np.searchsorted(y, x - t, side="right" if strict else "left")
+        while True:
+            prev, cur = np.maximum(c - 1, 0), np.minimum(c, m - 1)
+            d_prev, d_cur = x - y[prev], x - y[cur]
+            back = (c > 0) & ((d_prev < t) if strict else (d_prev <= t))
+            ahead = (c < m) & ~((d_cur < t) if strict else (d_cur <= t))
+            if not (back.any() or ahead.any()):
+                return c
+            c = np.where(back, np.searchsorted(y, y[prev], side="left"), c)
+            c = np.where(ahead, np.searchsorted(y, y[cur], side="right"), c)
+
+    def count(c: IntArray) -> int:
+        return int(m * n - c.sum())
+
+    # The answer lies in (low, high]: per row the y_j in [first_i, last_i); `under` differences
+    # are <= low.
+    first, last = np.zeros(n, dtype=np.intp), np.full(n, m, dtype=np.intp)
+    under = 0
+    while True:
+        sizes = last - first
+        ends = np.cumsum(sizes)
+        alive = int(ends[-1])
+        picks = (np.arange(alive) if alive <= _KTH_DIRECT
+                 else np.sort(rng.integers(alive, size=_KTH_SAMPLE)))
+        rows = np.searchsorted(ends, picks, side="right")
+        values = x[rows] - y[first[rows] + picks - (ends[rows] - sizes[rows])]
+        if alive <= _KTH_DIRECT:
+            return float(np.partition(values, k - under)[k - under])
+        values.sort()
+        want = (k - under) / alive * values.size
+        reach = 3.0 * math.sqrt(values.size)
+        pivot = math.nan
+        for pivot in (float(values[min(int(want + reach), values.size - 1)]),
+                      float(values[max(int(want - reach), 0)])):
+            c = cut(pivot)
+            at_or_below = count(c)
+            if at_or_below <= k:
+                last, under = c, at_or_below  # the k-th is above the pivot
+                break
+            first = c  # at or below the pivot
+        if int((last - first).sum()) == alive:
+            # No candidate fell away: both pivots were the largest live difference, shared by
+            # a block of equal ones. The k-th is that value, or below the whole block.
+            c = cut(pivot, strict=True)
+            if count(c) <= k:
+                return pivot
+            first = c
 
 
 def _check_range(name_a: str, name_b: str, *values: float) -> None:
@@ -531,23 +612,27 @@ def _log_ratio_variance(la: FloatArray, lb: FloatArray, paired: bool) -> tuple[f
 # --------------------------------------------------------------------------- report helpers
 
 
-def median_ci(values: Sequence[float], seed: int = 0) -> tuple[float, float]:
-    """Bootstrap percentile 95% CI of the median (nan without at least two distinct values)."""
+def median_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """Distribution-free CI of the median from two order statistics (the sign test's interval).
+
+    Its coverage is at least `confidence` for any continuous distribution, it costs one
+    partition (O(n)), and it needs no resampling: the bootstrap this replaces held 2,000 copies
+    of the samples and took 1.6 GB for 100,000 of them. Below 6 values no pair of order
+    statistics reaches 95%, and the range is the honest bound; nan for fewer than 2 values.
+    """
     if len(values) < 2:
         return math.nan, math.nan
     arr = np.asarray(values, dtype=np.float64)
-    if float(arr.min()) == float(arr.max()):
-        return float(arr[0]), float(arr[0])
-    with _warnings.catch_warnings(), np.errstate(all="ignore"):
-        _warnings.simplefilter("ignore")
-        res = _sps.bootstrap((arr,), np.median, n_resamples=2000, method="percentile",
-                             confidence_level=0.95, rng=np.random.default_rng(seed),
-                             vectorized=True)
-    low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
-    if not (math.isfinite(low) and math.isfinite(high)):
-        # numpy's median of two values near 1e308 overflows: the range is the honest bound.
+    n = arr.size
+    # 1-based rank of the lower bound: the largest L with P(Binomial(n, 1/2) < L) <= alpha/2.
+    lower = int(_sps.binom.ppf((1.0 - confidence) / 2.0, n, 0.5))
+    if _sps.binom.cdf(lower - 1, n, 0.5) > (1.0 - confidence) / 2.0:
+        lower -= 1
+    if lower < 1:
         return float(arr.min()), float(arr.max())
-    return low, high
+    lo_i, hi_i = lower - 1, n - lower
+    part = np.partition(arr, (lo_i, hi_i))
+    return float(part[lo_i]), float(part[hi_i])
 
 
 def percent_better(ratio: float, low: float, high: float, better: str,

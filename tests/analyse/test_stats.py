@@ -4,6 +4,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from abibench.stats import (
     Ratio,
@@ -395,3 +397,45 @@ def test_reduction_ci_runs_from_the_smaller_saving_to_the_larger() -> None:
     assert v.percent == pytest.approx(34.0)
     assert v.low == pytest.approx(30.0)
     assert v.high == pytest.approx(40.0)
+
+
+# The pairwise-difference selection behind Hodges-Lehmann, against the n x m matrix it avoids:
+# generated samples with heavy ties (few distinct values), both signs, and sizes past the point
+# where the selection starts sampling pivots (4,096 live differences).
+_values = st.lists(st.sampled_from([0.5, 1.0, 1.1, 2.0, 3.25, 7.0, 1e-3, 1e3]) | st.floats(
+    min_value=1e-6, max_value=1e6, allow_nan=False, allow_infinity=False), min_size=1,
+    max_size=120)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_values, _values, st.data())
+def test_pairwise_difference_kth_is_the_sorted_matrix_entry(a: list[float], b: list[float],
+                                                           data: st.DataObject) -> None:
+    from abibench.stats import pairwise_difference_kth
+
+    x, y = np.sort(np.log(a)), np.sort(np.log(b))
+    every = np.sort((x[:, None] - y[None, :]).ravel())
+    k = data.draw(st.integers(0, every.size - 1))
+    assert pairwise_difference_kth(x, y, k) == every[k]
+    ratio = ratio_of(a, b, paired=False)
+    assert ratio.hodges_lehmann == pytest.approx(float(np.exp(np.median(every))), rel=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(6, 400), st.integers(0, 2**31))
+def test_median_ci_is_two_order_statistics_around_the_median(n: int, seed: int) -> None:
+    from scipy import stats as sps
+
+    from abibench.stats import median_ci
+
+    values = np.random.default_rng(seed).lognormal(size=n)
+    low, high = median_ci(list(values))
+    ordered = np.sort(values)
+    i, j = int(np.searchsorted(ordered, low)), int(np.searchsorted(ordered, high))
+    assert ordered[i] == low and ordered[j] == high and i + j == n - 1  # symmetric ranks
+    assert low <= float(np.median(values)) <= high
+    # The sign test's coverage: at least 95%, and one rank narrower would fall below it.
+    # Ranks i+1 and n-i (1-based) cover the median unless fewer than i+1 values fall below it
+    # or above it: 1 - 2 P(Binomial(n, 1/2) <= i).
+    assert 1 - 2 * sps.binom.cdf(i, n, 0.5) >= 0.95
+    assert 1 - 2 * sps.binom.cdf(i + 1, n, 0.5) < 0.95

@@ -124,6 +124,9 @@ footer{color:var(--muted);font-size:.8rem;margin-top:40px}
 
 
 
+# Samples embedded in the page as a CSV download; past this many the page says how to get them.
+EMBED_SAMPLES_MAX = 50_000
+
 TONE = {"invalid": "bad", "better": "pos", "worse": "neg", "unclear": "muted"}
 
 
@@ -550,10 +553,20 @@ class _Page:
 
     def samples(self) -> Html:
         r = self.r
-        data = csvout.render_samples(r)
-        href = "data:text/csv;charset=utf-8;base64," + base64.b64encode(data.encode()).decode()
         name = _slug(" ".join(s.run.id for s in r.sets)) + "-samples.csv"
         c = r.counts
+        if len(r.samples) > EMBED_SAMPLES_MAX:
+            # A page of a hundred megabytes opens in no browser: the samples stay in the store.
+            ids = " ".join(s.run.id for s in r.sets)
+            link = h("p", f"{c.total} samples are more than this page embeds "
+                          f"({EMBED_SAMPLES_MAX:,}): `abibench report {ids} --samples-csv "
+                          f"{name}` writes them all.", class_="muted")
+        else:
+            data = csvout.render_samples(r)
+            href = ("data:text/csv;charset=utf-8;base64,"
+                    + base64.b64encode(data.encode()).decode())
+            link = h("p", h("a", f"download {name}", href=href, download=name,
+                            class_="download"))
         preview_cols = ["series", "workload", "round", "position", "warmup", "status", "wall_s",
                         "max_rss_kb"]
         preview = [[_cell(row.to_dict().get(col)) for col in preview_cols]
@@ -561,7 +574,7 @@ class _Page:
         return h("section", h("h2", "Raw samples"),
                  h("p", f"{c.total} samples: {c.counted} counted, {c.warmup} warm-up, {c.failed} "
                         "not ok. Every value of every sample, including warm-ups, as CSV:"),
-                 h("p", h("a", f"download {name}", href=href, download=name, class_="download")),
+                 link,
                  h("details", h("summary", "first rows"),
                    _table(preview_cols, [list(p) for p in preview], num={2, 3, 6, 7})),
                  id="samples")

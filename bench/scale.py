@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""How abibench's analysis scales with the size of a run: time and peak memory per command.
+
+    .venv/bin/python bench/scale.py [--sizes 1000,10000,100000,1000000] [--workloads 10]
+
+For each size N a synthetic run of N samples (tests/conftest.py's `synthetic_doc`: the shape
+`abibench export` writes, two targets, `--workloads` workloads, N / workloads / 2 rounds each)
+is written to a file, imported into a fresh results database, and then every reading command
+runs on it in its own process, timed with GNU time's wall clock and maximum RSS: `import`,
+`report` (terminal), `report --html`, `report --csv`, `report --samples-csv`, `report --json`,
+`explain`, `advise --memory 4GiB`, `compare` of the run with itself, and `export`. A command
+that fails or passes the limit is shown as such. The fitted exponent of each command's time
+(least squares of log time on log N over the sizes above 10,000) says whether it is linear.
+Prints a table and writes bench/out/scale.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tests.conftest import synthetic_doc  # noqa: E402
+
+COMMANDS: dict[str, list[str]] = {
+    "report": ["report", "{run}"],
+    "report --html": ["report", "{run}", "--html", "{out}/r.html"],
+    "report --csv": ["report", "{run}", "--csv", "{out}/r.csv"],
+    "report --samples-csv": ["report", "{run}", "--samples-csv", "{out}/s.csv"],
+    "report --json": ["report", "{run}", "--json"],
+    "explain": ["explain", "{run}"],
+    "advise": ["advise", "{run}", "--memory", "4GiB"],
+    "compare": ["compare", "{run}", "{file}"],
+    "export": ["export", "{run}", "-o", "{out}/e.json"],
+}
+
+
+def _timed(argv: list[str], env: dict[str, str], limit: float) -> dict[str, Any]:
+    """Wall seconds and peak RSS (KiB) of one command, by GNU time, or why it has none."""
+    fmt = "@@time %e %M"
+    t0 = time.monotonic()
+    try:
+        done = subprocess.run(["/usr/bin/time", "-f", fmt, *argv], capture_output=True,
+                              text=True, env=env, timeout=limit, check=False)
+    except subprocess.TimeoutExpired:
+        return {"ok": False, "why": f"over {limit:.0f} s", "seconds": time.monotonic() - t0}
+    line = next((ln for ln in done.stderr.splitlines() if ln.startswith("@@time ")), "")
+    parts = line.split()
+    if len(parts) != 3:
+        return {"ok": False, "why": "no timing (killed?)", "seconds": time.monotonic() - t0}
+    out: dict[str, Any] = {"ok": done.returncode in (0, 1), "seconds": float(parts[1]),
+                           "peak_kb": int(parts[2])}
+    if not out["ok"]:
+        out["why"] = (done.stderr.strip().splitlines() or ["?"])[0][:120]
+    return out
+
+
+def _exponent(points: list[tuple[int, float]]) -> float:
+    pts = [(math.log(n), math.log(s)) for n, s in points if n >= 10_000 and s > 0]
+    if len(pts) < 2:
+        return math.nan
+    mx = sum(p[0] for p in pts) / len(pts)
+    my = sum(p[1] for p in pts) / len(pts)
+    num = sum((x - mx) * (y - my) for x, y in pts)
+    den = sum((x - mx) ** 2 for x, _ in pts)
+    return num / den if den else math.nan
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="1000,10000,100000,1000000")
+    ap.add_argument("--workloads", type=int, default=10)
+    ap.add_argument("--limit", type=float, default=600.0, help="seconds per command")
+    ap.add_argument("--only", default="", help="comma-separated commands (default: all)")
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    chosen = [c for c in COMMANDS if not args.only or c in args.only.split(",")]
+    abibench = str(Path(sys.executable).with_name("abibench"))
+    results: dict[str, dict[int, dict[str, Any]]] = {c: {} for c in ["import", *chosen]}
+    for n in sizes:
+        rounds = max(1, n // (args.workloads * 2))
+        workloads = {f"w{i:02d}": {"i386": 90.0 + i, "x86_64": 100.0}
+                     for i in range(args.workloads)}
+        with tempfile.TemporaryDirectory(prefix="abibench-scale-") as tmp:
+            out = Path(tmp)
+            doc = synthetic_doc(run_id=f"20260101-000000-n{n}", workloads=workloads,
+                                rounds=rounds - 1)
+            doc_file = out / "run.json"
+            doc_file.write_text(json.dumps(doc), encoding="utf-8")
+            env = dict(os.environ, ABIBENCH_DATA=str(out / "data"), CI="true", COLUMNS="120")
+            results["import"][n] = _timed([abibench, "import", str(doc_file)], env, args.limit)
+            print(f"N={n:>9,} import: {results['import'][n]}", flush=True)
+            for name in chosen:
+                argv = [abibench, *(a.format(run=doc["run"]["id"], out=out, file=doc_file)
+                                    for a in COMMANDS[name])]
+                results[name][n] = _timed(argv, env, args.limit)
+                print(f"N={n:>9,} {name}: {results[name][n]}", flush=True)
+    print()
+    print(f"{'command':<22}" + "".join(f"{n:>18,}" for n in sizes) + "  exponent")
+    summary: dict[str, Any] = {}
+    for name, per in results.items():
+        cells = []
+        for n in sizes:
+            r = per.get(n, {})
+            cells.append(f"{r['seconds']:7.2f}s {r['peak_kb'] / 1024:6.0f}MB" if r.get("ok")
+                         else f"{r.get('why', '-')[:16]:>16}")
+        exp = _exponent([(n, per[n]["seconds"]) for n in sizes if per.get(n, {}).get("ok")])
+        summary[name] = {"exponent": exp, "by_size": per}
+        print(f"{name:<22}" + "".join(f"{c:>18}" for c in cells) + f"  {exp:8.2f}")
+    dest = REPO / "bench" / "out"
+    dest.mkdir(exist_ok=True)
+    (dest / "scale.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
