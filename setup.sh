@@ -61,7 +61,7 @@ gcc_major() {
   apt-cache depends gcc 2>/dev/null | sed -n 's/^ *Depends: gcc-\([0-9][0-9]*\)$/\1/p' | head -1
 }
 if [ "$(uname -m)" = x86_64 ]; then
-  major=$(gcc_major)
+  major=$(gcc_major || true)
   PKGS+=("gcc-${major:-12}-multilib" "g++-${major:-12}-multilib")
 fi
 # ABIBENCH_SETUP_SKIP="pkg ..." leaves packages out (bench/arm-host.sh: no browser in an
@@ -85,8 +85,8 @@ installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install o
 # vendor's nodejs provides npm and conflicts with Debian's npm package): a package of PKGS found
 # there counts as present. One dpkg-query for all, so `bash setup.sh missing` answers at once.
 missing_pkgs() {
-  dpkg-query -W -f='${db:Status-Status} ${Package} ${Package}:${Architecture} ${Provides}\n' \
-      2>/dev/null \
+  { dpkg-query -W -f='${db:Status-Status} ${Package} ${Package}:${Architecture} ${Provides}\n' \
+      2>/dev/null || true; } \
     | awk -v want="${PKGS[*]}" '
         $1 == "installed" { for (i = 2; i <= NF; i++) { n = $i; sub(/[(),].*/, "", n); have[n] = 1 } }
         END { k = split(want, w, " "); for (i = 1; i <= k; i++) if (!(w[i] in have)) print w[i] }'
