@@ -60,7 +60,8 @@ PKGS+=("${ARCH_PKGS[@]}")
 gcc_major() {
   apt-cache depends gcc 2>/dev/null | sed -n 's/^ *Depends: gcc-\([0-9][0-9]*\)$/\1/p' | head -1
 }
-if [ "$(uname -m)" = x86_64 ]; then
+# (Not for `setup.sh missing PKG...`, which asks about those alone: apt-cache takes seconds.)
+if [ "$(uname -m)" = x86_64 ] && { [ "${1:-}" != missing ] || [ "$#" -le 1 ]; }; then
   major=$(gcc_major || true)
   PKGS+=("gcc-${major:-12}-multilib" "g++-${major:-12}-multilib")
 fi
