@@ -10,6 +10,7 @@ import functools
 import hashlib
 import math
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -88,13 +89,27 @@ def _needs_setup(item: pytest.Item) -> tuple[tuple[str, ...], bool] | None:
     return tuple(str(a) for a in mark.args), bool(mark.kwargs.get("root", False))
 
 
+# What pytest says for a skip that gave no reason of its own.
+_NAMELESS = re.compile(r"(Skipped: )?(unconditional skip|condition: .*|Skipped)?\s*")
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item,
                               call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
     report: pytest.TestReport = yield
-    needs = _needs_setup(item)
-    if not report.skipped or needs is None or setup_skip_reason(*needs) is not None:
+    if not report.skipped or getattr(report, "wasxfail", None) is not None:
         return report
+    why = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    needs = _needs_setup(item)
+    if _NAMELESS.fullmatch(why):
+        report.outcome = "failed"
+        report.longrepr = f"a skip must name its cause and its fix: {why!r}"
+    elif needs is not None and setup_skip_reason(*needs) is None:
+        # Every package it needs is present and it may run: a skip here hides a broken test.
+        report.outcome = "failed"
+        report.longrepr = (f"skipped where setup.sh has run (`bash setup.sh missing` names "
+                           f"none of its packages): {why}")
+    return report
     # Every package it needs is present and it may run: a skip here hides a broken test.
     why = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
     report.outcome = "failed"
