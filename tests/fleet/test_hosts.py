@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -50,3 +51,20 @@ def test_the_hosts_accept_the_key_from_any_temporary_directory(
     with sshd_hosts({"hostA": "127.0.0.2"}, parent=parent) as fleet:
         assert fleet.root.parent == parent
         assert fleet.hosts["hostA"].proc is not None
+
+
+@pytest.mark.needs_setup("openssh-server", "openssh-client", root=True)
+def test_a_host_that_refuses_the_key_fails_with_sshds_own_words(tmp_path: Path) -> None:
+    with sshd_hosts({"hostA": "127.0.0.2"}, parent=tmp_path) as fleet:
+        host = fleet.hosts["hostA"]
+        stranger = tmp_path / "stranger"
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)],
+                       check=True)
+        host.stop()
+        host.key = stranger
+        with pytest.raises(RuntimeError) as refused:
+            host.start()
+        said = str(refused.value)
+        assert "refused the test key" in said and "Permission denied (publickey)" in said
+        assert "sshd said" in said and "Failed publickey for root" in said, said
+        host.key = fleet.key  # the hosts are stopped by PID on the way out, as always
