@@ -82,6 +82,16 @@ def setup_skip_reason(packages: tuple[str, ...] = (), root: bool = False) -> str
     return None
 
 
+SetupMissing = Callable[..., tuple[str, ...]]
+SetupSkipReason = Callable[..., "str | None"]
+
+
+@pytest.fixture(scope="session")
+def setup_answer() -> tuple[SetupMissing, SetupSkipReason]:
+    """(setup_missing, setup_skip_reason): the one rule, for tests of the rule itself."""
+    return setup_missing, setup_skip_reason
+
+
 def _needs_setup(item: pytest.Item) -> tuple[tuple[str, ...], bool] | None:
     mark = item.get_closest_marker("needs_setup")
     if mark is None:

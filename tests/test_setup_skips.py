@@ -13,14 +13,14 @@ import inspect
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import setup_missing, setup_skip_reason
-
+# The `setup_answer` fixture: (setup_missing, setup_skip_reason) of tests/conftest.py.
+Answer = tuple[Callable[..., tuple[str, ...]], Callable[..., "str | None"]]
 ABSENT = st.from_regex(r"abibench-absent-[a-z0-9]{1,6}", fullmatch=True)
 
 
@@ -52,7 +52,8 @@ PRESENT_NAME = st.sampled_from(sorted(PRESENT)).flatmap(
 @settings(max_examples=4, deadline=None)
 @given(present=st.lists(PRESENT_NAME, max_size=6), absent=st.lists(ABSENT, max_size=3))
 def test_only_what_nothing_provides_is_missing_and_only_that_skips(
-        present: list[str], absent: list[str]) -> None:
+        setup_answer: Answer, present: list[str], absent: list[str]) -> None:
+    setup_missing, setup_skip_reason = setup_answer
     names = tuple(dict.fromkeys([*present, *absent]).keys())
     missing = setup_missing(names)
     assert sorted(missing) == sorted(set(absent)), (names, missing)
@@ -73,10 +74,11 @@ def _fleet_tests() -> Iterator[tuple[str, object]]:
             yield name, fn
 
 
-def test_the_fleet_tests_run_wherever_setup_sh_has_run() -> None:
+def test_the_fleet_tests_run_wherever_setup_sh_has_run(setup_answer: Answer) -> None:
     """The tests of the real fleet are collected, each carries the one rule (so a skip where
     setup.sh has run fails it: tests/conftest.py), and where `bash setup.sh missing` prints
     nothing and the tests run as root, that rule lets them run."""
+    setup_missing, setup_skip_reason = setup_answer
     found = dict(_fleet_tests())
     assert len(found) >= 3, sorted(found)
     for name, fn in found.items():
