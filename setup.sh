@@ -5,6 +5,10 @@
 #   bash setup.sh run   set up, then run the default suite and write a report
 #   bash setup.sh test  set up, then run the test suite
 #   bash setup.sh       set up only
+#   bash setup.sh missing [PKG...]   print the packages set-up would install (or those of
+#                           PKG... not present), one a line, nothing when it has run; changes
+#                           nothing, needs no root. The tests skip on exactly this answer
+#                           (tests/conftest.py, needs_setup).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
@@ -52,6 +56,15 @@ case "$(uname -m)" in
   *) ARCH_PKGS=(); FOREIGN_ARCH="" ;;
 esac
 PKGS+=("${ARCH_PKGS[@]}")
+# The default gcc's major version (gcc -> gcc-12 on Debian 12): its multilib packages.
+gcc_major() {
+  apt-cache depends gcc 2>/dev/null | sed -n 's/^ *Depends: gcc-\([0-9][0-9]*\)$/\1/p' | head -1
+}
+# (Not for `setup.sh missing PKG...`, which asks about those alone: apt-cache takes seconds.)
+if [ "$(uname -m)" = x86_64 ] && { [ "${1:-}" != missing ] || [ "$#" -le 1 ]; }; then
+  major=$(gcc_major || true)
+  PKGS+=("gcc-${major:-12}-multilib" "g++-${major:-12}-multilib")
+fi
 # ABIBENCH_SETUP_SKIP="pkg ..." leaves packages out (bench/arm-host.sh: no browser in an
 # emulated arm64 root, where installing it would take most of an hour).
 if [ -n "${ABIBENCH_SETUP_SKIP:-}" ]; then
@@ -64,34 +77,20 @@ fi
 # Removed if present: it blocks the cross compilers (and installed later, removes them).
 CONFLICTING=(gcc-multilib g++-multilib)
 
-# The default gcc's major version (gcc -> gcc-12 on Debian 12): its multilib packages.
-gcc_major() {
-  apt-cache depends gcc 2>/dev/null | sed -n 's/^ *Depends: gcc-\([0-9][0-9]*\)$/\1/p' | head -1
-}
-
 say() { printf 'setup: %s\n' "$*" >&2; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 3; }
 
-SUDO=()
-if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || die "not root and no sudo: run as root or install sudo"
-  SUDO=(sudo)
-fi
-
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 
-# A name an installed package provides counts as installed (a vendor's nodejs provides npm and
-# conflicts with Debian's npm package).
-provided() {
-  dpkg-query -W -f='${db:Status-Status} ${Provides}\n' 2>/dev/null \
-    | awk -v p="$1" '$1 == "installed" { for (i = 2; i <= NF; i++) { gsub(/[(),].*/, "", $i); if ($i == p) found = 1 } } END { exit !found }'
-}
-
+# One listing of what is installed, under its name, name:arch and every name it provides (a
+# vendor's nodejs provides npm and conflicts with Debian's npm package): a package of PKGS found
+# there counts as present. One dpkg-query for all, so `bash setup.sh missing` answers at once.
 missing_pkgs() {
-  local p
-  for p in "${PKGS[@]}"; do
-    installed "$p" || provided "$p" || printf '%s\n' "$p"
-  done
+  { dpkg-query -W -f='${db:Status-Status} ${Package} ${Package}:${Architecture} ${Provides}\n' \
+      2>/dev/null || true; } \
+    | awk -v want="${PKGS[*]}" '
+        $1 == "installed" { for (i = 2; i <= NF; i++) { n = $i; sub(/[(),].*/, "", n); have[n] = 1 } }
+        END { k = split(want, w, " "); for (i = 1; i <= k; i++) if (!(w[i] in have)) print w[i] }'
 }
 
 # What gcc-multilib would have provided: without it `gcc -m32` of anything that includes
@@ -134,10 +133,6 @@ ensure_deb_src() {
 
 system_setup() {
   local changed=0
-  local major; major=$(gcc_major)
-  if [ "$(uname -m)" = x86_64 ]; then
-    PKGS+=("gcc-${major:-12}-multilib" "g++-${major:-12}-multilib")
-  fi
   if [ -n "$FOREIGN_ARCH" ] && ! dpkg --print-foreign-architectures | grep -qx "$FOREIGN_ARCH"; then
     say "adding the $FOREIGN_ARCH architecture"
     "${SUDO[@]}" dpkg --add-architecture "$FOREIGN_ARCH"
@@ -206,6 +201,21 @@ python_setup() {
   fi
 }
 
+# The one answer to "has setup.sh run here?": the tests ask it too (tests/conftest.py).
+# With names, the same answer for those names (a test that needs only some of them).
+if [ "${1:-}" = missing ]; then
+  shift
+  if [ "$#" -gt 0 ]; then PKGS=("$@"); fi
+  missing_pkgs
+  exit 0
+fi
+
+SUDO=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || die "not root and no sudo: run as root or install sudo"
+  SUDO=(sudo)
+fi
+
 system_setup
 python_setup
 
@@ -213,5 +223,5 @@ case "${1:-}" in
   run)  shift; exec .venv/bin/abibench run --report abibench-report.md --html abibench-report.html "$@" ;;
   test) shift; exec bash scripts/test.sh "$@" ;;
   "")   say "ready: .venv/bin/abibench" ;;
-  *)    die "unknown argument '$1': use 'bash setup.sh run' or 'bash setup.sh test'" ;;
+  *)    die "unknown argument '$1': use 'bash setup.sh run', 'bash setup.sh test' or 'bash setup.sh missing'" ;;
 esac

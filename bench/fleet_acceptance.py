@@ -172,6 +172,34 @@ def main() -> int:
     workdir = os.environ.get("ABIBENCH_TEST_FLEET_DIR") or \
         str(Path.home() / ".cache" / "abibench" / "test-fleet")
     out: dict[str, Any] = {}
+    try:
+        run_steps(out, workdir, args.rounds)
+    except (RuntimeError, TimeoutError) as exc:  # a server that did not start, in its own words
+        print(f"fleet_acceptance: {exc}", file=sys.stderr)
+        return 1
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(out, indent=1) + "\n")
+    ok = (out["fleet_run"]["exit"] == 0 and out["host_down"]["exit"] == 1
+          and out["server_lost"]["run_exit"] == 0
+          and out["server_lost"]["server_after_push"] == out["server_lost"][
+              "server_after_second_push"]
+          and out["server_lost"]["server_after_push"] == (out["server_lost"]["expected_samples"],)
+          * 2)
+    print(f"fleet_acceptance: {'ok' if ok else 'FAILED'}: fleet_run exit "
+          f"{out['fleet_run']['exit']} ({hosts_of(out['fleet_run']['table'])}); host_down exit "
+          f"{out['host_down']['exit']} ({hosts_of(out['host_down']['table'])}); server_lost: "
+          f"run exit {out['server_lost']['run_exit']}, samples on the server after push "
+          f"{out['server_lost']['server_after_push']}, expected "
+          f"{out['server_lost']['expected_samples']}")
+    return 0 if ok else 1
+
+
+def hosts_of(table_lines: list[str]) -> str:
+    """Each host and its status from the fleet's summary table: "hostA ok, hostB ok"."""
+    return ", ".join(" ".join(ln.split()[:2]) for ln in table_lines[1:]) or "no table"
+
+
+def run_steps(out: dict[str, Any], workdir: str, rounds: int) -> None:
     with tempfile.TemporaryDirectory(prefix="abibench-acceptance-") as tmp, \
             pg_cluster() as cluster, \
             sshd_hosts({"hostA": "127.0.0.2", "hostB": "127.0.0.3"}) as fleet:
@@ -182,21 +210,12 @@ def main() -> int:
                **fleet.env(), "ABIBENCH_TEST_WORKDIR": workdir}
         env.pop("ABIBENCH_DB", None)
         steps: list[tuple[str, Callable[[], dict[str, Any]]]] = [
-            ("fleet_run", lambda: fleet_runs(env, cluster, args.rounds)),
-            ("host_down", lambda: host_down(env, cluster, fleet, args.rounds)),
+            ("fleet_run", lambda: fleet_runs(env, cluster, rounds)),
+            ("host_down", lambda: host_down(env, cluster, fleet, rounds)),
             ("server_lost", lambda: server_lost(env, cluster))]
         for name, step in steps:
             out[name] = step()
             print(json.dumps({name: out[name]}, indent=1), flush=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(out, indent=1) + "\n")
-    ok = (out["fleet_run"]["exit"] == 0 and out["host_down"]["exit"] == 1
-          and out["server_lost"]["run_exit"] == 0
-          and out["server_lost"]["server_after_push"] == out["server_lost"][
-              "server_after_second_push"]
-          and out["server_lost"]["server_after_push"] == (out["server_lost"]["expected_samples"],)
-          * 2)
-    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@ Test modules never import each other; everything they share is a fixture here.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import math
 import os
@@ -14,7 +16,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,82 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     config.addinivalue_line("markers", "needs_apt: uses apt, dpkg and the i386 architecture "
                             "(skipped where they are missing)")
+    config.addinivalue_line("markers", "needs_setup(*packages, root=False): needs these of "
+                            "setup.sh's Debian packages (all of them when none is named), and "
+                            "root; skipped only where `bash setup.sh missing` names one")
+
+
+# --------------------------------------------------------------------------- setup-dependent skips
+#
+# The one rule for every test that needs what setup.sh installs: it is skipped only where
+# setup.sh itself says a package is missing (`bash setup.sh missing`: its own definition of
+# present, a package another one provides included), and the skip names the packages. Where
+# setup.sh has run, such a test runs; if it skips all the same, it fails (pytest_runtest_makereport).
+
+SETUP_SH = TESTS.parent / "setup.sh"
+
+
+@functools.cache
+def setup_missing(packages: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """What `bash setup.sh missing [PACKAGES]` prints: of these packages (of all setup.sh
+    installs when none are named), those that are not present here."""
+    done = subprocess.run(["bash", str(SETUP_SH), "missing", *packages], capture_output=True,
+                          text=True, check=False, timeout=300)
+    if done.returncode != 0:
+        raise RuntimeError(f"bash setup.sh missing exited {done.returncode}: {done.stderr}")
+    return tuple(done.stdout.split())
+
+
+def setup_skip_reason(packages: tuple[str, ...] = (), root: bool = False) -> str | None:
+    """Why a test that needs these packages (all of setup.sh's when none are named), and root
+    when asked, cannot run here; None when it can."""
+    if root and os.geteuid() != 0:
+        return "needs root (it starts servers as root): run the tests as root"
+    missing = setup_missing(packages)
+    if missing:
+        names = " ".join(missing)
+        return f"not installed here: {names} (run bash setup.sh, or apt-get install {names})"
+    return None
+
+
+SetupMissing = Callable[..., tuple[str, ...]]
+SetupSkipReason = Callable[..., "str | None"]
+
+
+@pytest.fixture(scope="session")
+def setup_answer() -> tuple[SetupMissing, SetupSkipReason]:
+    """(setup_missing, setup_skip_reason): the one rule, for tests of the rule itself."""
+    return setup_missing, setup_skip_reason
+
+
+def _needs_setup(item: pytest.Item) -> tuple[tuple[str, ...], bool] | None:
+    mark = item.get_closest_marker("needs_setup")
+    if mark is None:
+        return None
+    return tuple(str(a) for a in mark.args), bool(mark.kwargs.get("root", False))
+
+
+# What pytest says for a skip that gave no reason of its own.
+_NAMELESS = re.compile(r"(Skipped: )?(unconditional skip|condition: .*|Skipped)?\s*")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item,
+                              call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    report: pytest.TestReport = yield
+    if not report.skipped or getattr(report, "wasxfail", None) is not None:
+        return report
+    why = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    needs = _needs_setup(item)
+    if _NAMELESS.fullmatch(why):
+        report.outcome = "failed"
+        report.longrepr = f"a skip must name its cause and its fix: {why!r}"
+    elif needs is not None and setup_skip_reason(*needs) is None:
+        # Every package it needs is present and it may run: a skip here hides a broken test.
+        report.outcome = "failed"
+        report.longrepr = (f"skipped where setup.sh has run (`bash setup.sh missing` names "
+                           f"none of its packages): {why}")
+    return report
 
 
 def _apt_problem() -> str | None:
@@ -56,6 +134,11 @@ def _apt_problem() -> str | None:
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    needs = _needs_setup(item)
+    if needs is not None:
+        reason = setup_skip_reason(*needs)
+        if reason is not None:
+            pytest.skip(reason)
     if item.get_closest_marker("needs_apt") is not None:
         problem = _apt_problem()
         if problem is not None:
@@ -483,8 +566,9 @@ def make_run() -> Callable[..., Run]:
 def pg_server() -> Iterator[PgCluster]:
     """One throw-away PostgreSQL cluster for the whole session (tests/servers.py): each test
     that needs a database gets its own in it (`pg_url`)."""
-    if postgres_bindir() is None:
-        pytest.skip("PostgreSQL is not installed (bash setup.sh installs it)")
+    reason = setup_skip_reason(("postgresql",))
+    if reason is not None and postgres_bindir() is None:  # ABIBENCH_PG_BINDIR: one elsewhere
+        pytest.skip(reason)
     # fsync off: a test's data need not survive a power cut, and the suite is faster.
     with pg_cluster({"fsync": "off", "synchronous_commit": "off",
                      "full_page_writes": "off"}) as cluster:
@@ -528,30 +612,22 @@ def open_db(db_ref: str) -> Iterator[OpenDb]:
         store.close()
 
 
-def setup_packages_missing() -> list[str]:
-    """The Debian packages setup.sh lists that this machine lacks."""
-    text = (TESTS.parent / "setup.sh").read_text()
-    found = re.search(r"^PKGS=\((.*?)^\)", text, re.S | re.M)
-    assert found, "setup.sh has no PKGS=( ... ) list"
-    names = [w for line in found.group(1).splitlines() for w in line.split("#")[0].split()]
-    return [n for n in names if "install ok installed" not in subprocess.run(
-        ["dpkg-query", "-W", "-f=${Status}", n], capture_output=True, text=True,
-        check=False).stdout]
-
-
 @pytest.fixture(scope="session")
 def ssh_fleet() -> Iterator[SshFleet]:
     """Two fleet "hosts": sshd on 127.0.0.2 and 127.0.0.3, free ports, own host keys, only the
-    key generated for the tests accepted (tests/servers.py)."""
-    if os.geteuid() != 0 or not Path("/usr/sbin/sshd").exists():
-        pytest.skip("fleet hosts need root and openssh-server (bash setup.sh installs it)")
+    key generated for the tests accepted (tests/servers.py). A host that does not start or
+    refuses the key fails the test with sshd's own words."""
     # The hosts are this machine, and each runs setup.sh: on a machine that lacks some of its
-    # packages, that is an apt-get install of them, as root, by a test. Not done here.
-    missing = setup_packages_missing()
-    if missing:
-        pytest.skip(f"the fleet's hosts are this machine and run setup.sh, which would install "
-                    f"{' '.join(missing)} here: run bash setup.sh first")
-    with sshd_hosts({"hostA": "127.0.0.2", "hostB": "127.0.0.3"}) as fleet:
+    # packages, that is an apt-get install of them, as root, by a test. Not done here: the
+    # fleet needs every package of setup.sh (the tests that use it are marked so too).
+    reason = setup_skip_reason(root=True)
+    if reason is not None:
+        pytest.skip(f"the fleet's hosts are this machine and run setup.sh: {reason}")
+    with contextlib.ExitStack() as stack:
+        try:
+            fleet = stack.enter_context(sshd_hosts({"hostA": "127.0.0.2", "hostB": "127.0.0.3"}))
+        except (RuntimeError, TimeoutError, OSError) as exc:
+            pytest.fail(f"the fleet's sshd hosts: {exc}", pytrace=False)
         yield fleet
 
 

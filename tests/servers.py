@@ -17,6 +17,7 @@ import contextlib
 import ctypes
 import os
 import pwd
+import re
 import secrets
 import shutil
 import signal
@@ -322,9 +323,12 @@ class SshHost:
     port: int
     config: Path
     log: Path
+    key: Path | None = None  # the client key it must accept: start() logs in with it
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     def start(self) -> None:
+        """Start sshd and log in with the test key once: a host that exits, does not answer or
+        refuses the key raises RuntimeError with sshd's own log lines (never a silent skip)."""
         if self.proc is not None and self.proc.poll() is None:
             return
         # -D: in the foreground (our child, our PID); -e: log to stderr, into the log file
@@ -332,12 +336,42 @@ class SshHost:
                           subreaper=True)
         wait_until(lambda: _banner(self.address, self.port), f"sshd {self.name}", self.proc,
                    self.log, timeout=20)
+        if self.key is not None:
+            self._log_in(self.key)
+
+    def _log_in(self, key: Path) -> None:
+        seen = self.log.stat().st_size
+        done = subprocess.run(["ssh", *ssh_options(key), "-p", str(self.port),
+                               f"root@{self.address}", "true"], capture_output=True, text=True,
+                              timeout=60, check=False, stdin=subprocess.DEVNULL)
+        if done.returncode != 0:
+            with self.log.open("rb") as f:
+                f.seek(seen)
+                said = f.read().decode(errors="replace")
+            # Without the lines of the readiness probe's connection (it only read the banner).
+            lines = [ln for ln in said.splitlines()
+                     if not ln.startswith(("Connection ", "kex_exchange_identification"))]
+            raise RuntimeError(f"sshd {self.name} ({self.address}:{self.port}) refused the test "
+                               f"key: ssh said {done.stderr.strip()!r}; sshd said "
+                               f"{' | '.join(lines)[-1500:]!r} (log: {self.log})")
 
     def stop(self) -> None:
         """Like a machine switched off: the listener, its sessions and their commands."""
         if self.proc is not None:
             stop(self.proc, signal.SIGTERM, deadline=5)
             self.proc = None
+
+
+def ssh_options(key: Path) -> list[str]:
+    """The ssh client's options for a test host: only this key, no user configuration, no
+    known-hosts file (each host key is new)."""
+    # As a configuration line, quoted, since ssh expands %-tokens in an identity file's path
+    # (a literal % is written %%), and -i would look for the file before that expansion.
+    identity = _quoted(str(key).replace("%", "%%"))
+    return ["-F", "/dev/null", "-o", f"IdentityFile {identity}", "-o", "IdentitiesOnly=yes",
+            "-o", "BatchMode=yes",
+            "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+            "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=10"]
 
 
 @dataclass
@@ -362,10 +396,24 @@ def _banner(address: str, port: int) -> bool:
         return False
 
 
-def _sshd_config(h: SshHost, host_key: Path, authorized_keys: Path) -> str:
+def _quoted(value: str) -> str:
+    """A value for sshd_config, whatever its characters (a temporary directory may have spaces,
+    quotes or backslashes): double-quoted, as sshd's own argument splitting reads it."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _sshd_config(h: SshHost, host_key: Path, public_key: str) -> str:
+    # The accepted key is given inline, printed by echo (AuthorizedKeysCommand), not read from
+    # an AuthorizedKeysFile: with StrictModes, sshd refuses such a file unless every directory
+    # up to / belongs to root and no one else may write to it, and /tmp (1777), a pytest
+    # directory or any TMPDIR can break that. No file, no path rule: the hosts work from any
+    # temporary directory. The key is base64 and words: nothing for sshd to expand or split.
+    if not re.fullmatch(r"[\w+/=@.:-]+( [\w+/=@.:-]+)*", public_key):
+        raise ValueError(f"unexpected public key text: {public_key!r}")
     return "\n".join([
-        f"ListenAddress {h.address}:{h.port}", "AddressFamily inet", f"HostKey {host_key}",
-        "PidFile none", f"AuthorizedKeysFile {authorized_keys}",
+        f"ListenAddress {h.address}:{h.port}", "AddressFamily inet",
+        f"HostKey {_quoted(str(host_key))}", "PidFile none", "AuthorizedKeysFile none",
+        f"AuthorizedKeysCommand /bin/echo {public_key.strip()}", "AuthorizedKeysCommandUser root",
         "AuthenticationMethods publickey", "PubkeyAuthentication yes",
         "PasswordAuthentication no", "KbdInteractiveAuthentication no",
         "PermitRootLogin prohibit-password", "AllowUsers root", "UsePAM no", "StrictModes yes",
@@ -374,21 +422,20 @@ def _sshd_config(h: SshHost, host_key: Path, authorized_keys: Path) -> str:
 
 
 @contextlib.contextmanager
-def sshd_hosts(addresses: Mapping[str, str]) -> Iterator[SshFleet]:
+def sshd_hosts(addresses: Mapping[str, str], parent: Path | None = None) -> Iterator[SshFleet]:
     """One sshd per (name -> 127.0.0.x), each with its own host key, accepting only a client
-    key generated here; always stopped by PID and removed."""
+    key generated here, each logged into once before this yields; in a new directory of
+    ``parent`` (default: the temporary directory); always stopped by PID and removed."""
     if os.getuid() != 0:
         raise PermissionError("sshd hosts need root (privilege separation, root login)")
-    tmp = Path(tempfile.mkdtemp(prefix="abibench-sshd-"))
+    tmp = Path(tempfile.mkdtemp(prefix="abibench-sshd-", dir=parent))
     fleet = SshFleet(tmp, tmp / "client_ed25519", {})
     try:
         with sigterm_raises():
             PRIVSEP_DIR.mkdir(mode=0o755, exist_ok=True)
             run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "abibench-test",
                  "-f", str(fleet.key)])
-            authorized = tmp / "authorized_keys"
-            shutil.copyfile(fleet.key.with_suffix(".pub"), authorized)
-            os.chmod(authorized, 0o600)  # StrictModes refuses a key file others could write
+            public_key = fleet.key.with_suffix(".pub").read_text().strip()
             for name, address in addresses.items():
                 if not address.startswith("127."):
                     raise ValueError(f"{address}: test hosts listen on loopback only")
@@ -397,8 +444,8 @@ def sshd_hosts(addresses: Mapping[str, str]) -> Iterator[SshFleet]:
                 host_key = hdir / "ssh_host_ed25519_key"
                 run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(host_key)])
                 h = SshHost(name, address, free_port(address), hdir / "sshd_config",
-                            hdir / "sshd.log")
-                h.config.write_text(_sshd_config(h, host_key, authorized))
+                            hdir / "sshd.log", fleet.key)
+                h.config.write_text(_sshd_config(h, host_key, public_key))
                 run([SSHD, "-t", "-f", str(h.config)])
                 fleet.hosts[name] = h
             for h in fleet.hosts.values():

@@ -18,6 +18,8 @@ from ..servers import PgCluster, SshFleet
 REPO = Path(__file__).resolve().parents[2]
 INVENTORY = REPO / "tests" / "fleet" / "inventory.ini"
 # Small enough for a test, both workloads measured for real on both ABIs.
+# The hosts are this machine and run setup.sh: every package of it, and root (tests/conftest.py).
+NEEDS_FLEET = pytest.mark.needs_setup(root=True)
 SMALL = ["--workload", "ptrtree", "--workload", "nbody", "--abi", "i386,x86_64", "--rounds", "3",
          "--set", "nodes=20000", "--set", "steps=100000"]
 
@@ -38,6 +40,7 @@ def _table(stdout: str) -> dict[str, list[str]]:
     return rows
 
 
+@NEEDS_FLEET
 def test_fleet_run_into_postgresql(fleet_env: dict[str, str], pg_server: PgCluster,
                                    tmp_path: Path) -> None:
     url = pg_server.url(pg_server.new_database("fleet"))
@@ -69,6 +72,7 @@ def test_fleet_run_into_postgresql(fleet_env: dict[str, str], pg_server: PgClust
     print(f"fleet wall time (2 hosts, parallel): {wall:.1f}s")
 
 
+@NEEDS_FLEET
 def test_unreachable_host_is_reported_and_the_other_completes(
         fleet_env: dict[str, str], ssh_fleet: SshFleet, tmp_path: Path) -> None:
     db = tmp_path / "results.sqlite"
@@ -121,6 +125,7 @@ def test_inventories_in_ansibles_own_formats(tmp_path: Path) -> None:
         list_hosts(empty, tmp_path)
 
 
+@NEEDS_FLEET
 def test_a_host_whose_workload_fails_is_reported_and_the_other_completes(
         fleet_env: dict[str, str], tmp_path: Path) -> None:
     """hostB is given a parameter its workload refuses (a per-host option of the inventory);

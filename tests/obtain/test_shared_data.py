@@ -3,7 +3,6 @@ sysroot, not unpacked per arch."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import pytest
 
 from abibench.obtain.sysroot import shared_dir, unpack
 
-pytestmark = pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="dpkg-deb is missing")
+pytestmark = pytest.mark.needs_setup("dpkg")  # dpkg-deb
 
 
 def build_deb(tmp: Path, name: str, arch: str, files: dict[str, bytes]) -> Path:

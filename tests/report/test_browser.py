@@ -44,8 +44,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).parent / "artifacts"
 BROWSER_OWN = ("update.googleapis.com", "accounts.google.com", "clients2.google.com")
 
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is missing: "
-                                "bash setup.sh installs Debian's chromium package")
+pytestmark = pytest.mark.needs_setup("chromium")  # Debian's: CHROMIUM
 
 
 class _Proxy(http.server.ThreadingHTTPServer):

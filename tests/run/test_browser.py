@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -228,7 +227,7 @@ def test_an_interrupted_browser_run_leaves_nothing(env: dict[str, str], debian_c
 
 
 @pytest.mark.needs_apt
-@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is missing: bash setup.sh")
+@pytest.mark.needs_setup("npm")
 def test_octane_runs_in_the_browser(cli: Cli, env: dict[str, str], debian_cache: Path) -> None:
     pid, code, out, err = _run(env, "run", "chromium-octane", "--provenance", "debian",
                                "--abi", "x86_64", "--rounds", "1", "--warmup", "0", "--no-html",

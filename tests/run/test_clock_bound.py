@@ -56,12 +56,11 @@ stdout_match = '(done)'
     return p
 
 
+@pytest.mark.needs_setup("valgrind")
 def test_a_time_bound_counted_run_is_named_and_a_fixed_one_is_not(cli: Cli,
                                                                      tmp_path: Path) -> None:
     abis = "x86_64" + (",aarch64" if shutil.which("qemu-aarch64") and
                        shutil.which("aarch64-linux-gnu-gcc") else "")
-    if not shutil.which("valgrind"):
-        pytest.skip("valgrind is not installed (setup.sh installs it)")
     proc = cli("run", str(_profile(tmp_path, "timed")), str(_profile(tmp_path, "fixed")),
                "--abi", abis, "--rounds", "1", "--warmup", "0", "--counters", "--no-html")
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]

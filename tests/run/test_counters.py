@@ -4,7 +4,6 @@ and one real counted run with cache simulation of a tiny program."""
 from __future__ import annotations
 
 import gzip
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -97,7 +96,7 @@ def test_the_stored_profile_keeps_the_top_functions(captured: Path) -> None:
     assert again == prof
 
 
-@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+@pytest.mark.needs_setup("valgrind")
 def test_a_counted_run_with_cache_simulation(tmp_path: Path, sample_launcher: Path,
                                              c_program: Callable[[str], Path],
                                              cachegrind_profile: Callable[..., Any]) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -27,8 +26,7 @@ TINY = ["--rounds", "1", "--warmup", "0", "--no-html", "--set", "benchmark=build
         "--set", "duration=1", "--set", "size=320x240"]
 MARK = "ABIBENCH_TEST_MARK"
 
-needs_xvfb = pytest.mark.skipif(shutil.which("Xvfb") is None,
-                                reason="Xvfb is not installed: bash setup.sh installs xvfb")
+needs_xvfb = pytest.mark.needs_setup("xvfb")
 
 
 def _read(path: Path) -> bytes:

@@ -123,13 +123,13 @@ def test_the_result_line_has_the_escaped_count(sample_launcher: Path, tmp_path: 
     assert parse_result_line(result.read_text())["escaped"] == "0"
 
 
+@pytest.mark.needs_setup("qemu-user")
 def test_under_qemu_user_the_refused_subreaper_is_said_and_the_sample_still_runs(
         sample_launcher: Path, tmp_path: Path) -> None:
     # abibench itself emulated (an arm64 root or container on x86): qemu-user refuses
     # PR_SET_CHILD_SUBREAPER with EINVAL. Here the x86_64 launcher runs under qemu-x86_64.
     qemu = shutil.which("qemu-x86_64")
-    if qemu is None:
-        pytest.skip("qemu-x86_64 is missing: apt-get install qemu-user")
+    assert qemu is not None, "qemu-user is installed, and has no qemu-x86_64 on PATH"
     result = tmp_path / "result"
     subprocess.run([qemu, str(sample_launcher), str(result), "5000", "/bin/true"], check=True)
     fields = parse_result_line(result.read_text())

@@ -2,7 +2,8 @@
 pair) and MIPS's n32 and n64, cross-built, told apart by their ELF headers, run under qemu-user
 with checksums equal to x86_64's, and counted the same twice.
 
-setup.sh installs the cross compilers; where one is missing, the test skips naming the package.
+setup.sh installs the cross compilers; where one is missing, the test skips naming the package
+(needs: the one rule of tests/conftest.py).
 Sizes are small: the module takes well under a minute.
 """
 
@@ -12,7 +13,6 @@ import argparse
 import dataclasses
 import json
 import re
-import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -32,11 +32,10 @@ SMALL = ["--set", "nodes=5000", "--set", "steps=5000"]
 SRC = "int main(void) { return (int)sizeof(void *); }\n"
 
 
-def _need(*abis: str) -> None:
-    missing = sorted({p for a in abis for p in ABIS[a].cross_packages[:1]
-                      if shutil.which(ABIS[a].cc_prefix + "gcc") is None})
-    if missing:
-        pytest.skip(f"no cross compiler: apt-get install {' '.join(missing)} (bash setup.sh)")
+def needs(*abis: str) -> pytest.MarkDecorator:
+    """The cross packages of these ABIs, as setup.sh installs them: the test is skipped only
+    where `bash setup.sh missing` names one of them (tests/conftest.py)."""
+    return pytest.mark.needs_setup(*sorted({p for a in abis for p in ABIS[a].cross_packages}))
 
 
 def _build(tmp_path: Path, abi: str) -> Path:
@@ -47,13 +46,13 @@ def _build(tmp_path: Path, abi: str) -> Path:
     proc = subprocess.run([a.cc_prefix + "gcc", *a.cflags, "-O2", "-o", str(out), str(src)],
                           capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        pytest.skip(f"{abi}: {proc.stderr.strip().splitlines()[-1]}: apt-get install "
-                    f"{' '.join(a.cross_packages)}")
+        pytest.fail(f"{abi}: {proc.stderr.strip().splitlines()[-1]} although "
+                    f"{' '.join(a.cross_packages)} are installed")
     return out
 
 
+@needs(*PAIRS, "mips64el-o32")
 def test_n32_and_v8plus_are_told_apart_from_their_neighbours(tmp_path: Path) -> None:
-    _need(*PAIRS, "mips64el-o32")
     exe = {a: _build(tmp_path, a) for a in (*PAIRS, "mips64el-o32")}
     # n32 and o32 are both ELFCLASS32 EM_MIPS: only e_flags (EF_MIPS_ABI2) tell them apart
     n32, o32 = check_artifact(exe["mips64el-n32"], ABIS["mips64el-n32"]), \
@@ -71,8 +70,8 @@ def test_n32_and_v8plus_are_told_apart_from_their_neighbours(tmp_path: Path) -> 
         assert check_artifact(exe[name], ABIS[name]).interpreter == ABIS[name].loader
 
 
+@needs(*PAIRS, "mips64el-o32", "ppc", "ppc64", "s390x")
 def test_every_pair_runs_under_its_emulator_from_the_cross_libraries(tmp_path: Path) -> None:
-    _need(*PAIRS, "ppc", "ppc64", "s390x")
     for name in (*PAIRS, "mips64el-o32", "ppc", "ppc64", "s390x"):
         st = probe_abi(ABIS[name], tmp_path, cache_root=tmp_path / "cache")
         assert st.can_build and st.can_run and st.emulator is not None, st
@@ -84,8 +83,8 @@ def test_every_pair_runs_under_its_emulator_from_the_cross_libraries(tmp_path: P
         assert got.returncode == ABIS[name].pointer_bits // 8, name
 
 
+@needs("s390")
 def test_s390_builds_but_is_listed_as_unrunnable_with_the_reason(tmp_path: Path) -> None:
-    _need("s390")
     st = probe_abi(ABIS["s390"], tmp_path, cache_root=tmp_path / "cache")
     assert st.can_build and not st.can_run and st.emulator is None
     assert st.reason and "no 31-bit s390 emulator" in st.reason
@@ -99,8 +98,8 @@ def _counts(doc: dict[str, object]) -> dict[tuple[str, str], int]:
             if s["kind"] == "counters"}
 
 
+@needs(*PAIRS)
 def test_sparc_and_mips_pairs_match_x86_and_count_the_same_twice(cli: Cli) -> None:
-    _need(*PAIRS)
     abis = ",".join(("x86_64", *PAIRS))
     args = ("run", "ptrtree", "nbody", "--abi", abis, "--rounds", "1", "--warmup", "0",
             "--counters", "--no-html", *SMALL)
@@ -146,12 +145,12 @@ def test_family_chooses_a_machine_and_refuses_an_unknown_one(cli: Cli) -> None:
         _asked_abis(argparse.Namespace(family="sparc", abi="x86_64"))
 
 
+@needs("sparc64", "sparc32plus")
 def test_micro_checksums_on_big_endian_sparc64_equal_x86_64s(tmp_path: Path) -> None:
     # Every micro program builds warning-free for sparc64 (and v8plus), and the checksums it
     # prints on a big-endian machine are x86_64's: they come from values, not memory's bytes.
     from tests.run.test_micro import CASES, PROGRAMS
 
-    _need("sparc64", "sparc32plus")
     st = probe_abi(ABIS["sparc64"], tmp_path, cache_root=tmp_path / "cache")
     assert st.emulator is not None, st
     bins: dict[tuple[str, str], Path] = {}
@@ -177,10 +176,10 @@ def test_micro_checksums_on_big_endian_sparc64_equal_x86_64s(tmp_path: Path) -> 
             (prog, args)
 
 
+@needs("ppc")
 def test_a_missing_multilib_half_is_named_with_its_package(tmp_path: Path) -> None:
     # Debian's powerpc toolchain has no 64-bit C library or libgcc: asking it for -m64 is what a
     # multilib half without its packages looks like (a real compile failure, not a simulated one).
-    _need("ppc")
     half = dataclasses.replace(ABIS["ppc"], name="ppc-m64", cflags=("-m64",))
     st = probe_abi(half, tmp_path, cache_root=tmp_path / "cache")
     assert not st.can_build and not st.can_run
@@ -188,13 +187,13 @@ def test_a_missing_multilib_half_is_named_with_its_package(tmp_path: Path) -> No
     assert st.fix == "apt-get install gcc-powerpc-linux-gnu libc6-dev-powerpc-cross"
 
 
+@needs("ppc", "mips64el-o32")
 def test_the_step_clock_loads_where_64_bit_atomics_are_library_calls(tmp_path: Path) -> None:
     # 32-bit PowerPC and MIPS o32 have no 64-bit atomic instructions; the step clock preloaded
     # into every counting run must not need libatomic there (it failed with "undefined symbol:
     # __atomic_fetch_add_8", so ppc and o32 had no instruction counts).
     from abibench.obtain.helpers import helper
 
-    _need("ppc", "mips64el-o32")
     for name in ("ppc", "mips64el-o32"):
         abi = ABIS[name]
         st = probe_abi(abi, tmp_path, cache_root=tmp_path / "cache")

@@ -4,7 +4,6 @@ leaves nothing behind (process, socket, lock file) however its user ends."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import socket
 import struct
@@ -18,8 +17,7 @@ import pytest
 from abibench.run.servers import pid_alive
 from abibench.run.xserver import XServer, displays_in_use, free_display
 
-needs_xvfb = pytest.mark.skipif(shutil.which("Xvfb") is None,
-                                reason="Xvfb is not installed: bash setup.sh installs xvfb")
+needs_xvfb = pytest.mark.needs_setup("xvfb")
 
 
 def x_handshake(path: Path) -> int:

@@ -30,6 +30,10 @@ PLAYBOOK = HERE / "playbook.yml"
 CALLBACKS = HERE / "callback_plugins"
 
 OK, FAILED, UNREACHABLE, NOT_RUN = "ok", "failed", "unreachable", "not run"
+# The Python that runs Ansible's modules on every host, unless the inventory says otherwise
+# (ansible_python_interpreter): Debian's own. Ansible's discovery would take the first python3.N
+# on the PATH, and a version manager's shim there (pyenv's) may not run at all.
+DEFAULT_INTERPRETER = "/usr/bin/python3"
 
 
 def tool(name: str) -> str:
@@ -70,6 +74,7 @@ def write_config(work: Path, forks: int) -> Path:
         f"forks = {forks}",
         "retry_files_enabled = False",
         "nocolor = True",
+        f"interpreter_python = {DEFAULT_INTERPRETER}",
         f"callback_plugins = {CALLBACKS}",
         "callbacks_enabled = abibench_events",
         "",
@@ -126,6 +131,43 @@ def _close_control_masters(work: Path) -> None:
 Event = dict[str, Any]
 
 
+def _said(text: object, limit: int) -> str:
+    """Untrusted text from a host, sanitised, on one line, its end kept when too long."""
+    shown = " ".join(one_line(str(text or "")).split())
+    return shown if len(shown) <= limit else "..." + shown[-limit:]
+
+
+def interpreter_fix(ev: Event) -> str | None:
+    """The fix a failed task implies when its module never ran: its output was not Ansible's
+    JSON (module_stderr or module_stdout), so the Python meant to run it is broken."""
+    if ev.get("module_stderr") is None and ev.get("module_stdout") is None:
+        return None
+    found = ev.get("interpreter")
+    if found:
+        what = f"the host's Python {_said(found, 200)}, which Ansible's interpreter discovery chose"
+        if "/shims/" in str(found):
+            what += " (a version manager's shim)"
+    else:
+        what = ("the host's Python for Ansible's modules (ansible_python_interpreter, else "
+                f"abibench's {DEFAULT_INTERPRETER})")
+    return (f"{what}, does not run Ansible's modules: set ansible_python_interpreter in the "
+            f"inventory to a working Python 3 on that host (Debian's: {DEFAULT_INTERPRETER})")
+
+
+def failure_reason(ev: Event) -> str:
+    """Why a task failed or a host was unreachable, one sanitised line: the fix it implies
+    first (when there is one), then Ansible's message, then what the module or command said
+    on stderr (or stdout, when that is all a module printed), each shortened."""
+    parts = [interpreter_fix(ev) or "", _said(ev.get("msg"), 300)]
+    if ev.get("event") != UNREACHABLE:  # an unreachable host's message is ssh's stderr already
+        for key, label in (("module_stderr", "its stderr"), ("stderr_tail", "stderr"),
+                           ("module_stdout", "its stdout")):
+            if ev.get(key):
+                parts.append(f"{label}: {_said(ev.get(key), 300)}")
+                break
+    return "; ".join(p for p in parts if p)
+
+
 def run_playbook(inventory: Path, extra_vars: Mapping[str, Any], work: Path, forks: int,
                  on_event: Callable[[Event], None], limit: str | None = None,
                  playbook: Path = PLAYBOOK) -> PlaybookResult:
@@ -152,8 +194,7 @@ def run_playbook(inventory: Path, extra_vars: Mapping[str, Any], work: Path, for
         elif kind in (FAILED, UNREACHABLE) and host.status == OK:
             host.status = str(kind)
             host.task = ev.get("task")
-            parts = [ev.get("msg"), ev.get("stderr_tail") if kind == FAILED else None]
-            host.reason = one_line(" ".join(str(p) for p in parts if p))[-600:] or None
+            host.reason = failure_reason(ev) or None
         on_event(ev)
 
     def read() -> None:

@@ -85,8 +85,7 @@ def _describe(ev: Event) -> str | None:
     if kind in ("ok", "changed"):
         return f"[{host}] {task}: done"
     if kind in (ansible.FAILED, ansible.UNREACHABLE):
-        why = one_line(" ".join(str(p) for p in (ev.get("msg"), ev.get("stderr_tail")) if p))
-        return f"[{host}] {kind} at '{task}': {why[-300:]}"
+        return f"[{host}] {kind} at '{task}': {ansible.failure_reason(ev)}"
     return None
 
 

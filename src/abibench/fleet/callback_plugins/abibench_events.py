@@ -8,7 +8,11 @@ Ansible's own output (the `default` stdout callback) is untouched. Lines::
 
     {"event": "start", "host", "task"}
     {"event": "ok"|"changed"|"failed"|"ignored"|"unreachable"|"skipped", "host", "task",
-     "rc", "msg", "stderr_tail"}
+     "rc", "msg", "stderr_tail", "module_stderr", "module_stdout", "interpreter"}
+
+module_stderr and module_stdout are what a module printed when its result was not Ansible's
+JSON (it did not run: a broken Python, say), interpreter the Python that Ansible's interpreter
+discovery chose on the host (only when it did). Texts are tails, raw: abibench sanitises them.
     {"event": "recap", "host", "ok", "changed", "failures", "unreachable", "skipped", ...}
 
 ansible-core 2.19 names a result's parts result.host/task/result; older cores only have
@@ -26,6 +30,12 @@ from ansible.plugins.callback import CallbackBase
 
 def _part(result: Any, name: str) -> Any:
     return getattr(result, name, None) or getattr(result, f"_{name}")
+
+
+def _tail(text: Any) -> str | None:
+    """The end of a text the result holds; "" when it holds an empty one (a module that
+    printed nothing still says its output was not Ansible's), None when it holds none."""
+    return text[-2000:] if isinstance(text, str) else None
 
 
 class CallbackModule(CallbackBase):  # type: ignore[misc]
@@ -51,13 +61,16 @@ class CallbackModule(CallbackBase):  # type: ignore[misc]
 
     def _result(self, event: str, result: Any) -> None:
         data = _part(result, "result")
-        stderr = data.get("stderr") or ""
         if event == "ok" and data.get("changed"):
             event = "changed"
+        facts = data.get("ansible_facts")
         self._emit({"event": event, "host": _part(result, "host").get_name(),
                     "task": _part(result, "task").get_name(), "rc": data.get("rc"),
-                    "msg": data.get("msg"),
-                    "stderr_tail": stderr[-2000:] if isinstance(stderr, str) else None})
+                    "msg": data.get("msg"), "stderr_tail": _tail(data.get("stderr")),
+                    "module_stderr": _tail(data.get("module_stderr")),
+                    "module_stdout": _tail(data.get("module_stdout")),
+                    "interpreter": facts.get("discovered_interpreter_python")
+                    if isinstance(facts, dict) else None})
 
     def v2_runner_on_start(self, host: Any, task: Any) -> None:
         self._emit({"event": "start", "host": host.get_name(), "task": task.get_name()})
