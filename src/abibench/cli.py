@@ -174,7 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="NAME[:UNIT[:higher|lower]]=REGEX",
                    help="with --binary: a metric the program prints (group 1 of REGEX); the "
                    "first is the verdict's; default: wall time")
-    r.add_argument("--name", default=None, help="with --binary: the workload's id")
+    r.add_argument("--name", default=None, type=_ident("--name"),
+                   help="with --binary: the workload's id")
     r.add_argument("--check-stdout", action="store_true",
                    help="with --binary: the programs' standard output must be identical")
     r.add_argument("--timeout", type=_duration, default=600.0,

@@ -43,6 +43,9 @@ unit = "units"
 better = "higher"
 """
 
+# bench/invariants.py runs these tests with more examples (a multiple of each test's own).
+SCALE = int(os.environ.get("ABIBENCH_INVARIANTS_SCALE", "1"))
+
 
 @dataclass
 class World:
@@ -176,7 +179,7 @@ def cases(draw: st.DrawFn) -> tuple[Command, str, str, str]:
     return command, name, draw(st.sampled_from(DIR_FORMS)), draw(st.sampled_from(forms))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40 * SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=cases())
 def test_no_output_option_writes_over_an_input(world: World, capsys: pytest.CaptureFixture[str],
                                                error_line: ErrorLine,
@@ -192,7 +195,7 @@ def test_no_output_option_writes_over_an_input(world: World, capsys: pytest.Capt
     assert snapshot(guarded_file(world, name)) == before, f"{label} {given_path} changed {target}"
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=8 * SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(command=st.sampled_from([c for c in COMMANDS if c[0].split()[0] in ("report", "compare",
                                                                               "export")]),
        dir_form=st.sampled_from(DIR_FORMS))
