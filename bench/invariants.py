@@ -24,9 +24,10 @@ INVARIANTS = {
     "test_ids.py": "Identifiers are never paths",
     "test_one_line.py": "Every error is one line",
 }
-# Hypothesis's statistics: the test's name, then "- N passing examples, M failing examples".
+# Hypothesis's statistics: the test's name, then per phase "- N passing, M failing, and K invalid
+# test cases".
 _TEST = re.compile(r"^tests/invariants/(test_\w+\.py)::(\w+):", re.M)
-_COUNTS = re.compile(r"- (\d+) passing examples?, (\d+) failing examples?")
+_COUNTS = re.compile(r"- (\d+) passing, (\d+) failing")
 
 
 def one_round(scale: int, seed: int, log: Path) -> tuple[dict[str, int], set[str]]:
