@@ -114,6 +114,17 @@ def overlap(path: Path | str) -> str | None:
     return f"a hard link to {found}" if found is not None else None
 
 
+def _in_place(raw: str) -> bool:
+    """Whether `raw` is written where it is, not replaced: a device or a FIFO (/dev/null), or a
+    name of an open descriptor (/dev/stdout, a pipe's /proc/self/fd/1), which a rename cannot
+    replace."""
+    try:
+        kind = os.stat(raw).st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(kind) or _real(raw).startswith("/proc/")
+
+
 def check_output(path: Path, option: str) -> Path:
     """The resolved file `path` names, if abibench may write it for `option`; else UsageError
     (exit 2) naming the path and the fix. Checks before anything is measured or written."""
@@ -126,6 +137,8 @@ def check_output(path: Path, option: str) -> Path:
     if what is not None:
         raise UsageError(f"{option} {raw} is {what}: abibench never writes over what it reads; "
                          "choose another file")
+    if _in_place(raw):
+        return Path(raw)
     real = Path(_real(raw))
     parent = real.parent
     while not parent.exists() and parent != parent.parent:
@@ -183,18 +196,15 @@ def write_output(path: Path, data: str | bytes, option: str) -> Path:
     written. A failure is UsageError naming the path and the reason; the old file is kept."""
     target = check_output(path, option)
     body = data.encode("utf-8") if isinstance(data, str) else data
+    in_place = _in_place(os.fspath(target))
     try:
-        try:
-            kind = os.stat(target).st_mode
-        except FileNotFoundError:
-            kind = stat.S_IFREG
-        if stat.S_ISREG(kind):
-            write_atomic(target, body)
-        else:
+        if in_place:
             _write_through(target, body)
+        else:
+            write_atomic(target, body)
     except OSError as exc:
         why = exc.strerror or str(exc)
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT) and not in_place:
             why += " (its old content, if any, is kept)"
         raise UsageError(f"cannot write {path}: {why}; choose another path") from None
     return target
