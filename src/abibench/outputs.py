@@ -122,7 +122,8 @@ def _in_place(raw: str) -> bool:
         kind = os.stat(raw).st_mode
     except OSError:
         return False
-    return not stat.S_ISREG(kind) or _real(raw).startswith("/proc/")
+    return not stat.S_ISREG(kind) or os.path.abspath(raw).startswith(("/dev/", "/proc/")) \
+        or _real(raw).startswith("/proc/")
 
 
 def check_output(path: Path, option: str) -> Path:

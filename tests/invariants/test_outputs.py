@@ -223,3 +223,10 @@ def test_a_failed_write_keeps_the_old_file(world: World, mounts: Any, error_line
     assert "No space left" in error_line(2, err, 2)
     assert old.read_bytes() == b"old report\n" * 4000
     assert sorted(p.name for p in small.iterdir()) == ["report.html"]
+
+
+@pytest.mark.parametrize("device", ["/dev/null", "/dev/stderr"])
+def test_a_device_is_written_in_place(world: World, capsys: pytest.CaptureFixture[str],
+                                      device: str) -> None:
+    """A device or a descriptor's name cannot be renamed over: it is written as it is."""
+    assert main(["report", "latest", "--csv", device]) == 0, capsys.readouterr().err
