@@ -27,7 +27,9 @@ from .errors import (
     AbibenchError,
     UsageError,
 )
+from .ids import ID_MAX, check_id, file_name, id_problem
 from .obtain.build import DEFAULT_CFLAGS
+from .outputs import check_output, write_atomic
 from .paths import cache_dir, data_dir, default_db
 from .probe import host, noise
 from .probe.abis import probe_all
@@ -48,6 +50,7 @@ from .store.sources import is_file_ref, latest_fleet, load_sources
 from .store.sql import SqlStore
 from .store.url import is_url, sqlite_file
 from .text import one_line
+from .toplevel import guarded
 from .workloads.oneliner import parse_binary, parse_metric, profile_text
 from .workloads.profile import (
     ID_RE,
@@ -104,6 +107,17 @@ def _positive(text: str) -> int:
     return _whole(text, 1)
 
 
+def _ident(kind: str) -> Any:
+    """An argparse type: a value that names something (a run, a host, a set) is an identifier,
+    never a path (ids.py), refused as one line before anything runs."""
+    def check(text: str) -> str:
+        try:
+            return check_id(kind, text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return check
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         # One line naming the problem and where help is, exit code 2 as documented.
@@ -145,13 +159,14 @@ def build_parser() -> argparse.ArgumentParser:
                    "reports/RUN.html beside the results database)")
     r.add_argument("--no-html", action="store_true", help="do not write the HTML report")
     r.add_argument("--json", action="store_true", help="print the run document as JSON")
-    r.add_argument("--resume", default=None, metavar="RUN",
+    r.add_argument("--resume", default=None, metavar="RUN", type=_ident("run id"),
                    help="continue an interrupted or abandoned run with its own plan, measuring "
                    "only what it lacks")
-    r.add_argument("--label", default=None, metavar="NAME",
+    r.add_argument("--label", default=None, metavar="NAME", type=_ident("label"),
                    help="this host's name in comparisons (default: its hostname); abibench fleet "
                    "gives each host its inventory name")
-    r.add_argument("--fleet", default=None, metavar="ID", help=argparse.SUPPRESS)
+    r.add_argument("--fleet", default=None, metavar="ID", type=_ident("fleet id"),
+                   help=argparse.SUPPRESS)
     r.add_argument("--binary", action="append", default=[], metavar="ABI=PATH",
                    help="compare prebuilt programs, one per ABI, instead of building: e.g. "
                    "--binary i386=./prog32 --binary x86_64=./prog64 -- ARGS")
@@ -159,7 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="NAME[:UNIT[:higher|lower]]=REGEX",
                    help="with --binary: a metric the program prints (group 1 of REGEX); the "
                    "first is the verdict's; default: wall time")
-    r.add_argument("--name", default=None, help="with --binary: the workload's id")
+    r.add_argument("--name", default=None, type=_ident("--name"),
+                   help="with --binary: the workload's id")
     r.add_argument("--check-stdout", action="store_true",
                    help="with --binary: the programs' standard output must be identical")
     r.add_argument("--timeout", type=_duration, default=600.0,
@@ -344,7 +360,7 @@ def _report_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--baseline", default=None, metavar="SERIES",
                    help="with several result sets: the series every other is compared with "
                    "(a series label, an ABI of the first set, or a set tag)")
-    p.add_argument("--tag", action="append", default=None, metavar="NAME",
+    p.add_argument("--tag", action="append", default=None, metavar="NAME", type=_ident("tag"),
                    help="name of each result set, once per set in order (default: host and "
                    "kernel bitness, e.g. 'vm k64')")
     _deployment_options(p)
@@ -484,29 +500,23 @@ def _binary_profile(args: argparse.Namespace, store: RunStore) -> Path:
     common = os.path.commonprefix([Path(p).name.lower() for _, p in binaries])  # noqa: RUF071
     name = args.name or re.sub(r"[^a-z0-9._-]+", "-", common).strip("-._0123456789") or \
         "prebuilt"
-    if not ID_RE.match(name):
-        raise UsageError(f"--name {name}: use lowercase letters, digits, '.', '_' or '-'")
+    if not ID_RE.match(name) or id_problem(name) is not None:
+        raise UsageError(f"--name {name[:60]}: use at most {ID_MAX} lowercase letters, digits, "
+                         "'.', '_' or '-'")
     text = profile_text(name, [(a, str(Path(p).absolute())) for a, p in binaries],
                         args.program_args, metrics, args.check_stdout, f"{args.timeout:g}s")
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
-    path = store.local_dir / "profiles" / f"{name}-{digest}.toml"
-    write_file(path, text)
+    path = store.local_dir / "profiles" / file_name("--name", name, f"-{digest}.toml")
+    write_atomic(path, text.encode())
     return path
 
 
-def _check_outputs(*paths: Path | None) -> None:
-    """Report files can be written: checked before the run, so no run ends in a traceback."""
-    for path in paths:
-        if path is None:
-            continue
-        if path.is_dir():
-            raise UsageError(f"{path} is a directory: name a file to write the report to")
-        parent = path.parent
-        while not parent.exists():
-            parent = parent.parent
-        if not parent.is_dir() or not os.access(parent, os.W_OK):
-            raise UsageError(f"cannot write {path}: {parent} is not a writable directory; "
-                             "choose another path")
+def _check_outputs(*outputs: tuple[str, Path | None]) -> None:
+    """Report files can be written, and over no input of the run (outputs.py): checked once the
+    workloads are loaded and before anything is measured."""
+    for option, path in outputs:
+        if path is not None:
+            check_output(path, option)
 
 
 # A run without --budget has this much time per workload for its adaptive rounds, as the
@@ -532,7 +542,6 @@ def _resume_request(args: argparse.Namespace, store: RunStore) -> tuple[Request,
 
 def cmd_run(args: argparse.Namespace, store: RunStore) -> int:
     check_plan_numbers(args.warmup, args.min_rounds, args.max_rounds)
-    _check_outputs(args.report, args.html)
     if args.resume is not None:
         req, resumed = _resume_request(args, store)
         return _measure(args, store, req, resumed)
@@ -567,6 +576,7 @@ def cmd_run(args: argparse.Namespace, store: RunStore) -> int:
 
 def _measure(args: argparse.Namespace, store: RunStore, req: Request, resume: RunDoc | None) -> int:
     workloads, abis, plan = req.workloads, req.abis, req.plan
+    _check_outputs(("--report", args.report), ("--html", args.html))
     err = sys.stderr
     show = err.isatty() and os.environ.get("CI") != "true"
     con = _console(err)
@@ -613,7 +623,7 @@ def _measure(args: argparse.Namespace, store: RunStore, req: Request, resume: Ru
     else:
         _print_terminal(rep)
     if args.report:
-        write_file(args.report, render(rep, "markdown"))
+        write_file(args.report, render(rep, "markdown"), "--report")
         _say(f"report: {args.report}", err)
     if not args.no_html:
         _write_run_html(args, store, doc, rep, sys.stderr if args.json else sys.stdout)
@@ -651,8 +661,8 @@ def _print_terminal(rep: analysis.Report) -> None:
 
 def _write_run_html(args: argparse.Namespace, store: RunStore, doc: RunDoc,
                     rep: analysis.Report, out: Any) -> None:
-    path = args.html or store.local_dir / "reports" / f"{doc.run.id}.html"
     try:
+        path = args.html or store.local_dir / "reports" / file_name("run id", doc.run.id, ".html")
         write(rep, [Output("html", path)])
     except AbibenchError as exc:  # the results are stored; only the file is missing
         _say(f"abibench: warning: {exc} (`abibench report {doc.run.id} --html FILE` "
@@ -778,7 +788,7 @@ def cmd_fleet(args: argparse.Namespace, tokens: list[str]) -> int:
     if args.fleet_command == "sdist":
         built = build_sdist(args.outdir.absolute() / ".abibench-sdist")
         args.outdir.mkdir(parents=True, exist_ok=True)
-        target = args.outdir / built.name
+        target = check_output(args.outdir / built.name, "the sdist's directory")
         built.replace(target)
         _say(f"sdist: {target}")
         return EXIT_OK
@@ -789,9 +799,9 @@ def cmd_fleet_run(args: argparse.Namespace, tokens: list[str]) -> int:
     from .fleet.controller import run_fleet
 
     check_plan_numbers(args.warmup, args.min_rounds, args.max_rounds)
-    _check_outputs(args.html)
     # Checked here, before any host is touched: the hosts run this same abibench.
     load_workloads([*args.workloads, *args.workload] or None, args.suite, _parse_sets(args.set))
+    _check_outputs(("--html", args.html))
     if args.abi or args.family:
         _asked_abis(args)
     ref = db_ref(args.db)
@@ -817,8 +827,9 @@ def cmd_fleet_run(args: argparse.Namespace, tokens: list[str]) -> int:
     if len(sets) >= 2:
         rep = analysis.from_sets(sets, args.baseline, None)
         _print_terminal(rep)
-        path = args.html or data_dir() / "reports" / f"{result.fleet_id}.html"
         try:
+            path = args.html or data_dir() / "reports" / file_name("fleet id", result.fleet_id,
+                                                                   ".html")
             write(rep, [Output("html", path)])
             _say(f"report: {path} (again: abibench --db {_shown(ref)} compare "
                  f"{' '.join(d.id for d in result.docs)})")
@@ -938,7 +949,7 @@ def cmd_import(args: argparse.Namespace, store: SqlStore) -> int:
 def cmd_export(args: argparse.Namespace, store: SqlStore) -> int:
     doc = store.load_run(store.resolve_run(args.run)).to_dict()
     if args.output:
-        write_file(args.output, json.dumps(doc, indent=1, default=str) + "\n")
+        write_file(args.output, json.dumps(doc, indent=1, default=str) + "\n", "-o")
         _say(f"exported: {args.output}", sys.stderr)
     else:
         _print_json(doc)
@@ -997,6 +1008,11 @@ def _join_negative_values(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The entry point: whatever fails ends as one line and a code (toplevel.py)."""
+    return guarded(lambda: _command(argv))
+
+
+def _command(argv: list[str] | None) -> int:
     own, program_args = _split_argv(list(sys.argv[1:] if argv is None else argv))
     args = build_parser().parse_args(_join_negative_values(own))
     args.program_args = program_args

@@ -18,7 +18,13 @@ EXIT_STORE_READONLY = 7  # the results database cannot be written (read-only fil
 EXIT_STORE_CORRUPT = 8  # the results database fails SQLite's integrity check
 EXIT_STORE_LOCKED = 9  # another process holds the results database locked
 EXIT_STORE_UNREACHABLE = 10  # the shared (PostgreSQL) results database cannot be reached
+EXIT_SYSTEM = 12  # the system refused what no other code covers: a full disk or standard output
+#                   on /dev/full, too many open files (ulimit -n), a name too long, no permission
+EXIT_INTERNAL = 70  # a bug in abibench (an unexpected exception): one line; ABIBENCH_DEBUG=1 for
+#                     the traceback
 EXIT_INTERRUPTED = 130  # Ctrl-C, SIGTERM or SIGHUP; what was measured before it is in the store
+EXIT_PIPE = 141  # standard output's reader went away (`abibench runs | head -1`): no message,
+#                  the code of a program killed by SIGPIPE (128 + 13), as coreutils exit there
 
 
 class AbibenchError(Exception):

@@ -9,6 +9,8 @@ import os
 import stat
 from pathlib import Path
 
+from .outputs import protect
+
 
 class NotRegular(OSError):
     """The path is a FIFO, a socket or a device; str() says which."""
@@ -34,6 +36,8 @@ def read_regular(path: Path, limit: int) -> bytes:
     bounded too: /proc files and files that grow do not report their size)."""
     # O_NONBLOCK: opening a FIFO without a writer returns at once instead of waiting.
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    # What a command reads it must never write: its reports are checked against this file.
+    protect(path, "a file this command reads")
     with os.fdopen(fd, "rb") as fh:
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode):

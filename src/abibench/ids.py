@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from .errors import UsageError
+
 ID_MAX = 128
 
 # Sweep instances extend a workload id with `[name=value,name=value]`; `:` and `@` appear in
@@ -20,8 +22,16 @@ ID_MAX = 128
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=,:@\[\]~-]*")
 
 
-class BadId(ValueError):
-    """An identifier that breaks the rule; str() names what it was and the rule."""
+# A [sweep] value inside an instance id `base[name=value,...]`: the id's own characters, less
+# the ones that delimit the brackets (`[`, `]`, `,`, `=`), so that an instance id names its values
+# unambiguously and is itself a valid id. Profile values such as 10000, 1e-05, 0.5, oltp_read_only
+# or v1.4+dfsg fit.
+_SWEEP_VALUE = re.compile(r"[A-Za-z0-9._+:@~-]+")
+
+
+class BadId(UsageError, ValueError):
+    """An identifier that breaks the rule; str() names what it was and the rule. A UsageError
+    (exit 2, one line) wherever it is not caught, a ValueError for the validators that are."""
 
 
 def id_problem(value: object) -> str | None:
@@ -35,6 +45,18 @@ def id_problem(value: object) -> str | None:
     if _ID.fullmatch(value) is None:
         return ("must start with a letter or digit and hold only letters, digits and "
                 "._+=,:@[]~- (no '/', spaces or control characters)")
+    return None
+
+
+def sweep_value_problem(value: str) -> str | None:
+    """Why a [sweep] value cannot be part of an instance id, or None when it can."""
+    if not value:
+        return "is empty"
+    if len(value) > ID_MAX:
+        return f"is {len(value)} characters long (at most {ID_MAX})"
+    if _SWEEP_VALUE.fullmatch(value) is None:
+        return ("may hold only letters, digits and ._+:@~- (it becomes part of the workload id "
+                "`id[name=value]`; no '/', spaces, brackets, ',' or '=')")
     return None
 
 

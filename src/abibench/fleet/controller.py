@@ -23,7 +23,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..analyse.merge import ResultSet
-from ..errors import AbibenchError
+from ..errors import AbibenchError, UsageError
+from ..ids import file_name, id_problem
 from ..paths import data_dir
 from ..records import RunDoc
 from ..run.suite import new_run_id
@@ -112,6 +113,11 @@ def run_fleet(inventory: Path, run_args: list[str], db: str, progress: Progress,
     fleet_id = f"fleet-{new_run_id()}"
     with owned_dir("fleet") as work:
         names = ansible.list_hosts(inventory.absolute(), work)
+        for name in names:  # each labels its host's run and names its fetched document
+            problem = id_problem(name)
+            if problem is not None:
+                raise UsageError(f"{inventory}: host name {name[:60]!r} {problem}: rename it "
+                                 "in the inventory (give it ansible_host= for its address)")
         shipped = ship_profiles(selected or [], run_args, work / "profiles.tar.gz")
         progress(f"fleet {fleet_id}: {len(names)} hosts ({', '.join(names)}), "
                  f"{'one at a time' if serial else 'all at once'}; building abibench")
@@ -157,7 +163,7 @@ def _keep(fetched: Path, fleet_id: str) -> Path | None:
     files = sorted(fetched.glob("*.json"))
     if not files:
         return None
-    kept = data_dir() / "fleets" / fleet_id
+    kept = data_dir() / "fleets" / file_name("fleet id", fleet_id)
     kept.mkdir(parents=True, exist_ok=True)
     for f in files:
         shutil.copy2(f, kept / f.name)
@@ -169,7 +175,7 @@ def _store_runs(result: FleetResult, kept: Path | None, db: str) -> None:
     store = open_store(db)
     try:
         for host in result.hosts:
-            doc_file = kept / f"{host.name}.json" if kept is not None else None
+            doc_file = kept / file_name("host", host.name, ".json") if kept is not None else None
             if doc_file is not None and doc_file.is_file():
                 try:
                     import_doc(store, load_file(doc_file), str(doc_file))

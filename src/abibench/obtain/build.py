@@ -24,6 +24,7 @@ from ..abi import Abi, check_artifact
 from ..elf import section_sizes
 from ..errors import AbibenchError, BuildError, HostError
 from ..hashing import sha256_file
+from ..ids import file_name
 from ..paths import MICRO_DIR
 from ..records import Artifact, JSONDict
 from ..workloads.confine import inside
@@ -151,7 +152,7 @@ def build(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], cache_root: 
                     {t.package: t.version for t in extras.values()})
     # Builds are shared wherever the recipe (the key) is the same: by the workloads built from
     # one Debian source package (gzip and gunzip) and by the instances of one [sweep].
-    final = (cache_root / "builds" / (wl.source.debian or wl.base_id or wl.id)
+    final = (cache_root / "builds" / file_name("workload", wl.source.debian or wl.base_id or wl.id)
              / f"{abi.name}-{key[:16]}")
     meta_path = final / "artifact.json"
     if meta_path.is_file():

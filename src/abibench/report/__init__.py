@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..analyse.report import Report
-from ..errors import UsageError
+from ..outputs import check_output, write_output
 
 Renderer = Callable[[Report], str]
 
@@ -47,18 +47,22 @@ class Output:
     path: Path
 
 
-def write_file(path: Path, text: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror}; choose another path") from None
+# The option that asks for each format, named when its file is refused.
+OPTIONS = {"html": "--html", "markdown": "--markdown", "csv": "--csv",
+           "samples-csv": "--samples-csv", "json": "--json"}
+
+
+def write_file(path: Path, text: str, option: str = "the output file") -> None:
+    """A file the user asked for: never over an input, written atomically (outputs.py)."""
+    write_output(path, text, option)
 
 
 def write(report: Report, outputs: list[Output]) -> list[tuple[str, Path]]:
     """Write every requested file; return (description, path) for each one written."""
+    for out in outputs:  # all refused before any is written
+        check_output(out.path, OPTIONS.get(out.fmt, out.fmt))
     done: list[tuple[str, Path]] = []
     for out in outputs:
-        write_file(out.path, render(report, out.fmt))
+        write_file(out.path, render(report, out.fmt), OPTIONS.get(out.fmt, out.fmt))
         done.append((DESCRIPTIONS.get(out.fmt, out.fmt), out.path))
     return done

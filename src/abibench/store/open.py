@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from ..outputs import protect_database
 from ..paths import default_db
 from .sql import SqlStore
 from .url import is_url, sqlite_file
@@ -12,8 +13,12 @@ DB_ENV = "ABIBENCH_DB"
 
 
 def db_ref(given: str | None) -> str:
-    """--db, else ABIBENCH_DB, else the default SQLite file."""
-    return given or os.environ.get(DB_ENV) or str(default_db())
+    """--db, else ABIBENCH_DB, else the default SQLite file. A file named here is protected
+    from this command's outputs (outputs.py) even when the command reads only exported files."""
+    ref = given or os.environ.get(DB_ENV) or str(default_db())
+    if not is_url(ref):
+        protect_database(ref)
+    return ref
 
 
 def open_store(ref: str, readonly: bool = False) -> SqlStore:

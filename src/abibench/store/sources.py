@@ -13,7 +13,12 @@ from .sql import SqlStore
 def is_file_ref(ref: str) -> bool:
     """Whether a source names an exported JSON file rather than a stored run."""
     path = Path(ref)
-    return path.suffix.lower() == ".json" or path.is_file()
+    if path.suffix.lower() == ".json":
+        return True
+    try:
+        return path.is_file()
+    except (OSError, ValueError):  # a name too long, or with a NUL, for any file: a run id
+        return False
 
 
 def load_sources(refs: list[str], store: SqlStore | None) -> list[ResultSet]:

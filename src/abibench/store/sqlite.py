@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import StoreError, UsageError
+from ..outputs import protect_database
 from . import faults
 from .schema import SCHEMA_TEMPLATE, SCHEMA_VERSION, SQLITE, migrations
 from .sql import Cursor, RunListing, SqlStore
@@ -45,6 +46,8 @@ class Store(SqlStore):
     def __init__(self, path: Path, readonly: bool = False, timeout: float | None = None) -> None:
         # Checked before anything is created: this store makes the file's directory.
         self.path = sqlite_file(path)
+        # No report or export of this command may be written over it (outputs.py).
+        protect_database(self.path)
         self.label = str(path)
         self.local_dir = path.parent
         self.readonly = readonly

@@ -6,6 +6,7 @@ Errors name the file, the line where it can be found, and what to write instead.
 from __future__ import annotations
 
 import math
+import os
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -15,6 +16,8 @@ from typing import Literal
 
 from ..errors import ProfileError
 from ..files import TooLarge, read_regular
+from ..ids import id_problem, sweep_value_problem
+from ..outputs import protect
 from ..paths import MICRO_DIR, PAGES_DIR, PROFILES_DIR
 from ..records import BUILTIN_METRICS, Better, Metric
 from .confine import ROOT_WORDS, confined, inside, template_problem
@@ -401,7 +404,10 @@ def load_profile(path: Path) -> Workload:
 
     wid = ld.str_(data, "id")
     if not ID_RE.match(wid):
-        raise ld.fail("id", f"id '{wid}' must be lowercase letters, digits, '.', '_' or '-'")
+        raise ld.fail("id", f"id '{wid[:60]}' must be lowercase letters, digits, '.', '_' or '-'")
+    problem = id_problem(wid)  # ID_RE's `$` lets a final newline through, and has no limit
+    if problem is not None:
+        raise ld.fail("id", f"id {wid[:60]!r} {problem}")
     known_top = {"id", "title", "description", "seeds", "suites", "primary", "params", "source",
                  "run", "validate", "metric", "inputs", "sweep", "debian", "server", "binaries",
                  "browser", "display"}
@@ -489,6 +495,10 @@ def load_profile(path: Path) -> Workload:
                 not all(isinstance(v, str | int | float) for v in values):
             raise ld.fail(name, f"[sweep] {name} must be a non-empty list of values")
         sweep[name] = tuple(str(v) for v in values)
+        for v in sweep[name]:
+            problem = sweep_value_problem(v)
+            if problem is not None:
+                raise ld.fail(name, f"[sweep] {name} value {v[:60]!r} {problem}")
 
     if deb and not ld.strlist(deb, "packages"):
         raise ld.fail("debian", "[debian] needs packages = [\"...\"]: the Debian binary packages")
@@ -786,6 +796,25 @@ def _check_paths(ld: _Loader, wl: Workload) -> None:
             if not any(inside(p, r) for r in roots):
                 raise ld.fail("files", f"source file '{f}' leads to {p.resolve()}, outside the "
                               "profile's directory: copy it next to the profile")
+            protect(p, f"a source file of workload {wl.id}")
+    elif not wl.source.debian:
+        _protect_build_tree(wl)
+
+
+# A build = [...] profile builds from a copy of its whole directory: every file there is a source.
+# Bounded, so that a profile beside a home directory's worth of files costs nothing noticeable.
+_TREE_FILES_PROTECTED = 5000
+
+
+def _protect_build_tree(wl: Workload) -> None:
+    seen = 0
+    for root, dirs, names in os.walk(wl.path.parent):
+        dirs.sort()
+        for name in names:
+            protect(Path(root) / name, f"a file of workload {wl.id}'s source tree")
+            seen += 1
+            if seen >= _TREE_FILES_PROTECTED:
+                return
 
 
 def _extra_sources(ld: _Loader, src: Mapping[str, object]) -> tuple[tuple[str, str, str | None], ...]:
@@ -880,6 +909,11 @@ def load_workloads(selection: list[str] | None, suite: str | None,
                           sweep={k: v for k, v in w.sweep.items() if k not in overrides})
                   for w in chosen]
     instances = [inst.with_validation() for wl in chosen for inst in expand_sweep(wl)]
+    for inst in instances:  # many swept values together can make an id too long
+        problem = id_problem(inst.id)
+        if problem is not None:
+            raise ProfileError(f"{inst.path}: workload id {inst.id[:60]!r}... {problem}: give "
+                               "shorter [sweep] values or fewer swept parameters")
     _refuse_duplicates(instances)
     return instances
 
