@@ -107,7 +107,8 @@ def _commands(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
 
 
 def recipe_of(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
-              extras: dict[str, debsource.SourceTree], staging: Path) -> Recipe:
+              extras: dict[str, debsource.SourceTree], staging: Path,
+              cache_root: Path) -> Recipe:
     inputs = tuple(buildbox.declared_inputs(wl))
     commands = _commands(wl, abi, cc, cflags, _values(wl, abi, cc, cflags, staging, extras))
     tools = [cc] if not wl.source.build else named_tools(commands)
@@ -118,7 +119,8 @@ def recipe_of(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
     box = buildbox.Box(staging, wl.path.parent,
                        readonly=(*(d.path for d in inputs), *(t.path for t in extras.values()),
                                  *roots),
-                       env=env, sandboxed=buildbox.sandbox_problem() is None)
+                       skip=frozenset({cache_root.absolute()}), env=env,
+                       sandboxed=buildbox.sandbox_problem() is None)
     passes = not wl.source.build or any("{cflags}" in a for a in wl.source.build)
     return Recipe(inputs, versions(tools, env["PATH"]), passes, box)
 
@@ -151,7 +153,7 @@ def cache_key(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], recipe: 
     if not recipe.box.sandboxed:
         # Unconfined, the build could read anything in the profile's directory: all of it.
         key["whole_profile_dir"] = buildbox.digest(
-            [buildbox.Declared(wl.path.parent.absolute(), ".")])
+            [buildbox.Declared(wl.path.parent.absolute(), ".")], recipe.box.skip)
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 
 
@@ -162,7 +164,7 @@ def build(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], cache_root: 
         if wl.source.debian else None
     extras = {name: debsource.fetch(pkg, version, cache_root)
               for name, pkg, version in wl.source.extra}
-    planned = recipe_of(wl, abi, cc, cflags, extras, Path("/staging"))
+    planned = recipe_of(wl, abi, cc, cflags, extras, Path("/staging"), cache_root)
     key = cache_key(wl, abi, cc, cflags, planned, tree.version if tree else None,
                     {t.package: t.version for t in extras.values()})
     # Builds are shared wherever the recipe (the key) is the same: by the workloads built from
@@ -183,7 +185,7 @@ def build(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], cache_root: 
     # Named for its owner and removed on every exit; a later run removes it, and kills what
     # still works in it, if this one is killed (workspace.clean_stale).
     with owned_dir(f".{abi.name}", parent=final.parent) as staging:
-        art = _build_in(wl, abi, cc, cflags, tree, extras, key, final, staging)
+        art = _build_in(wl, abi, cc, cflags, tree, extras, key, final, staging, cache_root)
         (staging / "artifact.json").write_text(json.dumps(art.info_dict(), indent=1))
         # Failing: another abibench process finished the same build first, as good as ours.
         with contextlib.suppress(OSError):
@@ -193,8 +195,8 @@ def build(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], cache_root: 
 
 def _build_in(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
               tree: debsource.SourceTree | None, extras: dict[str, debsource.SourceTree],
-              key: str, final: Path, staging: Path) -> Artifact:
-    recipe = recipe_of(wl, abi, cc, cflags, extras, staging)
+              key: str, final: Path, staging: Path, cache_root: Path) -> Artifact:
+    recipe = recipe_of(wl, abi, cc, cflags, extras, staging, cache_root)
     out = staging / "bin"
     out.mkdir()
     if not recipe.box.sandboxed:
@@ -210,7 +212,8 @@ def _build_in(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
         cwd.mkdir()
         buildbox.copy_into(recipe.inputs, cwd)
     elif wl.source.build:
-        shutil.copytree(wl.path.parent, cwd)  # unconfined: the whole directory, all hashed
+        # Unconfined: the whole directory, all of it hashed.
+        buildbox.copy_whole(wl.path.parent, cwd, recipe.box.skip)
     else:
         cwd = staging
     t0 = time.monotonic()
@@ -282,7 +285,8 @@ def _undeclared(wl: Workload, recipe: Recipe, log_path: Path) -> str:
         text = log_path.read_bytes()[-65536:].decode("utf-8", errors="replace")
     except OSError:
         return ""
-    names = buildbox.named_in(text, buildbox.undeclared_files(wl.path.parent, recipe.inputs))
+    names = buildbox.named_in(text, buildbox.undeclared_files(wl.path.parent, recipe.inputs,
+                                                              recipe.box.skip))
     if not names:
         return ""
     return (f": no such file in the build's sandbox: {', '.join(names[:5])}; declare it in "

@@ -105,19 +105,20 @@ def declared_inputs(wl: Workload) -> list[Declared]:
     return sorted(out.values(), key=lambda d: d.name)
 
 
-def _walk(path: Path, name: str) -> Iterator[tuple[str, Path]]:
+def _walk(path: Path, name: str, skip: frozenset[Path]) -> Iterator[tuple[str, Path]]:
     yield name, path
     if path.is_dir() and not path.is_symlink():
         for child in sorted(path.iterdir()):
-            yield from _walk(child, f"{name}/{child.name}")
+            if child not in skip:
+                yield from _walk(child, f"{name}/{child.name}", skip)
 
 
-def digest(inputs: Sequence[Declared]) -> str:
-    """Names, kinds, mode bits and contents of every declared input (directories walked;
-    links recorded as links, never followed)."""
+def digest(inputs: Sequence[Declared], skip: frozenset[Path] = frozenset()) -> str:
+    """Names, kinds, mode bits and contents of every declared input (directories walked,
+    but not into `skip`, the build cache; links recorded as links, never followed)."""
     h = hashlib.sha256()
     for d in inputs:
-        for name, p in _walk(d.path, d.name):
+        for name, p in _walk(d.path, d.name, skip):
             st = p.lstat()
             h.update(f"{name}\0{stat.S_IFMT(st.st_mode):o}\0{stat.S_IMODE(st.st_mode):o}\0"
                      .encode())
@@ -140,13 +141,22 @@ def copy_into(inputs: Sequence[Declared], tree: Path) -> None:
             shutil.copy2(d.path, dest, follow_symlinks=False)
 
 
-def undeclared_files(profile_dir: Path, inputs: Sequence[Declared]) -> list[str]:
+def copy_whole(profile_dir: Path, tree: Path, skip: frozenset[Path]) -> None:
+    """The profile's whole directory as the build tree (unconfined builds), but for `skip`
+    (the build cache, which may lie inside it and holds this very tree)."""
+    shutil.copytree(profile_dir, tree, symlinks=True,
+                    ignore=lambda d, names: [n for n in names if Path(d, n).absolute() in skip])
+
+
+def undeclared_files(profile_dir: Path, inputs: Sequence[Declared],
+                     skip: frozenset[Path] = frozenset()) -> list[str]:
     """Files in the profile's directory that no declared input covers (relative names)."""
     covered = [d.path for d in inputs]
     out: list[str] = []
-    for p in sorted(profile_dir.rglob("*"))[:MAX_LISTED]:
-        if p.is_file() and not any(p == c or p.is_relative_to(c) for c in covered):
-            out.append(p.relative_to(profile_dir).as_posix())
+    for name, p in list(_walk(profile_dir.absolute(), ".", skip))[:MAX_LISTED]:
+        if p.is_file() and not p.is_symlink() and not any(
+                p == c or p.is_relative_to(c) for c in covered):
+            out.append(name.removeprefix("./"))
     return out
 
 
@@ -210,6 +220,7 @@ class Box:
     staging: Path
     profile_dir: Path
     readonly: tuple[Path, ...] = ()  # bound read-only at their own paths
+    skip: frozenset[Path] = frozenset()  # never an input: the build cache
     env: dict[str, str] = field(default_factory=dict)
     sandboxed: bool = True
 

@@ -35,8 +35,8 @@ C_COMPILER_TOOL = Tool()
 
 KNOWN_TOOLS: dict[str, Tool] = {
     "go": Tool(("version",)),
-    "rustc": Tool(),
-    "cargo": Tool(implies=("rustc", "cc")),  # cargo links through cc
+    "rustc": Tool(implies=("cc",)),  # rustc links through cc
+    "cargo": Tool(implies=("rustc",)),
     "make": Tool(implies=("cc",)),  # make's built-in rules call $(CC), which is cc
     "cmake": Tool(implies=("cc", "c++")),
     "meson": Tool(implies=("cc", "c++")),
