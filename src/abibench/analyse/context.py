@@ -135,7 +135,8 @@ def context_rows(sets: Sequence[SetLike]) -> list[ContextRow]:
 KNOWN_ARTIFACT = ("workload", "target", "cached", "abi", "provenance", "bin_dir", "files",
                   "cache_key", "compiler", "compiler_version", "cflags", "abi_flags", "commands",
                   "effective", "build_seconds", "sizes", "elf", "log", "source_package",
-                  "source_version", "data", "debian_packages", "debian_closure", "version_skew")
+                  "source_version", "data", "debian_packages", "debian_closure", "version_skew",
+                  "toolchain", "isolation")
 
 
 def provenance_rows(artifact: Artifact) -> list[tuple[str, str]]:
@@ -145,11 +146,17 @@ def provenance_rows(artifact: Artifact) -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = [("provenance", _kv(a.provenance))]
     if a.source_package:
         rows.append(("source", f"{a.source_package} {a.source_version or ''}".strip()))
+    # The toolchains the build's commands named, each by its own version line (a Go or Rust
+    # build is not described as gcc's); older records have the compiler's line only.
+    if a.toolchain:
+        rows.append(("toolchain", "; ".join(f"{_kv(k)}: {_kv(v)}"
+                                            for k, v in a.toolchain.items())))
     for key, label in (("compiler_version", "compiler"), ("build_seconds", "build seconds"),
-                       ("cached", "reused from cache"), ("cache_key", "cache key")):
-        if d.get(key) is not None:
+                       ("cached", "reused from cache"), ("cache_key", "cache key"),
+                       ("isolation", "build inputs")):
+        if d.get(key) is not None and not (key == "compiler_version" and a.toolchain):
             rows.append((label, _kv(d[key])))
-    rows.append(("flags", " ".join([*a.abi_flags, *a.cflags])))
+    rows.append(("flags", " ".join([*a.abi_flags, *a.cflags]) or "-"))
     if a.effective:
         rows.append(("effective target options", " ".join(
             f"{k}={v}" for k, v in sorted(a.effective.items()))))

@@ -259,7 +259,8 @@ def _build_in(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
     return Artifact(
         workload=wl.id, abi=abi.name, provenance="source", bin_dir=str(final / "bin"),
         files=wl.source.artifacts, cache_key=key, cached=False,
-        compiler=", ".join(recipe.toolchain),
+        # The compiler abibench passed when the recipe used it, else the tools it named.
+        compiler=cc if cc in recipe.toolchain else ", ".join(recipe.toolchain),
         compiler_version="; ".join(recipe.toolchain.values()),
         cflags=cflags if flags else (), abi_flags=abi.cflags if flags else (),
         commands=tuple(_display(c, staging, final) for c in commands),
