@@ -30,6 +30,8 @@ from abibench.workspace import clean_stale
 from tests.processes import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
+# bench/build_invariants.py runs these longer: more examples per call.
+SCALE = int(os.environ.get("ABIBENCH_TEST_SCALE", "1"))
 # A child left in the build's group, a grandchild that left it (setsid), and the command's own
 # sleep; each sleep's argument carries the example's token.
 PROFILE = '''id = "killme"
@@ -81,7 +83,7 @@ def _kill_leftovers(token: str) -> None:
 
 
 @pytest.mark.parametrize("how", ["sandboxed", "unconfined"])
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+@settings(max_examples=3 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow],
           phases=[Phase.explicit, Phase.reuse, Phase.generate])
 @given(sig=st.sampled_from([signal.SIGINT, signal.SIGTERM, signal.SIGKILL]),
        moment=st.integers(1, 3))

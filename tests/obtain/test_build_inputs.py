@@ -32,6 +32,8 @@ from abibench.records import Artifact
 from abibench.workloads.profile import load_profile
 
 ABI = ABIS["x86_64"]
+# bench/build_invariants.py runs these longer: more examples per call.
+SCALE = int(os.environ.get("ABIBENCH_TEST_SCALE", "1"))
 CFLAGS = ("-O1",)
 MODES = ("sandboxed", "unconfined")
 
@@ -131,7 +133,7 @@ def _build(prof: Path, cache: Path) -> Artifact:
 
 @pytest.mark.parametrize("how", MODES)
 # Real builds: a failing example is reported as found (shrinking it would take minutes).
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+@settings(max_examples=8 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow],
           phases=[Phase.explicit, Phase.reuse, Phase.generate])
 @given(reads=reads_st, data=st.data())
 def test_a_build_never_reuses_what_it_read_before_a_change(how: str, reads: list[Read],
@@ -177,7 +179,7 @@ def _key(prof: Path) -> str:
 
 
 @pytest.mark.parametrize("how", MODES)
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25 * SCALE, deadline=None)
 @given(files=st.lists(st.tuples(st.sampled_from(["a.c", "b.h", "in/x.txt", "in/deep/y",
                                                  "run.sh"]), WORD, st.booleans()),
                       min_size=1, max_size=4, unique_by=lambda t: t[0]),
@@ -237,7 +239,7 @@ COMMAND_TOOLS = st.sampled_from([*KNOWN_TOOLS, "gcc", "g++", "cc", "clang-16",
 GLUE = st.sampled_from([" && ", "; ", " | ", " || ", "\n"])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200 * SCALE, deadline=None)
 @given(tools=st.lists(st.tuples(COMMAND_TOOLS, st.sampled_from(["plain", "var", "subst",
                                                                 "path"])), min_size=1,
                       max_size=5),
