@@ -226,6 +226,7 @@ def cache_scratch_dirs(cache_root: Path) -> list[Path]:
     """The places in the cache where abibench makes owned directories (see obtain/ and run/)."""
     sysroots = cache_root / "debian" / "sysroots"
     return [*_subdirs(cache_root / "builds"),  # build staging: .{abi}-{tag}-xxxx
+            cache_root / "debsrc",  # Debian source trees being fetched: .{package}-{tag}-xxxx
             sysroots,  # sysroot staging: .{arch}-{tag}-xxxx
             cache_root / "debian" / "debs"]  # apt-get download: .dl-{tag}-xxxx
 

@@ -272,6 +272,14 @@ def _die_with(parent: int) -> Callable[[], None]:
     return child
 
 
+def run_unconfined(argv: Sequence[str], cwd: Path, log: IO[str], staging: Path) -> int:
+    """A step that needs the host as it is (apt-get source fetches over the network), in the
+    same kill-tree as a build: its own group, dying with abibench, marked with `staging`."""
+    box = Box(staging, staging, env={**os.environ, "LC_ALL": "C", **marked_env(staging)},
+              sandboxed=False)
+    return run(argv, cwd, log, box)
+
+
 def run(argv: Sequence[str], cwd: Path, log: IO[str], box: Box) -> int:
     """Run one build command in the box, its output to log; its exit status.
 
