@@ -63,7 +63,8 @@ def _abi_flags(artifacts: Sequence[Artifact]) -> str:
                       (k if v == "enabled" else "")
                       for k, v in sorted(a.effective.items())
                       if k in ("-march", "-mfpmath", "-msse2")]
-            flags = " ".join(a.abi_flags)
+            # none: the recipe passed no {cflags} to a compiler (a Go or Rust build)
+            flags = " ".join(a.abi_flags) or "none"
             extra = " ".join(p for p in picked if p)
             seen[t] = f"{t}: {flags}" + (f" (effective {extra})" if extra else "")
     return "; ".join(seen.values()) or "-"
@@ -146,15 +147,12 @@ def provenance_rows(artifact: Artifact) -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = [("provenance", _kv(a.provenance))]
     if a.source_package:
         rows.append(("source", f"{a.source_package} {a.source_version or ''}".strip()))
-    # The toolchains the build's commands named, each by its own version line (a Go or Rust
-    # build is not described as gcc's); older records have the compiler's line only.
-    if a.toolchain:
-        rows.append(("toolchain", "; ".join(f"{_kv(k)}: {_kv(v)}"
-                                            for k, v in a.toolchain.items())))
+    # compiler: the version line of every toolchain the build's commands named (a Go or Rust
+    # build is not described as gcc's); build inputs: what the build could read.
     for key, label in (("compiler_version", "compiler"), ("build_seconds", "build seconds"),
                        ("cached", "reused from cache"), ("cache_key", "cache key"),
                        ("isolation", "build inputs")):
-        if d.get(key) is not None and not (key == "compiler_version" and a.toolchain):
+        if d.get(key) is not None:
             rows.append((label, _kv(d[key])))
     rows.append(("flags", " ".join([*a.abi_flags, *a.cflags]) or "-"))
     if a.effective:
