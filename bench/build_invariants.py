@@ -2,7 +2,7 @@
 """The two build invariants of docs/reliability.md, tried for longer than CI does.
 
 Runs the generated tests of tests/obtain/test_build_inputs.py ("A build's cache key covers every
-input") and tests/hostile/test_build_processes.py ("Nothing abibench starts outlives it") in
+input") and tests/obtain/test_build_processes.py ("Nothing abibench starts outlives it") in
 batches with fresh random seeds until the time is up, sandboxed and unconfined, and prints how
 many cases each invariant generated and how many calls found a violation (with the first
 failure of each). Real builds, real signals; nothing is mocked.
@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 SCALE = 3  # each call generates this many times CI's examples, with a fresh random seed
 os.environ["ABIBENCH_TEST_SCALE"] = str(SCALE)
 
-from tests.hostile import test_build_processes as kills  # noqa: E402
 from tests.obtain import test_build_inputs as inputs  # noqa: E402
+from tests.obtain import test_build_processes as kills  # noqa: E402
 
 MODES = ("sandboxed", "unconfined")
 CASES: dict[str, list[tuple[str, Callable[..., Any], dict[str, str]]]] = {

@@ -1,7 +1,7 @@
 """Nothing a build starts outlives abibench: SIGINT, SIGTERM or SIGKILL at generated moments of
 a build whose command leaves a child in its group and a grandchild in a session of its own.
 
-The build runs in a process of its own (tests/hostile/build_child.py, the real obtain/build.py);
+The build runs in a process of its own (tests/obtain/build_child.py, the real obtain/build.py);
 its processes are found in /proc by a token in their command lines, never by name. SIGINT and
 SIGTERM: when abibench has exited, no build process is left and no staging directory either.
 SIGKILL: no code of abibench runs; sandboxed, bwrap's --die-with-parent and its PID namespace
@@ -99,7 +99,7 @@ def test_no_build_process_or_staging_dir_outlives_abibench(how: str, sig: signal
     with tempfile.TemporaryDirectory() as tmp:
         prof, cache = Path(tmp) / "k.toml", Path(tmp) / "cache"
         prof.write_text(PROFILE)
-        proc = subprocess.Popen([sys.executable, "-m", "tests.hostile.build_child", str(prof),
+        proc = subprocess.Popen([sys.executable, "-m", "tests.obtain.build_child", str(prof),
                                  str(cache), token], env=env, cwd=ROOT,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:

@@ -1,5 +1,5 @@
 """One build in a process of its own, for the tests that kill it: `python -m
-tests.hostile.build_child PROFILE CACHE TOKEN`. SIGTERM ends it as Ctrl-C does, through the
+tests.obtain.build_child PROFILE CACHE TOKEN`. SIGTERM ends it as Ctrl-C does, through the
 same run/signals.py that `abibench run` uses."""
 
 from __future__ import annotations
