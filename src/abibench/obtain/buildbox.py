@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import hashlib
+import itertools
 import os
 import re
 import shlex
@@ -153,7 +154,7 @@ def undeclared_files(profile_dir: Path, inputs: Sequence[Declared],
     """Files in the profile's directory that no declared input covers (relative names)."""
     covered = [d.path for d in inputs]
     out: list[str] = []
-    for name, p in list(_walk(profile_dir.absolute(), ".", skip))[:MAX_LISTED]:
+    for name, p in itertools.islice(_walk(profile_dir.absolute(), ".", skip), MAX_LISTED):
         if p.is_file() and not p.is_symlink() and not any(
                 p == c or p.is_relative_to(c) for c in covered):
             out.append(name.removeprefix("./"))
