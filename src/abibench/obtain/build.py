@@ -109,6 +109,8 @@ def _commands(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
 def recipe_of(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
               extras: dict[str, debsource.SourceTree], staging: Path,
               cache_root: Path) -> Recipe:
+    """What a build of (workload, ABI) reads and runs with, before it runs: the declared inputs,
+    the toolchains its commands name (with their versions), its sandbox and environment."""
     inputs = tuple(buildbox.declared_inputs(wl))
     commands = _commands(wl, abi, cc, cflags, _values(wl, abi, cc, cflags, staging, extras))
     tools = [cc] if not wl.source.build else named_tools(commands)
@@ -142,7 +144,8 @@ def cache_key(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], recipe: 
         "artifacts": wl.source.artifacts,
         # Only the parameters the build command uses: --set of a run-time size must not rebuild.
         "params": {k: v for k, v in wl.params.items()
-                   if any(f"{{{k}}}" in a for a in (*wl.source.build, *wl.source.files))},
+                   if any(f"{{{k}}}" in a for a in (*wl.source.build, *wl.source.files,
+                                                    *wl.source.ldflags))},
         # What the sandbox lets the build read of the profile's directory: names, modes, bytes.
         "inputs": buildbox.digest(recipe.inputs),
         # A Debian source tree is identified by its pinned version; its bytes are not re-read.
