@@ -143,6 +143,9 @@ def test_a_build_never_reuses_what_it_read_before_a_change(how: str, reads: list
         d, cache = Path(tmp) / "prof", Path(tmp) / "cache"
         d.mkdir()
         prof = _write_profile(d, reads, contents)
+        if data.draw(st.booleans(), label="profile named through a '..'"):
+            (Path(tmp) / "elsewhere").mkdir()
+            prof = Path(tmp) / "elsewhere" / ".." / "prof" / prof.name
         missing = _first_undeclared(reads) if how == "sandboxed" else None
         if missing is not None:
             # Invisible to the build: it fails, and says which file to declare.

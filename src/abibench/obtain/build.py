@@ -91,7 +91,7 @@ def _values(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], staging: P
             extras: dict[str, debsource.SourceTree]) -> dict[str, str]:
     return {"cc": cc, "cxx": cxx_for(cc), "cflags": " ".join((*abi.cflags, *cflags)),
             "out": str(staging / "bin"), "abi": abi.name, "micro": str(MICRO_DIR),
-            "profile_dir": str(wl.path.parent), "src": str(staging / "src"),
+            "profile_dir": str(buildbox.profile_dir_of(wl)), "src": str(staging / "src"),
             "host_triplet": abi.autoconf_host, "jobs": str(os.cpu_count() or 1), **wl.params,
             **{name: str(t.path) for name, t in extras.items()}}
 
@@ -118,10 +118,10 @@ def recipe_of(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
     roots = install_roots(tools, env["PATH"], os.environ)
     if any(tool_of(t) in ("rustc", "cargo") for t in tools):
         env["RUSTUP_HOME"] = str(rustup_home(os.environ))
-    box = buildbox.Box(staging, wl.path.parent,
+    box = buildbox.Box(staging, buildbox.profile_dir_of(wl),
                        readonly=(*(d.path for d in inputs), *(t.path for t in extras.values()),
                                  *roots),
-                       skip=frozenset({cache_root.absolute()}), env=env,
+                       skip=frozenset({buildbox.normal(cache_root)}), env=env,
                        sandboxed=buildbox.sandbox_problem() is None)
     passes = not wl.source.build or any("{cflags}" in a for a in wl.source.build)
     return Recipe(inputs, versions(tools, env["PATH"]), passes, box)
@@ -156,13 +156,13 @@ def cache_key(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], recipe: 
     if not recipe.box.sandboxed:
         # Unconfined, the build could read anything in the profile's directory: all of it.
         key["whole_profile_dir"] = buildbox.digest(
-            [buildbox.Declared(wl.path.parent.absolute(), ".")], recipe.box.skip)
+            [buildbox.Declared(recipe.box.profile_dir, ".")], recipe.box.skip)
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 
 
 def build(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], cache_root: Path) -> Artifact:
     """Return the artifact for (workload, ABI), building it only if the cache has no match."""
-    cache_root = cache_root.absolute()  # the sandbox binds paths, and commands run elsewhere
+    cache_root = buildbox.normal(cache_root)  # the sandbox binds paths; commands run elsewhere
     tree = debsource.fetch(wl.source.debian, wl.source.version, cache_root) \
         if wl.source.debian else None
     extras = {name: debsource.fetch(pkg, version, cache_root)
@@ -216,7 +216,7 @@ def _build_in(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
         buildbox.copy_into(recipe.inputs, cwd)
     elif wl.source.build:
         # Unconfined: the whole directory, all of it hashed.
-        buildbox.copy_whole(wl.path.parent, cwd, recipe.box.skip)
+        buildbox.copy_whole(recipe.box.profile_dir, cwd, recipe.box.skip)
     else:
         cwd = staging
     t0 = time.monotonic()
@@ -289,7 +289,7 @@ def _undeclared(wl: Workload, recipe: Recipe, log_path: Path) -> str:
         text = log_path.read_bytes()[-65536:].decode("utf-8", errors="replace")
     except OSError:
         return ""
-    names = buildbox.named_in(text, buildbox.undeclared_files(wl.path.parent, recipe.inputs,
+    names = buildbox.named_in(text, buildbox.undeclared_files(recipe.box.profile_dir, recipe.inputs,
                                                               recipe.box.skip))
     if not names:
         return ""

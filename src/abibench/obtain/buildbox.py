@@ -65,16 +65,30 @@ class Declared:
     name: str
 
 
-def _root_of(p: Path, profile_dir: Path) -> tuple[Path, str]:
-    for root, label in ((profile_dir, ""), (MICRO_DIR, "micro/")):
-        if inside(p, root):
-            return root, label
+def normal(p: Path) -> Path:
+    """An absolute path without `..` (links not followed): `elsewhere/../proj` names nothing
+    inside the sandbox, where `elsewhere` does not exist."""
+    return Path(os.path.abspath(p))
+
+
+def profile_dir_of(wl: Workload) -> Path:
+    return normal(wl.path.parent)
+
+
+def _name_of(p: Path, profile_dir: Path) -> str:
+    """A declared input's name in the build tree: its path under the profile's directory, or
+    under micro/ for abibench's own sources."""
+    # Lexically, or with links resolved (source files come resolved from the profile loader).
+    for root, label in ((profile_dir, ""), (profile_dir.resolve(), ""),
+                        (normal(MICRO_DIR), "micro/"), (MICRO_DIR.resolve(), "micro/")):
+        if p.is_relative_to(root):
+            return label + p.relative_to(root).as_posix()
     raise BuildError(f"{p}: outside the profile's directory")
 
 
 def declared_inputs(wl: Workload) -> list[Declared]:
     """Every file or directory the profile declares as an input of its build."""
-    profile_dir = wl.path.parent
+    profile_dir = profile_dir_of(wl)
     if not wl.source.build:
         files = resolve_source_files(wl)
         # Headers beside the sources are included by them: part of the input.
@@ -99,10 +113,9 @@ def declared_inputs(wl: Workload) -> list[Declared]:
                       if "{" not in d and (profile_dir / d).exists()
                       and inside(profile_dir / d, profile_dir)]
     out: dict[str, Declared] = {}
-    for p in files:
-        root, label = _root_of(p, profile_dir)
-        name = label + p.absolute().relative_to(root.absolute()).as_posix()
-        out.setdefault(name, Declared(p.absolute(), name))
+    for p in map(normal, files):
+        name = _name_of(p, profile_dir)
+        out.setdefault(name, Declared(p, name))
     return sorted(out.values(), key=lambda d: d.name)
 
 
