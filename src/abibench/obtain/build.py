@@ -147,7 +147,7 @@ def cache_key(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], recipe: 
                    if any(f"{{{k}}}" in a for a in (*wl.source.build, *wl.source.files,
                                                     *wl.source.ldflags))},
         # What the sandbox lets the build read of the profile's directory: names, modes, bytes.
-        "inputs": buildbox.digest(recipe.inputs),
+        "inputs": buildbox.digest(recipe.inputs, recipe.box.skip),
         # A Debian source tree is identified by its pinned version; its bytes are not re-read.
         "debian": [wl.source.debian, debian_version],
         "data": wl.source.data,
@@ -213,7 +213,7 @@ def _build_in(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
         shutil.copytree(tree.path, cwd, symlinks=True)
     elif wl.source.build and recipe.box.sandboxed:
         cwd.mkdir()
-        buildbox.copy_into(recipe.inputs, cwd)
+        buildbox.copy_into(recipe.inputs, cwd, recipe.box.skip)
     elif wl.source.build:
         # Unconfined: the whole directory, all of it hashed.
         buildbox.copy_whole(recipe.box.profile_dir, cwd, recipe.box.skip)

@@ -144,13 +144,16 @@ def digest(inputs: Sequence[Declared], skip: frozenset[Path] = frozenset()) -> s
     return h.hexdigest()
 
 
-def copy_into(inputs: Sequence[Declared], tree: Path) -> None:
-    """The declared inputs at their names in the build tree (writable copies)."""
+def copy_into(inputs: Sequence[Declared], tree: Path, skip: frozenset[Path] = frozenset()) -> None:
+    """The declared inputs at their names in the build tree (writable copies), but for `skip`
+    (the build cache, should a declared directory hold it)."""
     for d in inputs:
         dest = tree / d.name
         dest.parent.mkdir(parents=True, exist_ok=True)
         if d.path.is_dir() and not d.path.is_symlink():
-            shutil.copytree(d.path, dest, symlinks=True, dirs_exist_ok=True)
+            shutil.copytree(d.path, dest, symlinks=True, dirs_exist_ok=True,
+                            ignore=lambda at, names: [n for n in names if normal(Path(at, n))
+                                                      in skip])
         else:
             shutil.copy2(d.path, dest, follow_symlinks=False)
 
@@ -159,7 +162,7 @@ def copy_whole(profile_dir: Path, tree: Path, skip: frozenset[Path]) -> None:
     """The profile's whole directory as the build tree (unconfined builds), but for `skip`
     (the build cache, which may lie inside it and holds this very tree)."""
     shutil.copytree(profile_dir, tree, symlinks=True,
-                    ignore=lambda d, names: [n for n in names if Path(d, n).absolute() in skip])
+                    ignore=lambda d, names: [n for n in names if normal(Path(d, n)) in skip])
 
 
 def undeclared_files(profile_dir: Path, inputs: Sequence[Declared],
