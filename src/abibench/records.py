@@ -463,6 +463,10 @@ class Artifact:
     build_options: str | None = None
     # sha256 of every file at the moment it was built or obtained: what is run must be this
     digests: dict[str, str] = field(default_factory=dict)
+    # every toolchain the build's commands name, by its own version command: {tool: version}
+    toolchain: dict[str, str] = field(default_factory=dict)
+    # what the build could read: sandboxed to its declared inputs, or not (and why)
+    isolation: str | None = None
     # the target label it was measured as; set by the store (empty while building)
     target: str = ""
     # fields an imported file carries that this version does not know: shown, never used

@@ -15,6 +15,10 @@ namespace. (Short: a MariaDB socket lives in such a directory, and socket paths 
   (build staging, sysroot staging and scratch, .deb downloads). Only names of this form, in those
   places, are ever removed; a directory whose owner is alive, or lives in another PID namespace
   (where its PID means something else), is left alone.
+- A process started to work in such a directory (a build) carries its name in its environment
+  (``marked_env``); ``kill_marked`` kills every process that still carries it, wherever it went
+  (its own session, a double fork), and ``clean_stale`` does so before removing a stale
+  directory: nothing started for a directory outlives it.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import contextlib
 import os
 import re
 import shutil
+import signal
 import stat
 import tempfile
 import uuid
@@ -85,6 +90,45 @@ def start_time(pid: int) -> int | None:
     if len(fields) < 20 or fields[0] in ("Z", "X"):
         return None
     return int(fields[19])  # field 22 counted from 1; fields[0] is field 3
+
+
+MARK_VAR = "ABIBENCH_OWNED_DIR"
+
+
+def marked_env(path: Path) -> dict[str, str]:
+    """The environment entry that ties a process to the owned directory it works in."""
+    return {MARK_VAR: path.name}
+
+
+def _marked_pids(name: str) -> list[int]:
+    mark = f"{MARK_VAR}={name}".encode() + b"\0"
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue  # gone, or not ours to read
+        if (b"\0" + environ).find(b"\0" + mark) >= 0:
+            found.append(int(entry.name))
+    return found
+
+
+def kill_marked(name: str, rounds: int = 50) -> int:
+    """SIGKILL every process marked with the owned directory ``name``; how many were killed.
+
+    Repeated until a scan finds none: a process may fork while the scan runs."""
+    killed = 0
+    for _ in range(rounds):
+        pids = _marked_pids(name)
+        if not pids:
+            break
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+    return killed
 
 
 _CURRENT: dict[int, Owner] = {}
@@ -167,6 +211,7 @@ def _sweep(parent: Path, legacy: bool = False) -> list[Path]:
         except OSError:
             continue
         if _stale(entry):
+            kill_marked(entry.name)
             shutil.rmtree(entry, ignore_errors=True)
             removed.append(entry)
     return removed
@@ -181,6 +226,7 @@ def cache_scratch_dirs(cache_root: Path) -> list[Path]:
     """The places in the cache where abibench makes owned directories (see obtain/ and run/)."""
     sysroots = cache_root / "debian" / "sysroots"
     return [*_subdirs(cache_root / "builds"),  # build staging: .{abi}-{tag}-xxxx
+            cache_root / "debsrc",  # Debian source trees being fetched: .{package}-{tag}-xxxx
             sysroots,  # sysroot staging: .{arch}-{tag}-xxxx
             cache_root / "debian" / "debs"]  # apt-get download: .dl-{tag}-xxxx
 

@@ -153,22 +153,26 @@ def test_a_run_where_every_target_fails_is_failed_and_says_so(
 
 
 def test_one_abi_failing_to_build_measures_nothing_unless_keep_going(
-        cli: Cli, write_profile: ProfileWriter, stored: DbRows, profile_dir: Path) -> None:
-    # A recipe that cannot build for i386; the sweep's second value must not retry it.
-    attempts = profile_dir / "attempts"
+        cli: Cli, write_profile: ProfileWriter, stored: DbRows, profile_dir: Path,
+        cli_env: dict[str, str]) -> None:
+    # A recipe that cannot build for i386; the sweep's second value must not retry it. Its
+    # attempts are counted by a side effect outside the build tree, which only an unconfined
+    # build can leave (obtain/buildbox.py): this one runs without the sandbox.
+    attempts = profile_dir.parent / "attempts"
+    unconfined = {**cli_env, "ABIBENCH_BUILD_SANDBOX": "off"}
     prof = write_profile("halfbuild", '[params]\nk = "1"\n[sweep]\nk = ["1", "2"]\n',
-                         source='[source]\nbuild = ["sh", "-c", "echo {abi} >> '
+                         source='[source]\nfiles = ["metric.c"]\nbuild = ["sh", "-c", "echo {abi} >> '
                          f'{attempts}; '
                          'case {abi} in i386) exit 1;; esac; {cc} {cflags} -o {out}/metric '
                          'metric.c"]\nartifacts = ["metric"]\n')
     r = cli("run", str(prof), "--abi", "i386,x86_64", "--rounds", "1", "--warmup", "0",
-            "--no-html")
+            "--no-html", env=unconfined)
     assert r.returncode == 1
     assert "--keep-going measures the others" in " ".join(r.stdout.split())
     assert stored("SELECT COUNT(*) FROM samples") == [(0,)]
     assert attempts.read_text().split().count("i386") == 1  # not once per sweep value
     kept = cli("run", str(prof), "--abi", "i386,x86_64", "--rounds", "1", "--warmup", "0",
-               "--no-html", "--keep-going")
+               "--no-html", "--keep-going", env=unconfined)
     assert kept.returncode == 1
     assert stored("SELECT COUNT(*) FROM samples WHERE target='x86_64' AND status='ok'") == [(2,)]
 

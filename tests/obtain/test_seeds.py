@@ -137,6 +137,7 @@ def test_a_build_failing_for_one_abi_fails_that_target_only(cli: Cli, tmp_path: 
 title = "fails to build for i386"
 suites = []
 [source]
+files = ["prog.c"]
 build = ["sh", "-c", "''' + FAIL_I386 + '''{cc} {cflags} -o {out}/prog prog.c"]
 artifacts = ["prog"]
 [run]

@@ -13,6 +13,7 @@ PROFILE = '''id = "after"
 title = "writes a number; the after step copies it where [validate] reads it"
 suites = []
 [source]
+files = ["prog.c"]
 build = ["sh", "-c", "{cc} {cflags} -o {out}/prog prog.c"]
 artifacts = ["prog"]
 [run]

@@ -256,6 +256,7 @@ def test_setup_steps_and_shell_commands_reach_the_emulator_and_are_counted(
 title = "a shell command running the built program twice, after a setup step that runs it"
 suites = []
 [source]
+files = ["twice.c"]
 build = ["sh", "-c", "{cc} {cflags} -o {out}/twice twice.c"]
 artifacts = ["twice"]
 [run]
@@ -315,6 +316,7 @@ def test_a_counted_command_of_the_other_kind_runs_under_the_emulator(
 title = "a timed command and a counted command of different kinds"
 suites = []
 [source]
+files = ["twice.c"]
 build = ["sh", "-c", "{{cc}} {{cflags}} -o {{out}}/twice twice.c"]
 artifacts = ["twice"]
 [run]

@@ -46,6 +46,7 @@ def _profile(tmp_path: Path, mode: str) -> Path:
 title = "a program that reads the clock ({mode})"
 suites = []
 [source]
+files = ["clocky.c"]
 build = ["sh", "-c", "{{cc}} {{cflags}} -O1 -o {{out}}/clocky clocky.c"]
 artifacts = ["clocky"]
 [run]

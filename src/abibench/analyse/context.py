@@ -63,7 +63,8 @@ def _abi_flags(artifacts: Sequence[Artifact]) -> str:
                       (k if v == "enabled" else "")
                       for k, v in sorted(a.effective.items())
                       if k in ("-march", "-mfpmath", "-msse2")]
-            flags = " ".join(a.abi_flags)
+            # none: the recipe passed no {cflags} to a compiler (a Go or Rust build)
+            flags = " ".join(a.abi_flags) or "none"
             extra = " ".join(p for p in picked if p)
             seen[t] = f"{t}: {flags}" + (f" (effective {extra})" if extra else "")
     return "; ".join(seen.values()) or "-"
@@ -135,7 +136,8 @@ def context_rows(sets: Sequence[SetLike]) -> list[ContextRow]:
 KNOWN_ARTIFACT = ("workload", "target", "cached", "abi", "provenance", "bin_dir", "files",
                   "cache_key", "compiler", "compiler_version", "cflags", "abi_flags", "commands",
                   "effective", "build_seconds", "sizes", "elf", "log", "source_package",
-                  "source_version", "data", "debian_packages", "debian_closure", "version_skew")
+                  "source_version", "data", "debian_packages", "debian_closure", "version_skew",
+                  "toolchain", "isolation")
 
 
 def provenance_rows(artifact: Artifact) -> list[tuple[str, str]]:
@@ -145,11 +147,14 @@ def provenance_rows(artifact: Artifact) -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = [("provenance", _kv(a.provenance))]
     if a.source_package:
         rows.append(("source", f"{a.source_package} {a.source_version or ''}".strip()))
+    # compiler: the version line of every toolchain the build's commands named (a Go or Rust
+    # build is not described as gcc's); build inputs: what the build could read.
     for key, label in (("compiler_version", "compiler"), ("build_seconds", "build seconds"),
-                       ("cached", "reused from cache"), ("cache_key", "cache key")):
+                       ("cached", "reused from cache"), ("cache_key", "cache key"),
+                       ("isolation", "build inputs")):
         if d.get(key) is not None:
             rows.append((label, _kv(d[key])))
-    rows.append(("flags", " ".join([*a.abi_flags, *a.cflags])))
+    rows.append(("flags", " ".join([*a.abi_flags, *a.cflags]) or "-"))
     if a.effective:
         rows.append(("effective target options", " ".join(
             f"{k}={v}" for k, v in sorted(a.effective.items()))))

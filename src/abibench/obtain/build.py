@@ -1,11 +1,14 @@
 """Build a workload from source for one ABI, with identical flags apart from the ABI's own.
 
-Builds are cached by (source digest, ABI, flags, compiler version, recipe): a second run of the
-same workload on the same host rebuilds nothing, and says so.
+Builds are cached by (declared inputs, ABI, flags, toolchain versions, recipe): a second run of
+the same workload on the same host rebuilds nothing, and says so. What the key leaves out the
+build cannot read: every build command runs in obtain/buildbox.py's sandbox, which sees only the
+declared inputs; the toolchains are the ones its commands name (obtain/toolchain.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -13,12 +16,10 @@ import re
 import shlex
 import shutil
 import subprocess
-import tempfile
 import time
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from ..abi import Abi, check_artifact
 from ..elf import section_sizes
@@ -29,12 +30,13 @@ from ..paths import MICRO_DIR
 from ..records import Artifact, JSONDict
 from ..workloads.confine import inside
 from ..workloads.profile import Workload, resolve_source_files, substitute
-from ..workspace import prefix
-from . import debsource
+from ..workspace import owned_dir
+from . import buildbox, debsource
 from .libraries import inspect_artifacts
+from .toolchain import install_roots, named_tools, rustup_home, tool_of, versions
 
 DEFAULT_CFLAGS = ("-O2",)
-RECIPE_VERSION = "2"  # bump when the way we build changes, so old cache entries are not reused
+RECIPE_VERSION = "3"  # bump when the way we build changes, so old cache entries are not reused
 
 
 @cache
@@ -76,79 +78,98 @@ def cxx_for(cc: str) -> str:
     return "g++"
 
 
-def _digest_sources(paths: list[Path], root: Path | None) -> str:
-    h = hashlib.sha256()
-    files: list[Path] = []
-    for p in paths:
-        if p.is_dir():
-            files.extend(sorted(q for q in p.rglob("*") if q.is_file()))
-        else:
-            files.append(p)
-    for f in files:
-        name = str(f.relative_to(root)) if root and f.is_relative_to(root) else f.name
-        h.update(name.encode() + b"\0")
-        h.update(f.read_bytes())
-        h.update(b"\0")
-    return h.hexdigest()
+@dataclass(frozen=True)
+class Recipe:
+    """Everything one build of (workload, ABI) is made of, known before it runs."""
+
+    inputs: tuple[buildbox.Declared, ...]  # what the profile declares (bound into the sandbox)
+    toolchain: dict[str, str]  # every tool the commands name: its own version line
+    passes_flags: bool  # whether the ABI flag and --cflags reach a compiler ({cflags}, or files)
+    box: buildbox.Box  # where it runs; staging is a placeholder until the build makes it
 
 
-def cache_key(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
+def _values(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], staging: Path,
+            extras: dict[str, debsource.SourceTree]) -> dict[str, str]:
+    return {"cc": cc, "cxx": cxx_for(cc), "cflags": " ".join((*abi.cflags, *cflags)),
+            "out": str(staging / "bin"), "abi": abi.name, "micro": str(MICRO_DIR),
+            "profile_dir": str(buildbox.profile_dir_of(wl)), "src": str(staging / "src"),
+            "host_triplet": abi.autoconf_host, "jobs": str(os.cpu_count() or 1), **wl.params,
+            **{name: str(t.path) for name, t in extras.items()}}
+
+
+def _commands(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
+              values: dict[str, str]) -> list[list[str]]:
+    if wl.source.build:
+        return [[substitute(a, values) for a in wl.source.build]]
+    files = [str(p) for p in resolve_source_files(wl)]
+    ldflags = [substitute(a, values) for a in wl.source.ldflags]
+    return [[cc, *abi.cflags, *cflags, "-o", str(Path(values["out"]) / wl.source.artifacts[0]),
+             *files, *ldflags]]
+
+
+def recipe_of(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
+              extras: dict[str, debsource.SourceTree], staging: Path,
+              cache_root: Path) -> Recipe:
+    """What a build of (workload, ABI) reads and runs with, before it runs: the declared inputs,
+    the toolchains its commands name (with their versions), its sandbox and environment."""
+    inputs = tuple(buildbox.declared_inputs(wl))
+    commands = _commands(wl, abi, cc, cflags, _values(wl, abi, cc, cflags, staging, extras))
+    tools = [cc] if not wl.source.build else named_tools(commands)
+    env = buildbox.environment(staging, {}, buildbox.sandbox_problem() is None)
+    roots = install_roots(tools, env["PATH"], os.environ)
+    if any(tool_of(t) in ("rustc", "cargo") for t in tools):
+        env["RUSTUP_HOME"] = str(rustup_home(os.environ))
+    box = buildbox.Box(staging, buildbox.profile_dir_of(wl),
+                       readonly=(*(d.path for d in inputs), *(t.path for t in extras.values()),
+                                 *roots),
+                       skip=frozenset({buildbox.normal(cache_root)}), env=env,
+                       sandboxed=buildbox.sandbox_problem() is None)
+    passes = not wl.source.build or any("{cflags}" in a for a in wl.source.build)
+    return Recipe(inputs, versions(tools, env["PATH"]), passes, box)
+
+
+def cache_key(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], recipe: Recipe,
               debian_version: str | None = None,
               extra_versions: dict[str, str] | None = None) -> str:
-    if wl.source.debian:
-        # The tree is the Debian package at its pinned version (below) and only it is copied
-        # into the build; the recipe is the build command. Other profiles beside this one
-        # must not invalidate a build that takes many minutes.
-        sources: list[Path] = []
-        root: Path | None = None
-    elif wl.source.build:
-        # The profile's own directory is part of the recipe (scripts, patches it may use).
-        sources = [wl.path.parent]
-        root = wl.path.parent
-    else:
-        sources = resolve_source_files(wl)
-        # Headers beside the sources are included by them: a change must rebuild too.
-        sources += sorted({h for d in {p.parent for p in sources} for h in d.glob("*.h")})
-        root = None
-    recipe = {
+    """The build's identity: every input it can read, the toolchains it names, the recipe."""
+    key: dict[str, object] = {
         "v": RECIPE_VERSION,
         "abi": abi.name,
         "abi_flags": abi.cflags,
         "cflags": cflags,
         "cc": cc,
-        "cc_version": compiler_version(cc),
-        "files": [Path(f).name for f in wl.source.files],
+        "toolchain": recipe.toolchain,
+        "files": list(wl.source.files),
         "ldflags": wl.source.ldflags,
         "build": wl.source.build,
         "artifacts": wl.source.artifacts,
         # Only the parameters the build command uses: --set of a run-time size must not rebuild.
         "params": {k: v for k, v in wl.params.items()
-                   if any(f"{{{k}}}" in a for a in wl.source.build)},
-        "sources": _digest_sources(sources, root),
+                   if any(f"{{{k}}}" in a for a in (*wl.source.build, *wl.source.files,
+                                                    *wl.source.ldflags))},
+        # What the sandbox lets the build read of the profile's directory: names, modes, bytes.
+        "inputs": buildbox.digest(recipe.inputs, recipe.box.skip),
         # A Debian source tree is identified by its pinned version; its bytes are not re-read.
         "debian": [wl.source.debian, debian_version],
         "data": wl.source.data,
+        "extra": extra_versions or {},
     }
-    if extra_versions:
-        recipe["extra"] = extra_versions
-    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
-
-
-def _run_logged(argv: list[str], cwd: Path, log: Any, env: dict[str, str]) -> int:
-    log.write(f"$ {shlex.join(argv)}\n")
-    log.flush()
-    proc = subprocess.run(argv, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, env=env,
-                          check=False)
-    return proc.returncode
+    if not recipe.box.sandboxed:
+        # Unconfined, the build could read anything in the profile's directory: all of it.
+        key["whole_profile_dir"] = buildbox.digest(
+            [buildbox.Declared(recipe.box.profile_dir, ".")], recipe.box.skip)
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 
 
 def build(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], cache_root: Path) -> Artifact:
     """Return the artifact for (workload, ABI), building it only if the cache has no match."""
+    cache_root = buildbox.normal(cache_root)  # the sandbox binds paths; commands run elsewhere
     tree = debsource.fetch(wl.source.debian, wl.source.version, cache_root) \
         if wl.source.debian else None
     extras = {name: debsource.fetch(pkg, version, cache_root)
               for name, pkg, version in wl.source.extra}
-    key = cache_key(wl, abi, cc, cflags, tree.version if tree else None,
+    planned = recipe_of(wl, abi, cc, cflags, extras, Path("/staging"), cache_root)
+    key = cache_key(wl, abi, cc, cflags, planned, tree.version if tree else None,
                     {t.package: t.version for t in extras.values()})
     # Builds are shared wherever the recipe (the key) is the same: by the workloads built from
     # one Debian source package (gzip and gunzip) and by the instances of one [sweep].
@@ -165,50 +186,54 @@ def build(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], cache_root: 
         shutil.rmtree(final, ignore_errors=True)
 
     final.parent.mkdir(parents=True, exist_ok=True)
-    # Named for its owner: a later run removes it if this one is killed (workspace.clean_stale).
-    staging = Path(tempfile.mkdtemp(prefix=prefix(f".{abi.name}"), dir=final.parent))
+    # Named for its owner and removed on every exit; a later run removes it, and kills what
+    # still works in it, if this one is killed (workspace.clean_stale).
+    with owned_dir(f".{abi.name}", parent=final.parent) as staging:
+        art = _build_in(wl, abi, cc, cflags, tree, extras, key, final, staging, cache_root)
+        (staging / "artifact.json").write_text(json.dumps(art.info_dict(), indent=1))
+        # Failing: another abibench process finished the same build first, as good as ours.
+        with contextlib.suppress(OSError):
+            os.rename(staging, final)
+    return replace(art, inspection=inspect_artifacts(final / "bin", art.files))
+
+
+def _build_in(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
+              tree: debsource.SourceTree | None, extras: dict[str, debsource.SourceTree],
+              key: str, final: Path, staging: Path, cache_root: Path) -> Artifact:
+    recipe = recipe_of(wl, abi, cc, cflags, extras, staging, cache_root)
     out = staging / "bin"
     out.mkdir()
+    if not recipe.box.sandboxed:
+        (staging / "tmp").mkdir()  # its HOME and TMPDIR (the sandbox has a /tmp of its own)
     log_path = staging / "build.log"
-    flags = " ".join((*abi.cflags, *cflags))
-    values = {"cc": cc, "cxx": cxx_for(cc), "cflags": flags, "out": str(out), "abi": abi.name,
-              "micro": str(MICRO_DIR), "profile_dir": str(wl.path.parent),
-              "src": str(staging / "src"), "host_triplet": abi.autoconf_host,
-              "jobs": str(os.cpu_count() or 1), **wl.params,
-              **{name: str(t.path) for name, t in extras.items()}}
-    commands: list[list[str]] = []
+    values = _values(wl, abi, cc, cflags, staging, extras)
+    commands = _commands(wl, abi, cc, cflags, values)
+    cwd = staging / "src"
     if tree is not None:
         # A scratch copy: builds write into their tree, and the cached tree must stay pristine.
-        shutil.copytree(tree.path, staging / "src", symlinks=True)
-        commands.append([substitute(a, values) for a in wl.source.build])
-        cwd = staging / "src"
+        shutil.copytree(tree.path, cwd, symlinks=True)
+    elif wl.source.build and recipe.box.sandboxed:
+        cwd.mkdir()
+        buildbox.copy_into(recipe.inputs, cwd, recipe.box.skip)
     elif wl.source.build:
-        shutil.copytree(wl.path.parent, staging / "src")
-        commands.append([substitute(a, values) for a in wl.source.build])
-        cwd = staging / "src"
+        # Unconfined: the whole directory, all of it hashed.
+        buildbox.copy_whole(recipe.box.profile_dir, cwd, recipe.box.skip)
     else:
-        files = [str(p) for p in resolve_source_files(wl)]
-        ldflags = [substitute(a, values) for a in wl.source.ldflags]
-        commands.append([cc, *abi.cflags, *cflags, "-o", str(out / wl.source.artifacts[0]),
-                         *files, *ldflags])
         cwd = staging
-    env = {**os.environ, "LC_ALL": "C"}
     t0 = time.monotonic()
     with log_path.open("w") as log:
         for argv in commands:
-            rc = _run_logged(argv, cwd, log, env)
+            rc = buildbox.run(argv, cwd, log, recipe.box)
             if rc != 0:
                 failed_log = final.parent / f"{abi.name}-{key[:16]}.failed.log"
                 shutil.copy(log_path, failed_log)
-                shutil.rmtree(staging, ignore_errors=True)
-                raise BuildError(f"{wl.id}: build for {abi.name} failed (exit {rc}); log: "
-                                 f"{failed_log}")
+                raise BuildError(f"{wl.id}: build for {abi.name} failed (exit {rc})"
+                                 f"{_undeclared(wl, recipe, log_path)}; log: {failed_log}")
     seconds = time.monotonic() - t0
 
     for name in wl.source.data:
         src_file = cwd / substitute(name, values)
         if not src_file.exists() or not inside(src_file, cwd):
-            shutil.rmtree(staging, ignore_errors=True)
             why = "not found" if not src_file.exists() else "outside the build tree"
             raise BuildError(f"{wl.id}: data file '{name}' {why} after the build for "
                              f"{abi.name}: fix [source] data in {wl.path}")
@@ -225,24 +250,25 @@ def build(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], cache_root: 
         if not path.is_file() or path.is_symlink() or not inside(path, out):
             why = ("is a link, not the built file" if path.is_symlink() else
                    "is outside the output directory" if path.exists() else "was not produced")
-            shutil.rmtree(staging, ignore_errors=True)
             raise BuildError(f"{wl.id}: artifact '{name}' of the {abi.name} build {why}: fix "
                              f"[source] artifacts or the build command in {wl.path}")
-        try:
-            info = check_artifact(path, abi)
-        except AbibenchError:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
+        info = check_artifact(path, abi)
         elf[name] = asdict(info) | {"path": str(final / "bin" / name)}
         sizes[name] = asdict(section_sizes(path))
         digests[name] = sha256_file(path)
 
-    art = Artifact(
+    # Flags and effective target options only where a C compiler got them: a Go or Rust
+    # build is not described by gcc's options.
+    flags = recipe.passes_flags
+    return Artifact(
         workload=wl.id, abi=abi.name, provenance="source", bin_dir=str(final / "bin"),
-        files=wl.source.artifacts, cache_key=key, cached=False, compiler=cc,
-        compiler_version=compiler_version(cc), cflags=cflags, abi_flags=abi.cflags,
+        files=wl.source.artifacts, cache_key=key, cached=False,
+        # The compiler abibench passed when the recipe used it, else the tools it named.
+        compiler=cc if cc in recipe.toolchain else ", ".join(recipe.toolchain),
+        compiler_version="; ".join(recipe.toolchain.values()),
+        cflags=cflags if flags else (), abi_flags=abi.cflags if flags else (),
         commands=tuple(_display(c, staging, final) for c in commands),
-        effective=effective_target_flags(cc, (*abi.cflags, *cflags)),
+        effective=effective_target_flags(cc, (*abi.cflags, *cflags)) if flags else {},
         build_seconds=round(seconds, 3), sizes=sizes, elf=elf, log=str(final / "build.log"),
         source_package=tree.package if tree else None,
         source_version=tree.version if tree else None,
@@ -250,14 +276,26 @@ def build(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], cache_root: 
         extra_sources={t.package: t.version for t in extras.values()} or None,
         build_options=_buildinfo(out / "buildinfo.txt"),
         digests=digests,
+        toolchain=recipe.toolchain,
+        isolation=recipe.box.isolation,
     )
-    (staging / "artifact.json").write_text(json.dumps(art.info_dict(), indent=1))
+
+
+def _undeclared(wl: Workload, recipe: Recipe, log_path: Path) -> str:
+    """The files beside the profile a failed sandboxed build's log names but the profile does
+    not declare: the likely reason it failed."""
+    if not recipe.box.sandboxed:
+        return ""
     try:
-        os.rename(staging, final)
+        text = log_path.read_bytes()[-65536:].decode("utf-8", errors="replace")
     except OSError:
-        # Another abibench process finished the same build first; theirs is as good as ours.
-        shutil.rmtree(staging, ignore_errors=True)
-    return replace(art, inspection=inspect_artifacts(final / "bin", art.files))
+        return ""
+    names = buildbox.named_in(text, buildbox.undeclared_files(recipe.box.profile_dir, recipe.inputs,
+                                                              recipe.box.skip))
+    if not names:
+        return ""
+    return (f": no such file in the build's sandbox: {', '.join(names[:5])}; declare it in "
+            f"[source] files of {wl.path}")
 
 
 def _intact(art: Artifact, abi: Abi) -> bool:

@@ -6,10 +6,10 @@ version is recorded with each artifact so a result says exactly what was measure
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -17,6 +17,8 @@ from pathlib import Path
 from debian.debian_support import Version
 
 from ..errors import AbibenchError, HostError
+from ..workspace import owned_dir
+from . import buildbox
 
 EXIT_SOURCE = 2
 
@@ -77,30 +79,25 @@ def fetch(package: str, wanted: str | None, cache_root: Path) -> SourceTree:
     if (final / "complete").is_file():
         return SourceTree(package, version, tree)
     final.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{package}-", dir=final.parent))
-    try:
+    # Owned by this process and removed on every exit; a killed run's is removed, and what
+    # still runs in it killed, by the next start (workspace.clean_stale).
+    with owned_dir(f".{package}", parent=final.parent, mode=0o755) as staging:
         log = staging / "fetch.log"
         with log.open("w") as fh:
-            dl = subprocess.run(["apt-get", "source", "--download-only", "-q",
-                                 f"{package}={version}"], cwd=staging, stdout=fh,
-                                stderr=subprocess.STDOUT, check=False)
+            rc = buildbox.run_unconfined(["apt-get", "source", "--download-only", "-q",
+                                          f"{package}={version}"], staging, fh, staging)
         dscs = list(staging.glob("*.dsc"))
-        if dl.returncode != 0 or len(dscs) != 1:
+        if rc != 0 or len(dscs) != 1:
             tail = log.read_text().strip().splitlines()[-1:] or ["no output"]
             raise SourceVersionError(f"apt-get source {package}={version} failed: {tail[0]}")
         with log.open("a") as fh:
-            ex = subprocess.run(["dpkg-source", "-x", dscs[0].name, "tree"], cwd=staging,
-                                stdout=fh, stderr=subprocess.STDOUT, check=False)
-        if ex.returncode != 0:
+            rc = buildbox.run_unconfined(["dpkg-source", "-x", dscs[0].name, "tree"], staging,
+                                         fh, staging)
+        if rc != 0:
             raise HostError(f"dpkg-source -x {dscs[0].name} failed; log: {log} "
                             "(apt-get install dpkg-dev)")
         (staging / "complete").write_text(f"{package} {version}\n")
-        try:
+        # Failing: another process unpacked the same version first.
+        with contextlib.suppress(OSError):
             staging.rename(final)
-        except OSError:
-            # Another process unpacked the same version first.
-            shutil.rmtree(staging, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return SourceTree(package, version, tree)

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""The two build invariants of docs/reliability.md, tried for longer than CI does.
+
+Runs the generated tests of tests/obtain/test_build_inputs.py ("A build's cache key covers every
+input") and tests/obtain/test_build_processes.py ("Nothing abibench starts outlives it") in
+batches with fresh random seeds until the time is up, sandboxed and unconfined, and prints how
+many cases each invariant generated and how many calls found a violation (with the first
+failure of each). Real builds, real signals; nothing is mocked.
+
+    .venv/bin/python bench/build_invariants.py --minutes 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+SCALE = 3  # each call generates this many times CI's examples, with a fresh random seed
+os.environ["ABIBENCH_TEST_SCALE"] = str(SCALE)
+
+from tests.obtain import test_build_inputs as inputs  # noqa: E402
+from tests.obtain import test_build_processes as kills  # noqa: E402
+
+MODES = ("sandboxed", "unconfined")
+CASES: dict[str, list[tuple[str, Callable[..., Any], dict[str, str]]]] = {
+    "A build's cache key covers every input": [
+        *((f"reads ({m})", inputs.test_a_build_never_reuses_what_it_read_before_a_change,
+           {"how": m}) for m in MODES),
+        *((f"declared changes ({m})", inputs.test_every_change_to_a_declared_input_changes_the_key,
+           {"how": m}) for m in MODES),
+        ("tools named", inputs.test_every_tool_a_command_names_is_recorded, {}),
+    ],
+    "Nothing abibench starts outlives it": [
+        (f"killed ({m})", kills.test_no_build_process_or_staging_dir_outlives_abibench,
+         {"how": m}) for m in MODES],
+}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--minutes", type=float, default=5.0)
+    args = ap.parse_args()
+    end = time.monotonic() + args.minutes * 60
+    counts = {name: [0, 0] for name in CASES}  # generated cases, violating calls
+    first: dict[str, str] = {}
+    jobs = [(inv, label, fn, kw) for inv, items in CASES.items() for label, fn, kw in items]
+    i = 0
+    while time.monotonic() < end:
+        inv, label, fn, kw = jobs[i % len(jobs)]
+        i += 1
+        examples = fn._hypothesis_internal_use_settings.max_examples  # type: ignore[attr-defined]
+        try:
+            fn(**kw)
+        except Exception:
+            # A violation: counted and shown, and the study goes on.
+            counts[inv][1] += 1
+            first.setdefault(inv, f"{label}: {traceback.format_exc(limit=3)}")
+        counts[inv][0] += examples
+    for inv, (cases, bad) in counts.items():
+        print(f"{inv}: {cases} cases generated (max_examples of each call), {bad} violating calls")
+    for inv, text in first.items():
+        print(f"\nfirst violation of '{inv}':\n{text}")
+    return 1 if any(bad for _, bad in counts.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
