@@ -180,12 +180,16 @@ def sampling_conditions(counted: Sequence[Sample]) -> str:
 
 
 def validate_outputs(samples: Sequence[Sample], labels: Sequence[str],
-                     validates: bool | None = None) -> tuple[str, str]:
+                     validates: bool | None = None,
+                     no_validation: str | None = None) -> tuple[str, str]:
     """ok, miscompare or unchecked, and the detail: every ok sample's check value compared.
 
     `validates` says whether the profile asks for a comparison at all (None: not recorded,
-    as in runs of older versions), so "unchecked" names the true reason.
+    as in runs of older versions), so "unchecked" names the true reason; `no_validation` is
+    the profile's own reason (validate = "none: REASON"), which then is the detail.
     """
+    if no_validation is not None:
+        return "unchecked", f"not validated: {one_line(no_validation)}"
     checks: dict[str, set[str]] = {}
     for s in samples:
         if s.status == "ok" and s.check is not None and s.discarded is None:
@@ -302,7 +306,8 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
         res.warnings.extend(f"{t}: no instruction count: the counting run failed ({why})"
                             for t, why in uncounted.items())
         res.validation, res.validation_detail = validate_outputs(doc.of_workload(wid), labels,
-                                                                 meta.validates)
+                                                                 meta.validates,
+                                                                 meta.no_validation)
         # One line per machine: each names the CPU its times are not measurements of.
         by_cpu: dict[str, list[str]] = {}
         for name in sorted(emulated, key=labels.index):

@@ -167,12 +167,14 @@ class Placement:
             return emu.wrap(argv) if emu is not None and self.direct else argv
         return self.runner.wrap(argv)
 
-    def step_argv(self, template: tuple[str, ...]) -> list[str]:
+    def step_argv(self, template: tuple[str, ...],
+                  server: ServerRun | None = None) -> list[str]:
         """[run] after as it runs: where the program ran (in the sysroot; under the emulator
-        when it starts a built program), a host tool otherwise."""
+        when it starts a built program), a host tool otherwise; a [server] workload's step
+        reaches the sample's server at {host}:{port}."""
         if self.runner is not None:
-            return self.runner.wrap([substitute(a, self.values()) for a in template])
-        values = self.host_values()
+            return self.runner.wrap([substitute(a, self.values(server)) for a in template])
+        values = self.host_values(server)
         emu = self.runtime.emulator
         if emu is not None and self.emulated and template and template[0].startswith("{bin}/"):
             return emu.wrap([substitute(a, {**values, "bin": self.art.bin_dir})
