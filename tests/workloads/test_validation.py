@@ -10,21 +10,28 @@ reason is what every report prints where the check would be.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import re
 import subprocess
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from abibench.analyse.results import validate_outputs
 from abibench.errors import ProfileError
+from abibench.records import Sample
+from abibench.run.launcher import RawResult
+from abibench.run.samples import sample_from
 from abibench.text import one_line
 from abibench.workloads.profile import (
     MAX_REASON,
+    Workload,
     builtin_profiles,
     expand_sweep,
     load_profile,
@@ -141,3 +148,154 @@ def test_the_reason_is_printed_by_every_report_format(cli: Cli, tmp_path: Path) 
     # stored with the run, so an export imported elsewhere reports the same reason
     exported = json.loads(cli("export").stdout)
     assert exported["run"]["config"]["workloads"]["demo"]["no_validation"] == shown
+
+
+# -- the eight profiles' checks on outputs captured from Debian's i386 and amd64 builds --------
+
+CAPTURED = Path(__file__).parents[1] / "data" / "validate"
+ABIS = ("i386", "amd64")
+
+
+@dataclass(frozen=True)
+class Captured:
+    """A profile instance, what its program printed and what its after step printed per ABI
+    (tests/data/validate/PROFILE-{stdout,after}-ABI.txt, where the profile reads it)."""
+
+    profile: str
+    params: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def workload(self) -> Workload:
+        wl = load_profile(builtin_profiles()[self.profile])
+        return wl.with_params(dict(self.params)).with_validation() if self.params else wl
+
+    def text(self, kind: str, abi: str) -> str | None:
+        p = CAPTURED / f"{self.profile}-{kind}-{abi}.txt"
+        return p.read_text() if p.is_file() else None
+
+
+CASES = (Captured("deb-7z"), Captured("deb-openssl"), Captured("deb-gcc"),
+         Captured("node-octane"), Captured("mariadb-sysbench"),
+         Captured("mariadb-sysbench", (("test", "oltp_read_write"),)))
+
+
+def _raw(stdout: str) -> RawResult:
+    return RawResult(status="exited", exit_code=0, signal=0, wall_s=1.0, user_s=0.9, sys_s=0.1,
+                     max_rss_kb=1000, minflt=0, majflt=0, errno=0,
+                     stdout_digest=hashlib.sha256(stdout.encode()).hexdigest(), stdout=stdout,
+                     stderr_tail="")
+
+
+def _sample(wl: Workload, target: str, stdout: str, after: str | None) -> Sample:
+    return sample_from(_raw(stdout), wl, "run", target, 1, 0, False, "2026-01-01T00:00:00Z", 0,
+                       [], after_out=after)
+
+
+def _outcome(case: Captured, outputs: dict[str, tuple[str, str | None]]) -> tuple[str, list[str]]:
+    """The output check of one sample per ABI, and the errors of the samples that failed."""
+    wl = case.workload
+    samples = [_sample(wl, abi, out, after) for abi, (out, after) in outputs.items()]
+    failed = [s.error or s.status for s in samples if s.status != "ok"]
+    return validate_outputs(samples, list(outputs), wl.validates)[0], failed
+
+
+def _outputs(case: Captured) -> dict[str, tuple[str, str | None]]:
+    return {abi: (case.text("stdout", abi) or "", case.text("after", abi)) for abi in ABIS}
+
+
+def _case_id(case: Captured) -> str:
+    return case.profile + "".join(f"[{k}={v}]" for k, v in case.params)
+
+
+@pytest.mark.parametrize("case", CASES, ids=_case_id)
+def test_captured_outputs_of_both_abis_validate(case: Captured) -> None:
+    assert _outcome(case, _outputs(case)) == ("ok", [])
+
+
+def _spans(case: Captured, abi: str) -> list[tuple[str, int, int]]:
+    """Where in the captured outputs of one ABI the compared text is: (kind, start, end)."""
+    wl, out = case.workload, _outputs(case)[abi]
+    spans = []
+    for kind, rx, text in (("stdout", wl.stdout_match, out[0]), ("after", wl.after_match, out[1])):
+        found = rx.search(text or "") if rx is not None else None
+        if found is not None and found.end(1) > found.start(1):
+            spans.append((kind, found.start(1), found.end(1)))
+    return spans
+
+
+@settings(max_examples=120, deadline=None)
+@given(data=st.data())
+def test_any_change_to_what_is_compared_is_caught(data: st.DataObject) -> None:
+    """One character of the compared text changed in one ABI's output (a digit of a known
+    answer, a counter, a sub-test's name): a failed sample or a MISCOMPARE, never "ok"."""
+    case = data.draw(st.sampled_from(CASES), label="profile")
+    abi = data.draw(st.sampled_from(ABIS), label="abi")
+    kind, start, end = data.draw(st.sampled_from(_spans(case, abi)), label="where")
+    pos = data.draw(st.integers(start, end - 1), label="position")
+    outputs = _outputs(case)
+    stdout, after = outputs[abi]
+    text = stdout if kind == "stdout" else after or ""
+    char = data.draw(st.characters(min_codepoint=32, max_codepoint=126)
+                     .filter(lambda c: c != text[pos]), label="character")
+    changed = text[:pos] + char + text[pos + 1:]
+    outputs[abi] = (changed, after) if kind == "stdout" else (stdout, changed)
+    validation, failed = _outcome(case, outputs)
+    assert validation == "miscompare" or failed, (validation, failed)
+
+
+OCTANE_TESTS = ("Richards", "DeltaBlue", "Crypto", "RayTrace", "EarleyBoyer", "RegExp", "Splay",
+                "SplayLatency", "NavierStokes", "PdfJS", "Mandreel", "MandreelLatency", "Gameboy",
+                "CodeLoad", "Box2D", "zlib", "Typescript")
+
+
+@settings(max_examples=40, deadline=None)
+@given(test=st.sampled_from(OCTANE_TESTS), abi=st.sampled_from(ABIS),
+       error=st.sampled_from(["TypeError: x is undefined", "RangeError: Maximum call stack size "
+                              "exceeded", "Error: 42", "undefined"]))
+def test_a_sub_test_that_throws_fails_its_sample(test: str, abi: str, error: str) -> None:
+    """As the package's runner prints it: the error in place of the score, no Score line."""
+    case = Captured("node-octane")
+    outputs = _outputs(case)
+    lines = outputs[abi][0].splitlines(keepends=True)
+    lines = [(f"{test:20}: {error}\n" if ln.startswith(f"{test:20}: ") else ln) for ln in lines
+             if not ln.startswith(("----", "Score (version"))]
+    outputs[abi] = ("".join(lines), None)
+    assert _outcome(case, outputs)[1]
+
+
+@settings(max_examples=40, deadline=None)
+@given(counter=st.sampled_from(["ignored errors", "reconnects"]), n=st.integers(1, 10**6),
+       abi=st.sampled_from(ABIS))
+def test_a_failed_query_or_lost_connection_fails_the_sample(counter: str, n: int,
+                                                            abi: str) -> None:
+    case = Captured("mariadb-sysbench")  # read-only and point-select: no error tolerated
+    outputs = _outputs(case)
+    stdout = re.sub(rf"(?m)^(\s+{counter}:\s+)0(\s+)\(0\.00 per sec\.\)$",
+                    lambda m: f"{m.group(1)}{n}{m.group(2)}({n / 10:.2f} per sec.)",
+                    outputs[abi][0])
+    assert stdout != outputs[abi][0]
+    outputs[abi] = (stdout, outputs[abi][1])
+    failed = _outcome(case, outputs)[1]
+    assert failed and "validation pattern" in failed[0]
+
+
+def test_a_known_answer_from_the_after_step_passes_or_fails_the_sample(
+        cli: Cli, tmp_path: Path) -> None:
+    """End to end: the after step's output reaches [validate] after_match; a wrong known answer
+    fails every sample with the reason, and the run says so."""
+    base = _profile(tmp_path, "").read_text().replace(
+        'timeout = "30s"', 'after = ["{bin}/metric", "0"]\ntimeout = "30s"')
+    paths = []
+    for answer in ("same", "other"):
+        path = tmp_path / f"{answer}.toml"
+        path.write_text(base.replace('id = "demo"', f'id = "{answer}"')
+                        + f"[validate]\nafter_match = '(?m)^checksum: ({answer})$'\n")
+        paths.append(str(path))
+    r = cli("run", *paths, "--abi", "x86_64", "--rounds", "1", "--warmup", "0", "--no-html")
+    assert r.returncode != 0 and "other" in r.stderr.strip().splitlines()[-1]
+    samples = json.loads(cli("export").stdout)["samples"]
+    good = [s for s in samples if s["workload"] == "same"]
+    bad = [s for s in samples if s["workload"] == "other"]
+    assert good and all(s["status"] == "ok" and s["check"] == "same" for s in good)
+    assert bad and all(s["status"] == "failed" and "not found in what the [run] after step "
+                       "printed (last line: 'checksum: same')" in s["error"] for s in bad)
