@@ -96,7 +96,7 @@ class ValidateSpec:
     # run's first output byte for byte within a tolerance (floating-point renders)
     close: CloseSpec | None = None
     # after_match: a pattern in what the [run] after step printed, group 1 compared like
-    # stdout_match's (a known answer computed by the same build, a table's checksum)
+    # stdout_match's (a known answer computed by the same build, the rows a server kept)
     after_match: re.Pattern[str] | None = None
 
     @property
