@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from abibench.analyse.results import validate_outputs
+from abibench.analyse.results import validate_outputs, where_they_differ
 from abibench.errors import ProfileError
 from abibench.records import Sample
 from abibench.run.launcher import RawResult
@@ -299,3 +299,16 @@ def test_a_known_answer_from_the_after_step_passes_or_fails_the_sample(
     assert good and all(s["status"] == "ok" and s["check"] == "same" for s in good)
     assert bad and all(s["status"] == "failed" and "not found in what the [run] after step "
                        "printed (last line: 'checksum: same')" in s["error"] for s in bad)
+
+
+@settings(max_examples=200, deadline=None)
+@given(prefix=st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=80),
+       a=st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=30),
+       b=st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=30))
+def test_a_miscompare_shows_where_the_outputs_differ(prefix: str, a: str, b: str) -> None:
+    """However long the part every ABI printed alike (a counter's label), the detail shows the
+    difference: a MISCOMPARE that printed two equal-looking values would explain nothing."""
+    if a == b:
+        return
+    shown = where_they_differ([prefix + a, prefix + b])
+    assert shown[0] != shown[1] and all(len(s) <= 25 for s in shown)
