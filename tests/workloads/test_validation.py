@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from abibench.analyse.results import validate_outputs, where_they_differ
 from abibench.errors import ProfileError
-from abibench.records import Sample
+from abibench.records import JSON, JSONDict, Sample
 from abibench.run.launcher import RawResult
 from abibench.run.samples import sample_from
 from abibench.text import one_line
@@ -312,3 +312,29 @@ def test_a_miscompare_shows_where_the_outputs_differ(prefix: str, a: str, b: str
         return
     shown = where_they_differ([prefix + a, prefix + b])
     assert shown[0] != shown[1] and all(len(s) <= 25 for s in shown)
+
+
+def _page(suites: list[str]) -> str:
+    """What a chromium-octane sample's output is: the page's result as run/browser.py writes
+    it (the fields octane.js fills; the scores are the run's)."""
+    from abibench.run.browser import PageOutcome, with_result
+
+    result: JSONDict = {
+        "schema": "abibench-octane/1", "version": "9", "complete": False,
+        "results": {n: 1000.0 + i for i, n in enumerate(suites)}, "score": 1000.0,
+        "suites": list[JSON](suites), "load_ms": 10, "run_ms": 20, "user_agent": "HeadlessChrome"}
+    return with_result(_raw(""), PageOutcome(result=result)).stdout
+
+
+@settings(max_examples=40, deadline=None)
+@given(suites=st.lists(st.sampled_from(OCTANE_TESTS), min_size=1, unique=True),
+       drop=st.integers(0, 16))
+def test_the_browser_octane_compares_which_sub_tests_scored(suites: list[str],
+                                                            drop: int) -> None:
+    wl = load_profile(builtin_profiles()["chromium-octane"])
+    fewer = [s for i, s in enumerate(suites) if i != drop % len(suites)]
+    same = [_sample(wl, t, _page(suites), None) for t in ("i386", "amd64")]
+    assert validate_outputs(same, ["i386", "amd64"], wl.validates)[0] == "ok"
+    differ = [_sample(wl, "i386", _page(suites), None), _sample(wl, "amd64", _page(fewer), None)]
+    outcome, detail = validate_outputs(differ, ["i386", "amd64"], wl.validates)
+    assert outcome == "miscompare" or any(s.status != "ok" for s in differ), detail
