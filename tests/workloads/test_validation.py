@@ -338,3 +338,31 @@ def test_the_browser_octane_compares_which_sub_tests_scored(suites: list[str],
     differ = [_sample(wl, "i386", _page(suites), None), _sample(wl, "amd64", _page(fewer), None)]
     outcome, detail = validate_outputs(differ, ["i386", "amd64"], wl.validates)
     assert outcome == "miscompare" or any(s.status != "ok" for s in differ), detail
+
+
+@pytest.mark.needs_apt
+def test_deb_openssl_proves_its_answer_and_a_wrong_one_fails(cli: Cli, cli_env: dict[str, str],
+                                                             debian_cache: Path,
+                                                             tmp_path: Path) -> None:
+    """End to end with Debian's i386 and amd64 openssl: the known digest passes on both; a copy
+    of the profile expecting another digest fails every sample with the reason."""
+    env = {**cli_env, "ABIBENCH_CACHE": str(debian_cache)}
+    builtin = builtin_profiles()["deb-openssl"]
+    text = builtin.read_text().replace('id = "deb-openssl"', 'id = "wrong-digest"')
+    right = "258424e016354758373b7c6304c0a816440d4ea537765074f03a4c033defeebd"
+    assert text.count(right) == 1
+    (tmp_path / "deb").mkdir()
+    (tmp_path / "deb" / "known.7z").write_bytes((builtin.parent / "deb" / "known.7z").read_bytes())
+    wrong = tmp_path / "wrong.toml"
+    wrong.write_text(text.replace(right, right[::-1]))
+    r = cli("run", "deb-openssl", str(wrong), "--provenance", "debian", "--abi", "i386,x86_64",
+            "--rounds", "1", "--warmup", "0", "--set", "seconds=1", "--no-html", env=env)
+    assert r.returncode == 1, r.stderr
+    assert "output check: identical on i386/debian, x86_64/debian" in r.stdout
+    samples = json.loads(cli("export", env=env).stdout)["samples"]
+    good = [s for s in samples if s["workload"] == "deb-openssl"]
+    bad = [s for s in samples if s["workload"] == "wrong-digest"]
+    assert len(good) == 2 and all(s["status"] == "ok" for s in good)
+    assert {s["check"] for s in good} == {right}
+    assert len(bad) == 2 and all(s["status"] == "failed" and "SHA2-256" in s["error"]
+                                 and right in s["error"] for s in bad)

@@ -90,8 +90,9 @@ def after_value(wl: Workload, after_out: str | None) -> str | None:
         return None
     found = wl.after_match.search(after_out or "")
     if not found:
-        shown = one_line((after_out or "").strip().splitlines()[-1] if (after_out or "").strip()
-                         else "nothing")[:120]
+        last = one_line((after_out or "").strip().splitlines()[-1] if (after_out or "").strip()
+                        else "nothing")
+        shown = last if len(last) <= 120 else "…" + last[-119:]  # an answer ends its line
         raise ParseError(f"validation pattern {wl.after_match.pattern!r:.200} not found in what "
                          f"the [run] after step printed (last line: {shown!r})")
     return found.group(1)
