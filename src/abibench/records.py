@@ -600,6 +600,8 @@ class WorkloadMeta:
     seeds: tuple[str, ...] = ()
     path: str | None = None
     validates: bool | None = None  # whether the profile compares outputs (None: not recorded)
+    # validate = "none: REASON" of the profile: why its outputs are not compared
+    no_validation: str | None = None
     extra: JSONDict = field(default_factory=dict)  # inputs, and what newer versions add
 
     def metric(self, name: str) -> Metric:
@@ -627,6 +629,8 @@ class WorkloadMeta:
                     "metrics": {n: m.to_dict() for n, m in self.metrics.items()}})
         if self.validates is not None:
             out["validates"] = self.validates
+        if self.no_validation is not None:
+            out["no_validation"] = self.no_validation
         return {**out, **self.extra}
 
     def with_targets(self, targets: Sequence[str]) -> WorkloadMeta:
@@ -636,7 +640,8 @@ class WorkloadMeta:
     def from_dict(wid: str, d: Mapping[str, object]) -> WorkloadMeta:
         metrics = {str(n): Metric(str(n), str(m.get("unit", "")), better_of(m.get("better")))
                    for n, m in cast(Mapping[str, Mapping[str, object]], d["metrics"]).items()}
-        known = {"title", "primary", "path", "params", "seeds", "targets", "metrics", "validates"}
+        known = {"title", "primary", "path", "params", "seeds", "targets", "metrics", "validates",
+                 "no_validation"}
         return WorkloadMeta(
             id=wid, primary=str(d["primary"]),
             targets=tuple(str(t) for t in cast(list[str], d.get("targets") or [])),
@@ -645,6 +650,7 @@ class WorkloadMeta:
             seeds=tuple(cast(list[str], d.get("seeds") or [])),
             path=None if d.get("path") is None else str(d["path"]),
             validates=None if d.get("validates") is None else bool(d["validates"]),
+            no_validation=None if d.get("no_validation") is None else str(d["no_validation"]),
             extra={k: cast(JSON, v) for k, v in d.items() if k not in known})
 
 

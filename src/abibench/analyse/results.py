@@ -179,13 +179,27 @@ def sampling_conditions(counted: Sequence[Sample]) -> str:
     return text
 
 
+def where_they_differ(values: Sequence[str], width: int = 24) -> list[str]:
+    """Each check value shown from a little before the first character where they differ: a
+    value that starts alike on every ABI (a counter's label, a known answer's text) shows its
+    difference rather than its label."""
+    common = next((i for i, chars in enumerate(zip(*values, strict=False))
+                   if len(set(chars)) > 1), min(map(len, values), default=0))
+    start = max(0, common - 8) if common > width - 8 else 0
+    return [("…" if start else "") + one_line(v[start:start + width]) for v in values]
+
+
 def validate_outputs(samples: Sequence[Sample], labels: Sequence[str],
-                     validates: bool | None = None) -> tuple[str, str]:
+                     validates: bool | None = None,
+                     no_validation: str | None = None) -> tuple[str, str]:
     """ok, miscompare or unchecked, and the detail: every ok sample's check value compared.
 
     `validates` says whether the profile asks for a comparison at all (None: not recorded,
-    as in runs of older versions), so "unchecked" names the true reason.
+    as in runs of older versions), so "unchecked" names the true reason; `no_validation` is
+    the profile's own reason (validate = "none: REASON"), which then is the detail.
     """
+    if no_validation is not None:
+        return "unchecked", f"not validated: {one_line(no_validation)}"
     checks: dict[str, set[str]] = {}
     for s in samples:
         if s.status == "ok" and s.check is not None and s.discarded is None:
@@ -199,7 +213,8 @@ def validate_outputs(samples: Sequence[Sample], labels: Sequence[str],
             return "miscompare", f"{t} gave {len(values)} different outputs across its own runs"
     distinct = {t: next(iter(v)) for t, v in checks.items()}
     if len(set(distinct.values())) > 1:
-        shown = ", ".join(f"{t}={v[:24]}" for t, v in distinct.items())
+        shown = ", ".join(f"{t}={v}" for t, v in zip(distinct, where_they_differ(
+            list(distinct.values())), strict=True))
         return "miscompare", f"outputs differ between ABIs: {shown}"
     missing = [t for t in labels if t not in checks]
     # "name~digest": a [validate] close file within its tolerance of the run's first output
@@ -302,7 +317,8 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
         res.warnings.extend(f"{t}: no instruction count: the counting run failed ({why})"
                             for t, why in uncounted.items())
         res.validation, res.validation_detail = validate_outputs(doc.of_workload(wid), labels,
-                                                                 meta.validates)
+                                                                 meta.validates,
+                                                                 meta.no_validation)
         # One line per machine: each names the CPU its times are not measurements of.
         by_cpu: dict[str, list[str]] = {}
         for name in sorted(emulated, key=labels.index):

@@ -138,6 +138,10 @@ class Placement:
         if self.guest_bin is not None and not (self.direct if direct is None else direct):
             # A shell command runs on the host: its programs are the emulator's scripts.
             return self.host_values(server)
+        return self._inner_values(server)
+
+    def _inner_values(self, server: ServerRun | None = None) -> dict[str, str]:
+        """Placeholders as a program the target runs sees them: in a sysroot, its own paths."""
         program = f"{self.art.bin_dir}/{self.art.files[0]}" if self.art.files else ""
         return {**self._base(), "bin": self.art.bin_dir, "work": self.inner_work,
                 **self.inner_inputs, "port": str(server.port if server else 0),
@@ -167,12 +171,16 @@ class Placement:
             return emu.wrap(argv) if emu is not None and self.direct else argv
         return self.runner.wrap(argv)
 
-    def step_argv(self, template: tuple[str, ...]) -> list[str]:
+    def step_argv(self, template: tuple[str, ...],
+                  server: ServerRun | None = None) -> list[str]:
         """[run] after as it runs: where the program ran (in the sysroot; under the emulator
-        when it starts a built program), a host tool otherwise."""
+        when it starts a built program), a host tool otherwise; a [server] workload's step
+        reaches the sample's server at {host}:{port}."""
         if self.runner is not None:
-            return self.runner.wrap([substitute(a, self.values()) for a in template])
-        values = self.host_values()
+            # In the sysroot, with its paths, also for a [server] workload (whose command is a
+            # host client, but whose after step is the target's own client)
+            return self.runner.wrap([substitute(a, self._inner_values(server)) for a in template])
+        values = self.host_values(server)
         emu = self.runtime.emulator
         if emu is not None and self.emulated and template and template[0].startswith("{bin}/"):
             return emu.wrap([substitute(a, {**values, "bin": self.art.bin_dir})

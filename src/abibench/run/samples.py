@@ -83,19 +83,35 @@ def validation_value(wl: Workload, stdout: str) -> str | None:
     return found.group(1)
 
 
+def after_value(wl: Workload, after_out: str | None) -> str | None:
+    """[validate] after_match's group 1 in what the [run] after step printed; None when the
+    profile has no after_match. Not found: the sample fails (a known answer that is not)."""
+    if wl.after_match is None:
+        return None
+    found = wl.after_match.search(after_out or "")
+    if not found:
+        last = one_line((after_out or "").strip().splitlines()[-1] if (after_out or "").strip()
+                        else "nothing")
+        shown = last if len(last) <= 120 else "…" + last[-119:]  # an answer ends its line
+        raise ParseError(f"validation pattern {wl.after_match.pattern!r:.200} not found in what "
+                         f"the [run] after step printed (last line: {shown!r})")
+    return found.group(1)
+
+
 def check_value(wl: Workload, raw: RawResult, files: list[Path],
                 close: Sequence[tuple[str, Path]] = (), refs: dict[str, bytes] | None = None,
-                ) -> str | None:
+                after_out: str | None = None) -> str | None:
     """Everything the profile asks to be identical across ABIs, as one comparable string.
 
     `close` are the [validate] close files of this sample as (template, path); `refs` holds the
     run's first output of each template (filled here on first use). An output within the
     tolerance of that first one gets the same string; one outside it a different string.
+    `after_out` is what the [run] after step printed.
     """
     parts = []
-    match = validation_value(wl, raw.stdout)
-    if match is not None:
-        parts.append(match)
+    for value in (validation_value(wl, raw.stdout), after_value(wl, after_out)):
+        if value is not None:
+            parts.append(value)
     if wl.stdout_digest:
         parts.append(f"stdout:{raw.stdout_digest[:16]}")
     for f in files:
@@ -122,9 +138,11 @@ def sample_from(raw: RawResult, wl: Workload, run_id: str, target: str, rnd: int
                 warmup: bool, started: str, pad: int, files: list[Path],
                 close: Sequence[tuple[str, Path]] = (),
                 refs: dict[str, bytes] | None = None, design: str = "sequential",
-                cpu: int | None = None, ours_s: float = 0.0, emulated: bool = False) -> Sample:
+                cpu: int | None = None, ours_s: float = 0.0, emulated: bool = False,
+                after_out: str | None = None) -> Sample:
     """`ours_s`: CPU time of abibench's own beside this sample (the other program of a
-    simultaneous pair), which is not foreign to it."""
+    simultaneous pair), which is not foreign to it; `after_out`: what the [run] after step
+    printed."""
     status, error, metrics, check = "ok", None, {}, None
     if raw.status == "timeout":
         status, error = "timeout", f"timed out after {wl.timeout:g}s"
@@ -137,7 +155,7 @@ def sample_from(raw: RawResult, wl: Workload, run_id: str, target: str, rnd: int
     else:
         try:
             metrics = parse_metrics(wl.metrics, raw.stdout)
-            check = check_value(wl, raw, files, close, refs)
+            check = check_value(wl, raw, files, close, refs, after_out)
         except ParseError as exc:
             status, error = "failed", str(exc)
     times = {"wall": raw.wall_s, "user": raw.user_s, "sys": raw.sys_s}

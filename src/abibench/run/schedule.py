@@ -45,7 +45,7 @@ from .runtime import AbiRuntime
 from .samples import sample_from
 from .servers import ServerError
 from .signals import signals_as_interrupt
-from .steps import untimed_step
+from .steps import untimed_output, untimed_step
 from .stopping import Precision, noise_floor, precision
 
 
@@ -347,7 +347,7 @@ class Session:
                                      timeout_s=pl.timeout(self.wl.timeout), launch=self.launch,
                                      stdin=prep.stdin, how=how, tree=self._tree(),
                                      merge_stderr=self.wl.merge_stderr)
-                after = self._after(pl, raw)
+                after = self._after(pl, raw, srv)
                 # Again: the program may have removed {work} or put a link where an output
                 # belongs, and nothing is read through it.
                 prep.files, prep.close = pl.output_files(srv)
@@ -363,7 +363,7 @@ class Session:
             self._interrupted()
             raise
         self._keep(raw, prep, number, warm, started, "sequential" if warm else self.design.name,
-                   how.cpu, after_error=after)
+                   how.cpu, after=after)
 
     def _simultaneous(self, order: list[Target], number: int) -> None:
         """Both targets at the same moment, each pinned to its CPU (swapped every round)."""
@@ -395,7 +395,7 @@ class Session:
             # The other program of the pair is abibench's own work, not a neighbour's.
             ours = (other.user_s + other.sys_s) * other.repeat
             self._keep(raw, prep, number, False, started, "simultaneous", how.cpu, ours,
-                       after_error=after)
+                       after=after)
 
     def _tree(self) -> TreeAccounting | None:
         """How the program's whole tree is measured ([run] memory = "tree"); for a server
@@ -404,23 +404,28 @@ class Session:
             return None
         return tree_accounting()
 
-    def _after(self, pl: Placement, raw: RawResult) -> str | None:
-        """[run] after, untimed, once the sample worked; why it failed, or None."""
+    def _after(self, pl: Placement, raw: RawResult,
+               srv: ServerRun | None = None) -> tuple[str | None, str]:
+        """[run] after, untimed, once the sample worked: why it failed (or None), and what it
+        printed ([validate] after_match reads it)."""
         if not self.wl.after or not raw.ok:
-            return None
-        return untimed_step(pl.step_argv(self.wl.after), pl.work, pl.env(self.base_env, ""),
-                            pl.timeout(self.wl.timeout), "[run] after step")
+            return None, ""
+        return untimed_output(pl.step_argv(self.wl.after, srv), pl.work,
+                              pl.env(self.base_env, ""), pl.timeout(self.wl.timeout),
+                              "[run] after step")
 
     def _keep(self, raw: RawResult, prep: _Prepared, number: int, warm: bool, started: str,
               design: str, cpu: int | None, ours_s: float = 0.0,
-              after_error: str | None = None) -> None:
+              after: tuple[str | None, str] = (None, "")) -> None:
         # When the after step failed, what it left (a partial decode) is neither validated
         # nor taken as the run's reference output.
+        after_error, after_out = after
         files, close = ([], []) if after_error else (prep.files, prep.close)
         sample = sample_from(raw, self.wl, self.run_id, prep.target.label, number, prep.pos, warm,
                              started, prep.pad, files, close, self.close_refs,
                              design=design, cpu=cpu, ours_s=ours_s,
-                             emulated=self.places[prep.target.label].emulated)
+                             emulated=self.places[prep.target.label].emulated,
+                             after_out=None if after_error else after_out)
         if after_error and sample.status == "ok":
             sample = replace(sample, status="failed", error=after_error, check=None)
         if self.watch_board:

@@ -135,7 +135,7 @@ def _workload_meta(wl: Workload, targets: list[str]) -> WorkloadMeta:
     return WorkloadMeta(id=wl.id, primary=wl.primary, targets=tuple(targets),
                         metrics={m.name: m for m in metrics}, title=wl.title,
                         params=dict(wl.params), seeds=tuple(wl.seeds), path=str(wl.path),
-                        validates=wl.validates,
+                        validates=wl.validates, no_validation=wl.no_validation,
                         extra={"profile_sha256": sha256_file(wl.path)})
 
 

@@ -166,7 +166,8 @@ def _obj(required: dict[str, Check], optional: dict[str, Check] | None = None) -
 
 _METRIC = _obj({"unit": _str, "better": _enum("higher", "lower")})
 _WORKLOAD = _obj({"primary": _str, "metrics": _map(_METRIC), "targets": _list(_str)},
-                 {"title": _str, "params": _map(_any), "seeds": _list(_str)})
+                 {"title": _str, "params": _map(_any), "seeds": _list(_str),
+                  "validates": _opt(_bool), "no_validation": _opt(_str)})
 _RUN = _obj({"id": _str, "started": _str, "finished": _opt(_str), "status": _str,
              "tool_version": _str,
              "config": _obj({"workloads": _map(_WORKLOAD)},
