@@ -212,6 +212,10 @@ class Store(SqlStore):
         db: sqlite3.Connection | None = getattr(self, "db", None)  # None: opening failed
         if db is not None:
             with contextlib.suppress(sqlite3.Error):
+                if orphans:
+                    # Into the file itself, wherever it was moved (SQLite does not checkpoint
+                    # a moved file on close): the log it leaves behind then holds nothing.
+                    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 db.close()
         if self._fd is not None:
             os.close(self._fd)
