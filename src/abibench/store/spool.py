@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import EXIT_STORE_LOST, StoreError, StoreLost, StoreUnreachable
+from ..errors import StoreError, StoreLost, StoreUnreachable
 from ..paths import data_dir
 from ..records import Artifact, HostContext, Outcome, Run, RunDoc, RunWarning, Sample, TargetStatus
 from ..workspace import owned_dir
@@ -246,20 +246,25 @@ class SpoolingSink(SpooledSink):
 
 
 def recovery_path(db: Path, run_id: str) -> Path:
-    """A new file beside where the lost database was (in the data directory when its directory
-    is gone too): RESULTS.recovered-RUN[-N].sqlite, created empty so nothing else is
-    overwritten."""
-    where = db.parent if db.parent.is_dir() else data_dir()
-    where.mkdir(parents=True, exist_ok=True)
-    for n in range(1, 1000):
-        path = where / f"{db.stem}.recovered-{run_id}{'' if n == 1 else f'-{n}'}.sqlite"
-        try:
-            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
-        except FileExistsError:
-            continue
-        return path
-    raise StoreError(f"cannot name a recovery file for run {run_id} in {where}: remove old "
-                     f"{db.stem}.recovered-{run_id}*.sqlite files", EXIT_STORE_LOST)
+    """A new file beside where the lost database was, else in the data directory (its
+    directory may be gone or read-only too): RESULTS.recovered-RUN[-N].sqlite, created empty
+    and exclusively, so nothing is ever overwritten."""
+    problems = []
+    for where in dict.fromkeys((db.parent, data_dir())):
+        for n in range(1, 100):
+            path = where / f"{db.stem}.recovered-{run_id}{'' if n == 1 else f'-{n}'}.sqlite"
+            try:
+                where.mkdir(parents=True, exist_ok=True)
+                os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                problems.append(f"{where}: {exc.strerror}")
+                break
+            return path
+    raise StoreLost(f"results database {db} was lost while run {run_id} wrote it, and no "
+                    f"recovery file could be made ({'; '.join(problems) or 'all names taken'}): "
+                    "free space or permissions there, or choose another --db")
 
 
 class JournalSink(SpooledSink):
@@ -289,7 +294,12 @@ class JournalSink(SpooledSink):
             self.db.save_as(target)
             saved = Store(target)
         except (sqlite3.Error, StoreError):
-            self.spool.save_as(target)  # overwritten: the journal has all of this run
+            try:
+                self.spool.save_as(target)  # overwritten: the journal has all of this run
+            except sqlite3.Error as err:
+                raise StoreLost(f"{exc.reason}, and the recovery file {target} could not be "
+                                f"written ({err}): free space there or choose another --db",
+                                exc.reason) from err
             saved = Store(target)
         with saved.transaction():
             for run_id in run_ids:
