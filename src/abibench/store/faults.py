@@ -79,8 +79,8 @@ def locked(path: Path, timeout: float) -> StoreError:
 def lost(path: Path, detail: str) -> StoreLost:
     """The file at path is no longer the database this process writes (see `identity_problem`)."""
     reason = f"results database {path} {detail} while this process wrote it"
-    return StoreLost(f"{reason}: what it committed since went to a file nobody can open; "
-                     "choose a --db nothing else deletes or overwrites", reason)
+    return StoreLost(f"{reason}: what it commits no longer reaches a database anyone can "
+                     "open at that path; choose a --db nothing else deletes or overwrites", reason)
 
 
 # The first 16 bytes of every SQLite 3 database file.

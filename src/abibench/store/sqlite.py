@@ -211,11 +211,12 @@ class Store(SqlStore):
         # leaves the log beside the file, and the next open reads it.
         db: sqlite3.Connection | None = getattr(self, "db", None)  # None: opening failed
         if db is not None:
-            with contextlib.suppress(sqlite3.Error):
-                if orphans:
-                    # Into the file itself, wherever it was moved (SQLite does not checkpoint
-                    # a moved file on close): the log it leaves behind then holds nothing.
+            if orphans:
+                # Into the file itself, wherever it was moved (SQLite does not checkpoint a
+                # moved file on close): the log it leaves behind then holds nothing.
+                with contextlib.suppress(sqlite3.Error):
                     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            with contextlib.suppress(sqlite3.Error):
                 db.close()
         if self._fd is not None:
             os.close(self._fd)
