@@ -250,7 +250,8 @@ def recovery_path(db: Path, run_id: str) -> Path:
     directory may be gone or read-only too): RESULTS.recovered-RUN[-N].sqlite, created empty
     and exclusively, so nothing is ever overwritten."""
     problems = []
-    for where in dict.fromkeys((db.parent, data_dir())):
+    # A directory deleted with the database is not made again; the data directory is.
+    for where in dict.fromkeys([*([db.parent] if db.parent.is_dir() else []), data_dir()]):
         for n in range(1, 100):
             path = where / f"{db.stem}.recovered-{run_id}{'' if n == 1 else f'-{n}'}.sqlite"
             try:
