@@ -5,7 +5,7 @@ the program or the build cache replaced) at one checkpoint drawn per day; this t
 fault after every stored sample of the run, k = 1..N, in a shuffled order (so that a short
 budget still reaches every fault), until all are done or the time is up:
 
-    .venv/bin/python bench/faults.py --minutes 20          # all of them: ~80 cases, ~10 min
+    .venv/bin/python bench/faults.py --minutes 20          # all of them: 88 cases, ~10 min
     .venv/bin/python bench/faults.py --minutes 3 --fault db-deleted --fault SIGKILL
 
 Prints per fault how many cases were tried and how many broke an invariant (with what), and

@@ -13,7 +13,8 @@ the program, delete the build cache) before it sends SIGCONT. Then it checks:
   it to the plan's rounds, and no temporary directory is left;
 - a full disk: exit 0, or exit 6 with "disk is full"; every sample stored before is still there,
   and once space is freed `report` and `run --resume` complete the run;
-- a database deleted, replaced or overwritten: exit 11, a recovery file holds the whole run
+- a database deleted (alone, with its log, with its whole directory), replaced or overwritten,
+  or its log deleted: exit 11, a recovery file holds the whole run
   (every sample of the plan), `report` reads it, its export imports into a new database, and a
   file put at the path is left exactly as it was put there (no stale log of ours beside it);
 - the program replaced (by one whose output says so): the run does not exit 0 with samples
@@ -54,10 +55,10 @@ EXIT_INTERRUPTED = 130
 
 # Every fault, by the signal the run sends itself at the checkpoint.
 KILLS = {"SIGKILL": "KILL", "SIGINT": "INT"}
-STOPPED = ("disk-full", "db-deleted", "db-and-log-deleted", "db-replaced", "db-overwritten",
-           "log-deleted", "program-replaced", "cache-deleted")
+LOST = ("db-deleted", "db-and-log-deleted", "data-dir-deleted", "db-replaced", "db-overwritten",
+        "log-deleted")
+STOPPED = ("disk-full", *LOST, "program-replaced", "cache-deleted")
 FAULTS = (*KILLS, *STOPPED)
-LOST = ("db-deleted", "db-and-log-deleted", "db-replaced", "db-overwritten", "log-deleted")
 DEADLINE_S = 180.0
 
 
@@ -292,6 +293,8 @@ def stage(case: Case, box: Sandbox, db: Path) -> str | None:
     elif case.fault == "db-and-log-deleted":
         for p in db.parent.glob(db.name + "*"):
             p.unlink()
+    elif case.fault == "data-dir-deleted":
+        shutil.rmtree(db.parent)
     elif case.fault == "db-replaced":
         other = db.with_name("other.sqlite")
         _new_database(other)
@@ -463,7 +466,7 @@ def _after_loss(case: Case, box: Sandbox, db: Path, out: Outcome, err: str, samp
             bad.append("the file put at the database's path was changed")
         if db.with_name(db.name + "-wal").exists():
             bad.append("the lost database's log was left beside the file put at its path")
-    if case.fault in ("db-deleted", "db-and-log-deleted"):
+    if case.fault in ("db-deleted", "db-and-log-deleted", "data-dir-deleted"):
         left = [p.name for p in db.parent.glob(db.name + "*")]
         if left:
             bad.append(f"the deleted database's side files were left: {left}")
