@@ -1,27 +1,17 @@
 """The fault-injection harness's session: one warm build cache and N, the samples of a run,
-from one reference run; which checkpoint each fault is tried at in this run (seeded)."""
+from one reference run; which checkpoint each fault is tried at in this session (seeded)."""
 
 from __future__ import annotations
 
-import os
 import random
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from .harness import Outcome, summary, warm
+from .harness import FAULTS, SEED_ENV, Outcome, fault_seed, summary, warm
 
-SEED_ENV = "ABIBENCH_FAULT_SEED"
 TRIED: list[Outcome] = []
-
-
-def fault_seed() -> int:
-    """ABIBENCH_FAULT_SEED, else today's date: another sample of checkpoints every day, the
-    same all day (a failure is repeated with the seed the summary prints)."""
-    given = os.environ.get(SEED_ENV, "").strip()
-    return int(given) if given.isdigit() else int(datetime.now(UTC).strftime("%Y%m%d"))
 
 
 @pytest.fixture(scope="session")
@@ -46,8 +36,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if not TRIED:
         return
     terminalreporter.write_line(
-        f"fault injection (seed {fault_seed()}; {SEED_ENV} repeats it): "
-        + ", ".join(o.case.id for o in TRIED))
+        f"fault injection (seed {fault_seed()}; {SEED_ENV} repeats it): {len(TRIED)} of "
+        f"{len(FAULTS)} faults, at " + ", ".join(o.case.id for o in TRIED))
     for fault, row in summary(TRIED).items():
         terminalreporter.write_line(f"  {fault}: {row['cases']} cases, {row['violations']} "
                                     "violations")

@@ -1,6 +1,7 @@
-"""Every fault of the harness (tests/faults/harness.py) at a checkpoint drawn for this session:
-a real run killed, its disk filled, its database deleted or replaced, its program or build
-cache replaced, right after its k-th sample was stored. bench/faults.py tries every checkpoint."""
+"""Faults of the harness (tests/faults/harness.py), drawn for this session, each at a checkpoint
+drawn too: a real run killed, its disk filled, its database deleted or replaced, its program or
+build cache replaced, right after its k-th sample was stored. bench/faults.py tries every fault
+at every checkpoint."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 from abibench.errors import UsageError
 from abibench.store.faultpoint import FAULT_ENV, SIGNALS, parse
 
-from .harness import FAULTS, Case, Unavailable, all_cases, run_case, sandbox
+from .harness import FAULTS, Case, Unavailable, all_cases, drawn_faults, run_case, sandbox
 from .harness import Outcome as Tried
 
 
@@ -23,7 +24,7 @@ def test_every_fault_at_every_checkpoint_is_generated() -> None:
     assert {c.at for c in cases} == {1, 2, 3, 4, 5}
 
 
-@pytest.mark.parametrize("fault", FAULTS)
+@pytest.mark.parametrize("fault", drawn_faults())
 def test_fault_at_a_checkpoint(fault: str, checkpoint: int, warmed: tuple[Path, int],
                                tmp_path: Path, tried: list[Tried]) -> None:
     cache, samples = warmed
