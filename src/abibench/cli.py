@@ -61,10 +61,10 @@ from .workloads.profile import (
 )
 
 if TYPE_CHECKING:
-    from .store.spool import SpoolingSink
+    from .store.spool import SpooledSink
 
     # What a run writes to and reads back from: a store, or a shared one through its spool.
-    RunStore = SqlStore | SpoolingSink
+    RunStore = SqlStore | SpooledSink
 
 
 def _percent(text: str) -> float:
@@ -674,15 +674,17 @@ def _write_run_html(args: argparse.Namespace, store: RunStore, doc: RunDoc,
 
 def _with_run_store(args: argparse.Namespace, ref: str) -> int:
     """`run` writes a SQLite file, or a shared server through its local spool (store/spool.py)."""
-    if not is_url(ref):
-        from .store.sqlite import Store
+    from .store.spool import SpoolingSink, journaled
 
-        sqlite_store = Store(sqlite_file(ref))
-        try:
-            return cmd_run(args, sqlite_store)
-        finally:
-            sqlite_store.close()
-    from .store.spool import SpoolingSink
+    if not is_url(ref):
+        # Through a journal: a file deleted or replaced mid-run loses nothing (exit 11).
+        with journaled(sqlite_file(ref), lambda msg: _say(f"abibench: warning: {msg}",
+                                                          sys.stderr)) as journal:
+            code = cmd_run(args, journal)
+        lost = journal.lost_error()
+        if lost is not None:
+            raise lost
+        return code
 
     sink = SpoolingSink(ref, lambda msg: _say(f"abibench: warning: {msg}", sys.stderr))
     try:

@@ -107,11 +107,14 @@ def guarded(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P
 
 
 def writer(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
-    """A method that writes: refused on a store opened read-only, guarded like every other."""
+    """A method that writes: refused on a store opened read-only, guarded like every other,
+    and followed by the backend's check that what it committed reached the database."""
     def run(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
         if self.readonly:
             raise self.refuse_write()
-        return method(self, *args, **kwargs)
+        done = method(self, *args, **kwargs)
+        self.after_commit()
+        return done
 
     return guarded(functools.wraps(method)(run))
 
@@ -157,6 +160,10 @@ class SqlStore:
 
     def close(self) -> None:
         raise NotImplementedError
+
+    def after_commit(self) -> None:
+        """Raise StoreLost when what was just committed did not reach the database its users
+        open (a file deleted or replaced under this process); a server has nothing to check."""
 
     lock_rows = ""  # appended to a SELECT whose rows the transaction then updates
 
@@ -220,6 +227,7 @@ class SqlStore:
         except BaseException:
             self.rollback()
             raise
+        self.after_commit()
 
     def _guard(self, call: Callable[[], object]) -> None:
         try:
