@@ -139,7 +139,7 @@ class ProgramGuard:
                 self.vouched += 1
                 return None
             k = self.vouched
-            when = (f"between samples {k} and {k + 1}" if k else "before its first sample")
+            when = f"between samples {k} and {k + 1}" if k else "by the end of its first sample"
             self.broken = (f"the program changed since it was built, {when} of this target "
                            f"({what}): no sample from then on measured the built program, so "
                            "none of them counts; measure it again in a fresh run")
