@@ -587,6 +587,11 @@ def _record_outcome(store: RunSink, run_id: str, wl: Workload, outcome: Schedule
         store.add_warning(run_id, RunWarning(
             f"{label}: its samples left {n} {'process' if n == 1 else 'processes'} running "
             "when they ended (killed by the launcher)", workload=wl.id, target=label))
+    for label, n in sorted(outcome.stopped.items()):
+        store.add_warning(run_id, RunWarning(
+            f"{label}: {n} {'sample was' if n == 1 else 'samples were'} stopped (SIGSTOP or "
+            "SIGTSTP) while the program ran: stored, but not counted, as their times hold the "
+            "time the program stood still", workload=wl.id, target=label))
     for label in sorted(outcome.uncaught):
         store.add_warning(run_id, RunWarning(
             f"{label}: processes that leave a sample's process group could not be caught here "
