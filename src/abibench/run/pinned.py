@@ -71,11 +71,32 @@ class Identity:
         return out
 
 
+def _origin_relative(art: Artifact) -> bool:
+    """Whether a program file of the artifact loads libraries relative to its own directory
+    (what `abibench inspect` found: Artifact.inspection)."""
+    for name in art.files:
+        info = (art.inspection or {}).get(name)
+        if not isinstance(info, dict):
+            continue
+        rpath, runpath = info.get("rpath"), info.get("runpath")
+        paths = [*(rpath if isinstance(rpath, list) else []),
+                 *(runpath if isinstance(runpath, list) else [])]
+        if any("ORIGIN" in str(p) for p in paths):
+            return True
+    return False
+
+
 def pin_artifact(art: Artifact, where: Path) -> Artifact:
     """The artifact as it runs for this workload: its program files copied into `where` (a new
     directory inside the run's own one), read-only; its data files (scripts, scenes) linked
     beside them, as data they are not the program measured. A file missing from the build is
-    left missing, for Placement.verify to say so."""
+    left missing, for Placement.verify to say so.
+
+    A program that finds its libraries relative to itself ($ORIGIN in its RPATH or RUNPATH)
+    would not find them from a copy: such an artifact runs where it is, and only the guard's
+    check after every sample stands between it and a swap."""
+    if _origin_relative(art):
+        return art
     where.mkdir(mode=0o700)
     src = Path(art.bin_dir)
     for name in art.files:
