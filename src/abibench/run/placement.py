@@ -69,6 +69,8 @@ class Placement:
     work_real: Path = field(init=False)
     # What the program files are (run/pinned.py), vouched for after every sample.
     guard: ProgramGuard = field(init=False)
+    # Where the program files were built, when they run from the run's own copy (pinned.py).
+    origin: tuple[Path, ...] = ()
 
     def __post_init__(self) -> None:
         self.work_real = self.work.resolve()
@@ -81,6 +83,7 @@ class Placement:
         if art.sysroot is None:
             # The program runs from the run's own read-only copy, never from the build cache
             # or a --binary's directory, which others may change (run/pinned.py).
+            origin = tuple(Path(art.bin_dir) / f for f in art.files)
             art = pin_artifact(art, tmp / f"{label}.program")
             work = tmp / label
             work.mkdir(exist_ok=True)
@@ -88,7 +91,7 @@ class Placement:
             # its C library), so its paths are the host's.
             pl = Placement(wl, target, art, work, str(work), inputs,
                            {k: str(v) for k, v in inputs.items()}, stack=stack,
-                           runtime=runtime or AbiRuntime())
+                           runtime=runtime or AbiRuntime(), origin=origin)
             if pl.emulated:
                 pl.guest_bin = emulated_bin(art, pl.runtime, tmp / f"{label}.emulated-bin")
             return pl
@@ -237,6 +240,10 @@ class Placement:
             inner = inner if isinstance(inner, str) else f"{self.art.bin_dir}/{f}"
             out.append(resolve_inside(self.runner.sysroot.path, inner))
         return out
+
+    def built_files(self) -> list[Path]:
+        """The program files where they were built or unpacked (not the run's copy)."""
+        return list(self.origin) if self.origin else self.program_files()
 
     def emulation_problem(self) -> str | None:
         """Why this target cannot run under its emulator, or None: a server or a browser

@@ -147,7 +147,7 @@ def _shared_programs(places: dict[str, Placement]) -> dict[str, str]:
     owner: dict[Path, str] = {}
     out: dict[str, str] = {}
     for label, pl in places.items():
-        for path in pl.program_files():
+        for path in pl.built_files():
             real = path.resolve()
             if real in owner and owner[real] != label:
                 out[label] = (f"{path} is the same file as {owner[real]}'s program: two targets "
