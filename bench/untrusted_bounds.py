@@ -1,6 +1,6 @@
 """Issue 26's invariants about samples, tried for longer than CI does.
 
-The same test logic as tests/hostile/test_program_identity.py and test_bounded_work.py (their
+The same test logic as tests/run/test_program_identity.py and test_bounded_work.py (their
 undecorated bodies, fed by the same Hypothesis strategies), round-robin until the time is up:
 
   .venv/bin/python bench/untrusted_bounds.py --minutes 5
@@ -28,8 +28,8 @@ from hypothesis.errors import NonInteractiveExampleWarning
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.hostile import test_bounded_work as bw
-from tests.hostile import test_program_identity as pi
+from tests.run import test_bounded_work as bw
+from tests.run import test_program_identity as pi
 
 from abibench.run.launcher import launcher
 
