@@ -12,8 +12,12 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -185,3 +189,33 @@ def test_the_pinned_copy_is_read_only_and_removed_with_the_run(
     assert modes == [(0o555, 0o555)]
     assert not list(temp_root().glob(f"{prefix(wid)}*"))
 
+
+
+REMOVE = """
+import os, sys
+from pathlib import Path
+from abibench.workspace import remove_tree
+top = Path(sys.argv[1]) / "run"
+(top / "x86_64.program").mkdir(parents=True)
+(top / "x86_64.program" / "metric").write_bytes(b"x")
+os.chmod(top / "x86_64.program" / "metric", 0o555)
+os.chmod(top / "x86_64.program", 0o555)
+remove_tree(top)
+print("gone" if not top.exists() else "left")
+"""
+
+
+def test_a_read_only_pinned_copy_is_removed_by_a_user_other_than_root() -> None:
+    # Root deletes entries of a read-only directory anyway; another user cannot, unless the
+    # directory is made writable again: workspace.remove_tree does, for the run's own tree.
+    python = str(Path(sys.executable))
+    as_user = [] if os.geteuid() != 0 else [
+        str(shutil.which("setpriv")), "--reuid", "65534", "--regid", "65534", "--clear-groups"]
+    if as_user and as_user[0] == "None":
+        pytest.skip("setpriv is needed to run as another user")
+    # Not pytest's tmp_path: its parents are closed to other users.
+    with tempfile.TemporaryDirectory() as where:
+        os.chmod(where, 0o777)
+        r = subprocess.run([*as_user, python, "-c", REMOVE, where], capture_output=True,
+                           text=True, check=False)
+    assert r.stdout.strip() == "gone", r.stderr[-2000:]
