@@ -22,9 +22,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from abibench.abi import parse_abi_list
+from abibench.analyse.report import from_run
 from abibench.errors import ProfileError, UsageError
 from abibench.files import NotRegular, TooLarge
 from abibench.hashing import sha256_regular
+from abibench.report.markdown import render
 from abibench.run.launcher import RawResult, run_sample
 from abibench.run.samples import VALIDATE_LIMIT, ParseError, check_value, parse_metrics
 from abibench.run.schedule import Plan
@@ -285,3 +287,4 @@ def test_a_sample_stopped_while_it_ran_is_stored_but_not_counted(
     assert first.discarded is not None and "stopped once" in first.discarded
     assert second.counted and second.discarded is None
     assert any("stopped (SIGSTOP or SIGTSTP)" in w.message for w in doc.warnings)
+    assert "1 sample was stopped" in render(from_run(doc))  # the report says why
