@@ -566,7 +566,7 @@ int main(int argc, char **argv) {
     int64_t cov_t0 = now_ns();
     int64_t t0 = now_ns(), t_first = t0, t1 = t0, wall = 0;
     int64_t deadline = timeout_ms > 0 ? t0 + (int64_t)timeout_ms * 1000000LL : 0;
-    int status = 0, escaped = 0, exec_errno = 0, stops = 0;
+    int status = 0, escaped = 0, exec_errno = 0, stops = 0, stop_seen = 0;
     long long runs = 0;
     struct rusage ru_sum;
     memset(&ru_sum, 0, sizeof ru_sum);
@@ -599,10 +599,16 @@ int main(int argc, char **argv) {
             pid_t w;
             /* WUNTRACED: a stop of the program (SIGSTOP, SIGTSTP, SIGTTIN/OU) is reported
              * too, and counted: its wall time then holds the time it stood still, so the
-             * caller stores the sample as no measurement.  WCONTINUED reports the SIGCONT. */
+             * caller stores the sample as no measurement.  A stop the program was continued
+             * from before we looked is reported only as its SIGCONT (WCONTINUED, which the
+             * kernel reports only for a process that was stopped): that counts as well. */
             while ((w = wait4(-1, &st, WNOHANG | WUNTRACED | WCONTINUED, &r)) > 0) {
                 if (WIFSTOPPED(st) || WIFCONTINUED(st)) {
-                    if (w == pid && WIFSTOPPED(st)) stops++;
+                    if (w == pid && WIFSTOPPED(st)) { stops++; stop_seen = 1; }
+                    if (w == pid && WIFCONTINUED(st)) {
+                        if (!stop_seen) stops++;
+                        stop_seen = 0;
+                    }
                     continue;
                 }
                 if (w == pid) { status = st; ru = r; done = 1; }
