@@ -217,9 +217,9 @@ def _spans(case: Captured, abi: str) -> list[tuple[str, int, int]]:
     wl, out = case.workload, _outputs(case)[abi]
     spans = []
     for kind, rx, text in (("stdout", wl.stdout_match, out[0]), ("after", wl.after_match, out[1])):
-        found = rx.search(text or "") if rx is not None else None
-        if found is not None and found.end(1) > found.start(1):
-            spans.append((kind, found.start(1), found.end(1)))
+        found = rx.span(text or "") if rx is not None else None
+        if found is not None and found[1] > found[0]:
+            spans.append((kind, found[0], found[1]))
     return spans
 
 

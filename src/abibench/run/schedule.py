@@ -103,6 +103,8 @@ class ScheduleResult:
     timed_out: bool = False
     interrupted: bool = False
     changed: list[str] = field(default_factory=list)  # targets whose program changed mid-run
+    # target -> its samples stopped (SIGSTOP, SIGTSTP) while they ran: stored, never counted
+    stopped: dict[str, int] = field(default_factory=dict)
     # target -> processes its samples left alive, killed by the launcher: not a failure, but
     # something ran beside the next sample until it was killed, so the run records it.
     escaped: dict[str, int] = field(default_factory=dict)
@@ -145,7 +147,7 @@ def _shared_programs(places: dict[str, Placement]) -> dict[str, str]:
     owner: dict[Path, str] = {}
     out: dict[str, str] = {}
     for label, pl in places.items():
-        for path in pl.program_files():
+        for path in pl.built_files():
             real = path.resolve()
             if real in owner and owner[real] != label:
                 out[label] = (f"{path} is the same file as {owner[real]}'s program: two targets "
@@ -428,6 +430,7 @@ class Session:
                              after_out=None if after_error else after_out)
         if after_error and sample.status == "ok":
             sample = replace(sample, status="failed", error=after_error, check=None)
+        sample = self._vouched(prep.target.label, sample)
         if self.watch_board:
             now = board.read_now()
             sample = replace(sample, clock_mhz=now.clock_mhz, temp_c=now.temp_c,
@@ -442,6 +445,16 @@ class Session:
         if sample.status != "ok":
             self.outcome.failed[prep.target.label] = sample.error or sample.status
             self.outcome.timed_out |= sample.status == "timeout"
+
+    def _vouched(self, label: str, sample: Sample) -> Sample:
+        """Every sample passes here before it is stored: the program that ran is still the one
+        built (run/pinned.py), else the sample failed and the target with it."""
+        sample = self.places[label].vouch(sample)
+        if self.places[label].guard.broken and label not in self.outcome.changed:
+            self.outcome.changed.append(label)
+        if sample.discarded is not None:
+            self.outcome.stopped[label] = self.outcome.stopped.get(label, 0) + 1
+        return sample
 
     def _interrupted(self) -> None:
         self.outcome.interrupted = True
@@ -508,6 +521,9 @@ class Session:
                     continue
                 if counted_run is not None:
                     sample, raw, reads = counted_run
+                    sample = self._vouched(target.label, sample)
+                    if sample.status != "ok" and self.places[target.label].guard.broken:
+                        outcome.failed[target.label] = sample.error or sample.status
                     outcome.count_escaped(target.label, raw)
                     if reads:
                         outcome.clock_bound[target.label] = reads
@@ -523,8 +539,9 @@ class Session:
         for target in self.active:
             # Again after the last sample: a program replaced mid-run is no result.
             changed = self.places[target.label].verify()
-            if changed:
+            if changed and target.label not in outcome.failed:
                 outcome.failed[target.label] = changed
+            if changed and target.label not in outcome.changed:
                 outcome.changed.append(target.label)
         active = [t for t in self.active if t.label not in outcome.failed]
         if outcome.failed:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import ProfileError
-from ..files import TooLarge, read_regular
+from ..files import TooLarge, existing_kind_problem, read_regular
 from ..ids import id_problem, sweep_value_problem
 from ..outputs import protect
 from ..paths import MICRO_DIR, PAGES_DIR, PROFILES_DIR
@@ -23,6 +23,7 @@ from ..records import BUILTIN_METRICS, Better, Metric
 from ..text import one_line
 from .confine import ROOT_WORDS, confined, inside, template_problem
 from .parsers import BUILTIN_PARSERS
+from .pattern import Pattern, PatternError
 
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 PLACEHOLDER_RE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
@@ -51,7 +52,7 @@ class MetricRule:
     name: str
     unit: str
     better: Better
-    regex: re.Pattern[str] | None  # None for builtin parsers
+    regex: Pattern | None  # None for builtin parsers; matched by RE2 (workloads/pattern.py)
     scale: float = 1.0
     builtin: str | None = None  # a named parser of workloads/parsers.py
     key: str | None = None  # which value of the builtin parser's result
@@ -92,7 +93,7 @@ class CloseSpec:
 class ValidateSpec:
     """What must be identical across ABIs: the parts of [validate]."""
 
-    stdout_match: re.Pattern[str] | None = None
+    stdout_match: Pattern | None = None
     stdout_digest: bool = False
     files: tuple[str, ...] = ()
     # close = { files = [...], max_diff = 1, max_fraction = 0.01 }: files that must match the
@@ -100,7 +101,7 @@ class ValidateSpec:
     close: CloseSpec | None = None
     # after_match: a pattern in what the [run] after step printed, group 1 compared like
     # stdout_match's (a known answer computed by the same build, the rows a server kept)
-    after_match: re.Pattern[str] | None = None
+    after_match: Pattern | None = None
 
     @property
     def any(self) -> bool:
@@ -158,7 +159,7 @@ class Workload:
     source: SourceSpec
     command: tuple[str, ...]
     timeout: float
-    stdout_match: re.Pattern[str] | None
+    stdout_match: Pattern | None
     metrics: tuple[MetricRule, ...]
     primary: str
     inputs: dict[str, dict[str, str | int | float]] = field(default_factory=dict)  # {kind, ...}
@@ -200,7 +201,7 @@ class Workload:
     # validation read (ioquake3 prints its console, the timedemo result included, on stderr)
     merge_stderr: bool = False
     # [validate] after_match: a pattern in the [run] after step's standard output
-    after_match: re.Pattern[str] | None = None
+    after_match: Pattern | None = None
     # validate = "none: REASON": the profile says why its output cannot be checked; every
     # report prints the reason where the output check would be
     no_validation: str | None = None
@@ -332,12 +333,16 @@ class _Loader:
             raise self.fail(key, f"'{key}' must be a list of strings, like {key} = [\"a\", \"b\"]")
         return tuple(value)
 
-    def regex(self, table: Mapping[str, object], key: str) -> re.Pattern[str]:
+    def regex(self, table: Mapping[str, object], key: str) -> Pattern:
+        """A pattern matched against program output: compiled here, by RE2, so that one it
+        cannot match in linear time (a backreference, a lookaround) is refused at load."""
         pattern = self.str_(table, key)
         try:
-            rx = re.compile(pattern)
-        except re.error as exc:
-            raise self.fail(key, f"bad regular expression in '{key}': {exc}") from None
+            rx = Pattern.compile(pattern)
+        except PatternError as exc:
+            raise self.fail(key, f"bad regular expression in '{key}': {one_line(str(exc))} "
+                            "(patterns are matched in linear time by RE2, which has no "
+                            "backreferences or lookaround: rewrite it without them)") from None
         if rx.groups < 1:
             raise self.fail(key, f"'{key}' needs one capture group (...) around the value")
         return rx
@@ -831,6 +836,7 @@ def _check_paths(ld: _Loader, wl: Workload) -> None:
         if problem:
             raise ld.fail(key, f"{key} entry '{template}' {problem} (abibench only touches "
                           f"paths inside {ROOT_WORDS[kind]})")
+    _check_stdin_kind(ld, wl)
     if not wl.source.build:
         roots = (wl.path.parent, MICRO_DIR)
         for f, p in zip(wl.source.files, _source_paths(wl), strict=True):
@@ -859,6 +865,23 @@ def _protect_build_tree(wl: Workload) -> None:
             seen += 1
             if seen >= _TREE_FILES_PROTECTED:
                 return
+
+
+def _check_stdin_kind(ld: _Loader, wl: Workload) -> None:
+    """[run] stdin that names a file already there (in the profile's directory): it must be a
+    regular file. A FIFO would block the run before its first sample, a device would never
+    end. (Checked again when the sample opens it: files.open_regular.)"""
+    if wl.stdin is None:
+        return
+    try:
+        at_load = substitute(wl.stdin, {"profile_dir": str(wl.path.parent), **wl.params})
+    except ProfileError:
+        return  # {work}, {bin} or an input: it exists only in the run
+    path = Path(at_load) if Path(at_load).is_absolute() else wl.path.parent / at_load
+    problem = existing_kind_problem(path)
+    if problem is not None:
+        raise ld.fail("stdin", f"stdin '{wl.stdin}' is {problem}, not a regular file: name a "
+                      "file (a FIFO would block the run, a device would never end)")
 
 
 def _extra_sources(ld: _Loader, src: Mapping[str, object]) -> tuple[tuple[str, str, str | None], ...]:
