@@ -12,7 +12,7 @@ provenance.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 
 from .. import __version__, stats
@@ -31,6 +31,7 @@ from ..records import (
     pair_by_round,
     pick_reference,
 )
+from ..text import clean_all
 from . import footprint, xbench
 from .advise import Advice, Deployment, advise
 from .context import ContextRow, context_rows, provenance_rows
@@ -177,8 +178,13 @@ class WorkloadBlock:
                 for lbl in labels]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Report:
+    """Everything every renderer shows. Frozen, and cleaned as it is made (``__post_init__``):
+    every string in it, however deep and whatever its source (profile titles, ids, units, metric
+    names, labels, tags, program output, imported fields, host values, reasons, warnings), has
+    passed :func:`abibench.text.clean`, so that a renderer only escapes for its own syntax."""
+
     kind: str  # run | comparison
     title: str
     heading: str  # the first line of the terminal view
@@ -201,6 +207,12 @@ class Report:
     # when a memory budget was given (analyse/advise.py).
     explanations: list[Explanation] = field(default_factory=list)
     advice: Advice | None = None
+
+    def __post_init__(self) -> None:
+        # The one place untrusted text is cleaned for every format (issue 26): the walk covers
+        # every field, so a field added later cannot reach a renderer raw.
+        for f in fields(self):
+            object.__setattr__(self, f.name, clean_all(getattr(self, f.name)))
 
     def explanations_of(self, workload: str) -> list[Explanation]:
         return [x for x in self.explanations if x.workload == workload]
