@@ -34,7 +34,7 @@ from ..records import (
 from ..text import clean_all
 from . import footprint, xbench
 from .advise import Advice, Deployment, advise
-from .context import ContextRow, context_rows, provenance_rows
+from .context import ContextRow, calibration_rows, context_rows, provenance_rows
 from .explain import Explanation, explain
 from .merge import ResultSet, Series, merge, single_series
 from .results import SuiteSummary, TargetRow, WorkloadResult, analyse, suite_summary
@@ -207,6 +207,8 @@ class Report:
     # when a memory budget was given (analyse/advise.py).
     explanations: list[Explanation] = field(default_factory=list)
     advice: Advice | None = None
+    # The noise calibration: what it measured, the design it chose per workload and why.
+    calibration: list[ContextRow] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         # The one place untrusted text is cleaned for every format (issue 26): the walk covers
@@ -378,7 +380,8 @@ def from_run(doc: RunDoc, source: str = "", heading: str | None = None,
         heading=heading or f"run {doc.run.id} ({doc.run.status})", sets=sets,
         series=series, workloads=blocks, suites=suite_summary(results),
         warnings=doc.run_warnings(), samples=rows, counts=_counts(rows),
-        context=context_rows(sets), provenance=_provenance(sets, series), generated=_now(),
+        context=context_rows(sets), calibration=calibration_rows([doc]),
+        provenance=_provenance(sets, series), generated=_now(),
         footprint_series=curves, footprint_diffs=footprint.differences(curves),
         index=index_of(doc), explanations=explain(doc, results),
         advice=advise(doc, results, deployment) if deployment is not None else None)
@@ -415,6 +418,7 @@ def from_sets(sets: list[ResultSet], baseline: str | None = None,
         workloads=blocks, suites=suite_summary(results),
         warnings=merged.doc.run_warnings() + merged.warnings, samples=rows,
         counts=_counts(rows), context=context_rows(infos),
+        calibration=calibration_rows([rs.doc for rs in sets]),
         provenance=_provenance(infos, merged.series), generated=_now(),
         explanations=explain(merged.doc, results),
         advice=advise(merged.doc, results, deployment) if deployment is not None else None)

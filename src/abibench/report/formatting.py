@@ -14,6 +14,9 @@ from ..stats import short
 
 number = short  # format(value, spec); "-" when not finite; exponent form when huge
 
+CALIBRATION_NOTE = ("What abibench measured about this machine's noise before it sampled, and "
+                    "the sampling design it chose for each workload from it, with the reason.")
+
 
 def si(value: float | None, unit: str = "") -> str:
     """Three significant digits with an SI prefix: 12.3M lookups/s, 1.52 s, 845 ms."""

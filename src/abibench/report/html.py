@@ -252,6 +252,12 @@ class _Page:
                 for c in r.context]
         parts.append(h("div", h("table", h("thead", h("tr", *[h("th", x) for x in heads])),
                                  h("tbody", *body)), class_="tablewrap"))
+        if r.calibration:
+            cal = [h("tr", h("th", c.label), *[h("td", v, class_="wrap") for v in c.values])
+                   for c in r.calibration]
+            parts += [h("h3", "Noise calibration"), h("p", fmt.CALIBRATION_NOTE, class_="muted"),
+                      h("div", h("table", h("thead", h("tr", *[h("th", x) for x in heads])),
+                                 h("tbody", *cal)), class_="tablewrap")]
         return h("section", *parts, id="context")
 
     # ----------------------------------------------------------------- workloads

@@ -111,6 +111,10 @@ def render(report: Report) -> str:
     out += ["## Host context", ""]
     out += _table(heads, [[f"**{_esc(c.label)}**", *[_esc(v) for v in c.values]]
                           for c in r.context])
+    if r.calibration:
+        out += ["### Noise calibration", "", fmt.CALIBRATION_NOTE, ""]
+        out += _table(heads, [[f"**{_esc(c.label)}**", *[_esc(v) for v in c.values]]
+                              for c in r.calibration])
 
     out += ["## Workloads", ""]
     for b in r.workloads:

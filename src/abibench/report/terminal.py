@@ -92,6 +92,7 @@ def _run(report: Report, con: Console) -> None:
                 con.print(f"  [red]left out (outputs differ):[/] {e(', '.join(sm.excluded))}")
     _footprint(report, con)
     _sizes(report, con)
+    _calibration(report, con)
     if report.index is not None:
         con.print()
         for line in index_lines(report.index):
@@ -306,6 +307,22 @@ def _sizes(report: Report, con: Console) -> None:
         con.print(f"  {e(note)}")
 
 
+def _calibration(report: Report, con: Console) -> None:
+    """The noise calibration: what it measured, and the design chosen per workload and why."""
+    if not report.calibration:
+        return
+    con.print()
+    con.print(f"[bold]noise calibration[/]: {fmt.CALIBRATION_NOTE}")
+    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold",
+                  show_header=len(report.sets) > 1)
+    table.add_column("")
+    for s in report.sets:
+        table.add_column(e(s.tag or "this run"))
+    for row in report.calibration:
+        table.add_row(e(row.label), *map(e, row.values))
+    con.print(table)
+
+
 def _index_score(score: float, lo: float, hi: float) -> str:
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return f"{fmt.number(score, '6.1f')} (no CI)"
@@ -387,6 +404,7 @@ def _comparison(report: Report, con: Console) -> None:
                       f"{e(b.result.validation_detail)}")
         for w in [*b.result.warnings, *b.notes]:
             con.print(f"[yellow]warning:[/] {e(b.result.id)}: {e(w)}")
+    _calibration(report, con)
     for sm in report.suites:
         gm = sm.geomean
         con.print(f"[bold]suite[/] {e(sm.a)} vs {e(sm.b)} "
