@@ -37,7 +37,14 @@ from .advise import Advice, Deployment, advise
 from .context import ContextRow, calibration_rows, context_rows, provenance_rows
 from .explain import Explanation, explain
 from .merge import ResultSet, Series, merge, single_series
-from .results import SuiteSummary, TargetRow, WorkloadResult, analyse, suite_summary
+from .results import (
+    PRIMARY_WORDS,
+    SuiteSummary,
+    TargetRow,
+    WorkloadResult,
+    analyse,
+    suite_summary,
+)
 from .sizes import SizeRow, size_notes, size_rows
 
 
@@ -100,6 +107,14 @@ class Diff:
     significant: bool
     verdict: str
     valid: bool
+    # The difference in words from ``label``'s side, the one way every report states it
+    # (stats.difference): "31.6% slower [28.0%, 35.1%]", "15.9× faster [...]", "25.0% smaller".
+    phrase: str = ""
+
+    @property
+    def headline(self) -> str:
+        """The phrase without its CI: "31.6% slower", "15.9× faster" (a chart's bar label)."""
+        return self.phrase.split(" [", 1)[0]
 
     @property
     def tone(self) -> str:
@@ -270,7 +285,8 @@ def _secondary_diff(counted: list[Sample], wid: str, metric: str, unit: str, bet
                       as_reduction=reduction)
     pct = stats.percent_better(r.ratio, r.ci_low, r.ci_high, better, reduction=reduction)
     return Diff(wid, metric, unit, better, False, label, ref, r.ratio, r.ci_low, r.ci_high,
-                r.p_value, *pct, v.significant, v.text, valid)
+                r.p_value, *pct, v.significant, v.text, valid,
+                stats.difference(*pct, words, reduction))
 
 
 # --------------------------------------------------------------------------- building
@@ -303,7 +319,8 @@ def _block(res: WorkloadResult, doc: RunDoc, reference: str | None) -> WorkloadB
         pct = stats.percent_better(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high, res.better)
         diffs.append(Diff(res.id, res.primary, res.unit, res.better, True, c.a, c.b,
                           c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high, c.p_adjusted, *pct,
-                          c.verdict.significant, c.verdict.text, valid))
+                          c.verdict.significant, c.verdict.text, valid,
+                          stats.difference(*pct, PRIMARY_WORDS)))
     if reference is not None:
         for metric in order[1:]:
             info = meta.metrics[metric]
