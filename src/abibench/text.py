@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import re
 from typing import Any, TypeVar, cast
 
@@ -55,6 +56,8 @@ _LONE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e
                    "\u061c\u200b\u00ad\u2060-\u2064\u206a-\u206f\u180e\ufeff"
                    "\U000e0000-\U000e007f]")
 _SEPARATORS = str.maketrans({"\u2028": "\n", "\u2029": "\n"})
+# Whether clean() would change a text at all: a quick test that lets clean_all skip most strings.
+_TOUCHED = re.compile(_LONE.pattern[:-1] + "\r\u2028\u2029]")
 # What a terminal, or str.splitlines, would start a new line at.
 _BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 
@@ -86,38 +89,53 @@ def clean_all(value: T) -> T:
     return cast(T, _walk(value, {}))
 
 
+# Values that hold no text: returned as they are without a call (most of a Report's values).
+_SCALARS = frozenset({int, float, bool, type(None), complex, bytes})
+
+
 def _walk(value: object, seen: dict[int, object]) -> object:
-    if type(value) is str:
-        cleaned = clean(value)
-        return value if cleaned == value else cleaned
-    if value is None or isinstance(value, int | float | complex | bytes | str):
+    kind: Any = type(value)
+    if kind is str:
+        text = cast(str, value)
+        return clean(text) if _TOUCHED.search(text) else text
+    if kind in _SCALARS or isinstance(value, str):
         return value
     key = id(value)
     if key in seen:  # shared (or cyclic) objects are cleaned once and stay shared
         return seen[key]
-    out: object
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        changes = {f.name: new for f in dataclasses.fields(value)
-                   if (new := _walk(old := getattr(value, f.name), seen)) is not old}
-        out = value
+    out: object = value
+    if kind in _DATACLASSES or (dataclasses.is_dataclass(value) and not isinstance(value, type)):
+        _DATACLASSES.add(kind)
+        changes = {}
+        for name in _field_names(kind):
+            old = getattr(value, name)
+            if type(old) in _SCALARS:
+                continue
+            new = _walk(old, seen)
+            if new is not old:
+                changes[name] = new
         if changes:
             out = copy.copy(value)
             for name, new in changes.items():
                 # object.__setattr__: a frozen dataclass is copied, never changed in place.
                 object.__setattr__(out, name, new)
     elif isinstance(value, list | tuple | set | frozenset):
-        items = [_walk(v, seen) for v in value]
-        out = value
+        items = [v if type(v) in _SCALARS else _walk(v, seen) for v in value]
         if any(new is not old for new, old in zip(items, value, strict=True)):
-            kind: Any = type(value)
             out = kind(*items) if hasattr(value, "_fields") else kind(items)  # a NamedTuple
     elif isinstance(value, dict):
-        pairs = [(_walk(k, seen), _walk(v, seen)) for k, v in value.items()]
-        out = value
+        pairs = [(_walk(k, seen), v if type(v) in _SCALARS else _walk(v, seen))
+                 for k, v in value.items()]
         if any(nk is not k or nv is not v
                for (nk, nv), (k, v) in zip(pairs, value.items(), strict=True)):
-            out = type(value)(pairs)
-    else:
-        out = value
+            out = kind(pairs)
     seen[key] = out
     return out
+
+
+_DATACLASSES: set[type] = set()  # types already seen to be dataclasses
+
+
+@functools.cache
+def _field_names(kind: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(kind))
