@@ -128,6 +128,4 @@ def index_rows(index: xbench.Index) -> list[tuple[str, str, list[str]]]:
 
 def footprint_percent(d: footprint.Difference) -> str:
     """The largest-N peak RSS change of a against b with its 95% CI."""
-    r = d.ratio
-    return with_ci(d.percent, (r.ci_low - 1) * 100, (r.ci_high - 1) * 100, "+.1f", "%",
-                   no_ci=" (no CI)")
+    return with_ci(d.percent, *d.percent_ci, "+.1f", "%", no_ci=" (no CI)")

@@ -597,8 +597,7 @@ class _Page:
 
 def _footprint_class(d: Difference) -> str:
     """Coloured only when the CI excludes no change: green when the ABI needs less memory."""
-    lo, hi = d.ratio.ci_low, d.ratio.ci_high
-    if not (math.isfinite(lo) and math.isfinite(hi)) or lo <= 1.0 <= hi:
+    if not d.significant:
         return "muted"
     return "pos" if d.percent < 0 else "neg"
 
