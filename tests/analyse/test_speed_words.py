@@ -61,3 +61,18 @@ def test_the_signed_percent_keeps_the_interval_in_order(low: float, span: float,
     p, lo, hi = stats.percent_better(mid, low, high, better)
     assert lo <= p <= hi
     assert (p > 0) == ((mid > 1) == (better == "higher")) or mid == 1
+
+
+def test_renderers_get_size_and_instruction_ratios_from_the_analysis() -> None:
+    """The file size difference beside a target is the sizes table's figure, and the instruction
+    ratio is each ABI's count over its family's 64-bit ABI's: computed in analyse/, once."""
+    from abibench.analyse.results import TargetRow, family_ratios
+
+    rows = family_ratios([TargetRow("i386", "ok", None, size=16280, instructions=1_200),
+                          TargetRow("x86_64", "ok", None, size=17560, instructions=1_000),
+                          TargetRow("armhf", "ok", None, size=9000, instructions=900)])
+    i386, x86_64, armhf = rows
+    assert i386.size_reference == "x86_64" and i386.size_larger_pct == 7.86
+    assert i386.insn_reference == "x86_64" and i386.insn_ratio == 1.2
+    assert x86_64.size_larger_pct is None and x86_64.insn_ratio is None  # the reference itself
+    assert armhf.insn_ratio is None and armhf.size_larger_pct is None  # no aarch64 to compare

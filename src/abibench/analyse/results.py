@@ -28,6 +28,7 @@ from ..records import (
     pick_reference,
 )
 from ..text import one_line
+from .sizes import larger_pct
 
 # How a primary metric's verdict names the winner's advantage and the loser's.
 PRIMARY_WORDS = ("faster", "slower")
@@ -59,11 +60,11 @@ class TargetRow:
     net_rss_kb: float | None = None
     # Against the 64-bit ABI of its own family (armhf against aarch64), computed here so that
     # every format shows the same figure: its instructions over the reference's, and how much
-    # larger its file is than the reference's, in %.
+    # larger the reference's file is than its own, in % (as the sizes table says it).
     insn_reference: str | None = None
     insn_ratio: float | None = None
     size_reference: str | None = None
-    size_vs_pct: float | None = None
+    size_larger_pct: float | None = None
 
     @property
     def counter(self) -> str:
@@ -371,7 +372,7 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
 
 
 def family_ratios(rows: list[TargetRow], reference: str | None = None) -> list[TargetRow]:
-    """Each row with its instruction ratio and file size difference against the 64-bit ABI of
+    """Each row with its instruction ratio and file size difference to the 64-bit ABI of
     its family (or, for a series with no family among the rows, ``reference``)."""
     insns = {r.label: r.instructions for r in rows if r.instructions}
     sizes = {r.label: r.size for r in rows if r.size}
@@ -386,8 +387,7 @@ def family_ratios(rows: list[TargetRow], reference: str | None = None) -> list[T
             row, insn_reference=iref,
             insn_ratio=n / ref_n if n and ref_n and iref != row.label else None,
             size_reference=sref,
-            size_vs_pct=(size / ref_size - 1) * 100 if size and ref_size and sref != row.label
-            else None))
+            size_larger_pct=larger_pct(ref_size, size) if sref != row.label else None))
     return out
 
 

@@ -516,8 +516,8 @@ class _Page:
             res = b.result
             for row in res.rows:
                 # against the 64-bit ABI of its own family: armhf against aarch64
-                vs = (f"{fmt.number(row.size_vs_pct, '+.1f')}% vs {row.size_reference}"
-                      if row.size_vs_pct is not None
+                vs = (f"{row.size_reference} {fmt.number(row.size_larger_pct, '+.1f')}% larger"
+                      if row.size_larger_pct is not None
                       else ("reference" if row.label == row.size_reference else "-"))
                 rows.append([res.id, self.swatch(row.label), fmt.size(row.size),
                              fmt.size(row.text), fmt.size(row.data), fmt.size(row.bss),
@@ -526,7 +526,7 @@ class _Page:
                  h("p", "Sizes of each workload's main binary (smaller is better): file, its "
                         "text/data/bss segments, and the file stripped.", class_="muted"),
                  _table(["workload", "target", "file", "text", "data", "bss", "stripped",
-                         "file vs reference"], rows, num={2, 3, 4, 5, 6, 7}),
+                         "64-bit larger"], rows, num={2, 3, 4, 5, 6, 7}),
                  *(h("p", n, class_="muted") for n in dict.fromkeys(
                      n for s in self.r.sets for n in s.size_notes)), id="sizes")
 
