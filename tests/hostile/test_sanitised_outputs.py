@@ -61,7 +61,7 @@ wraps = st.tuples(hostile, hostile)
 
 # Tags and attributes an HTML report may hold: those of the report of the same document with
 # plain strings (see _html_names), never more.
-_BENIGN_HTML: tuple[set[str], set[str]] | None = None
+_BENIGN_HTML: _Names | None = None
 
 
 class _Names(HTMLParser):
@@ -70,9 +70,11 @@ class _Names(HTMLParser):
         self.tags: set[str] = set()
         self.attrs: set[str] = set()
         self.hrefs: list[str] = []
+        self.shapes: set[tuple[str, frozenset[str]]] = set()  # each tag with its attributes
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags.add(tag)
+        self.shapes.add((tag, frozenset(name for name, _ in attrs)))
         for name, value in attrs:
             self.attrs.add(name)
             if name in ("href", "xlink:href") and value is not None:
@@ -140,10 +142,12 @@ def _check_json(value: object) -> None:
             _check_json(v)
 
 
-def _check_html(text: str, benign: tuple[set[str], set[str]]) -> None:
+def _check_html(text: str, benign: _Names) -> None:
     found = _html_names(text)
-    assert found.tags <= benign[0], found.tags - benign[0]
-    assert found.attrs <= benign[1], found.attrs - benign[1]
+    assert found.tags <= benign.tags, found.tags - benign.tags
+    assert found.attrs <= benign.attrs, found.attrs - benign.attrs
+    # An attribute injected into a tag that has that attribute elsewhere is a new shape.
+    assert found.shapes <= benign.shapes, found.shapes - benign.shapes
     assert all(h.startswith(("#", "data:text/csv;")) for h in found.hrefs), found.hrefs
 
 
@@ -171,7 +175,7 @@ def _outputs(report: analysis.Report, formats: tuple[str, ...]) -> dict[str, str
 
 
 def check_outputs(reports: list[analysis.Report], formats: tuple[str, ...],
-                  benign: tuple[set[str], set[str]] | None = None) -> int:
+                  benign: _Names | None = None) -> int:
     """Every check on every output of the reports; the number of outputs checked."""
     checked = 0
     for report in reports:
@@ -190,11 +194,10 @@ def check_outputs(reports: list[analysis.Report], formats: tuple[str, ...],
     return checked
 
 
-def benign_names(make_strings_doc: MakeStringsDoc) -> tuple[set[str], set[str]]:
+def benign_names(make_strings_doc: MakeStringsDoc) -> _Names:
     """The tags and attributes of the HTML report of the same document with plain strings."""
-    names = _html_names(render(_reports(make_strings_doc(lambda s: s), ("k64", "k32"))[0],
-                               "html"))
-    return names.tags, names.attrs
+    return _html_names(render(_reports(make_strings_doc(lambda s: s), ("k64", "k32"))[0],
+                              "html"))
 
 
 def hostile_doc(make_strings_doc: MakeStringsDoc, wrap: tuple[str, str]) -> Doc:
