@@ -15,9 +15,9 @@ from ..stats import short
 number = short  # format(value, spec); "-" when not finite; exponent form when huge
 
 # How every format explains the difference it shows beside a median (stats.difference).
-DIFFERENCE_NOTE = ("how it differs from the reference, with its 95% CI: the winner's advantage "
-                   "relative to the loser, as a percentage below 2x (\"31.6% slower\": the "
-                   "reference is 31.6% faster) and as a multiple from 2x on (\"15.9× faster\")")
+DIFFERENCE_NOTE = ("how it differs from the reference, with its 95% CI, said as the winner's "
+                   "advantage relative to the loser, the figure its verdict gives: a percentage "
+                   "below a factor of 2, a multiple (N×) from 2 on")
 CALIBRATION_NOTE = ("What abibench measured about this machine's noise before it sampled, and "
                     "the sampling design it chose for each workload from it, with the reason.")
 
