@@ -85,11 +85,6 @@ def ratio(value: float, low: float, high: float) -> str:
     return with_ci(value, low, high, ".3f")
 
 
-def percent_ci(percent: float, low: float, high: float) -> str:
-    """A signed percentage with its CI, "+12.3% [+10.1%, +14.4%]"."""
-    return with_ci(percent, low, high, "+.1f", "%")
-
-
 def count(n: int, noun: str) -> str:
     """'1 workload', '5 workloads': reports are read by people, not parsed."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from html import escape
 
 from ..analyse.footprint import Difference
-from ..analyse.report import MEMORY_NAMES, Cell, Diff, Report, WorkloadBlock
+from ..analyse.report import MEMORY_NAMES, Cell, Report, WorkloadBlock
 from ..analyse.results import PairVerdict
 from . import charts, csvout, why
 from . import formatting as fmt
@@ -127,10 +127,6 @@ footer{color:var(--muted);font-size:.8rem;margin-top:40px}
 TONE = {"invalid": "bad", "better": "pos", "worse": "neg", "unclear": "muted"}
 
 
-def _pct_ci(d: Diff) -> str:
-    return d.phrase
-
-
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40] or "w"
@@ -231,7 +227,7 @@ class _Page:
             return h("span", c.row.shown_state, class_="muted")
         note: object = h("span", "reference", class_="muted") if c.reference else None
         if c.diff is not None:
-            note = h("span", _pct_ci(c.diff), class_=TONE[c.diff.tone])
+            note = h("span", c.diff.phrase, class_=TONE[c.diff.tone])
         return join([fmt.si(c.median, unit), h("br"), note])
 
     # ----------------------------------------------------------------- context
@@ -361,7 +357,7 @@ class _Page:
             rows.append([d.workload, join([h("code", d.metric), " (primary)" if d.primary
                                            else ""]),
                          f"{d.unit}, {better_words(d.better)}", self.swatch(d.label),
-                         d.reference, h("span", _pct_ci(d), class_=cls),
+                         d.reference, h("span", d.phrase, class_=cls),
                          h("span", ("INVALID — " if not d.valid else "") + d.verdict,
                            class_=cls)])
         parts.append(_table(["workload", "metric", "unit", "target", "reference",
