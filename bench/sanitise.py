@@ -2,7 +2,7 @@
 """The sanitiser invariant (docs/reliability.md, "Every untrusted string reaches every output
 through the one sanitiser") tried for minutes instead of seconds.
 
-The same generated documents and checks as tests/hostile/test_sanitised_outputs.py: hostile
+The same generated documents and checks as tests/report/test_sanitised_outputs.py: hostile
 strings around every string of a run document and in the comparison tags, every format rendered
 for a run and a comparison, each output checked against its own syntax. A violation is counted
 (per check) and the first of each is printed; nothing stops at the first.
@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, settings
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.conftest import strings_doc
-from tests.hostile import test_sanitised_outputs as t
+from tests.report import test_sanitised_outputs as t
 
 from abibench.report import render
 
