@@ -55,6 +55,8 @@ CONTAINERS = {  # one piece of container evidence -> the engine it must give
                           "docker"),
     "dockerenv_on_a_disk": (VirtFacts(dockerenv=True, root_fs="ext4", root_source="/dev/vda"),
                             None),
+    "dockerenv_devicemapper": (VirtFacts(dockerenv=True, root_fs="xfs",
+                                         root_source="/dev/mapper/docker-253:0-1-abc"), "docker"),
     "none": (VirtFacts(pid1_cgroup="0::/init.scope", root_fs="ext4", root_source="/dev/sda1"),
              None),
 }

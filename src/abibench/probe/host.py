@@ -190,8 +190,10 @@ def _container(f: VirtFacts) -> tuple[str | None, str | None]:
         return f.container_env, "PID 1's $container"
     if f.containerenv:
         return "podman", "/run/.containerenv"
-    layered = f.root_fs in _LAYERED_FS
-    if f.dockerenv and (layered or not (f.root_source or "").startswith("/dev/")):
+    source = f.root_source or ""
+    # docker's devicemapper driver mounts a device of its own: /dev/mapper/docker-...
+    layered = f.root_fs in _LAYERED_FS or "docker" in source
+    if f.dockerenv and (layered or not source.startswith("/dev/")):
         return "docker", f"/.dockerenv, root on {f.root_fs or 'an unknown file system'}"
     return None, None
 
