@@ -50,9 +50,15 @@ def test_differences_read_as_better_for_both_directions(report: analysis.Report)
 
 def test_percent_better_transforms_the_interval() -> None:
     assert stats.percent_better(1.25, 1.2, 1.3, "higher") == pytest.approx((25, 20, 30))
+    # a takes 1.25x b's time: b is 25% faster, so a is "25% slower", the same figure (issue
+    # 29), and the CI's ends map to its ends.
     pct, lo, hi = stats.percent_better(1.25, 1.2, 1.3, "lower")
-    assert pct == pytest.approx(-20) and lo == pytest.approx(1 / 1.3 * 100 - 100)
-    assert hi == pytest.approx(1 / 1.2 * 100 - 100)
+    assert (pct, lo, hi) == pytest.approx((-25, -30, -20))
+    assert stats.percent_better(0.8, 0.7, 1.1, "lower") == pytest.approx(
+        (25, -(1.1 - 1) * 100, (1 / 0.7 - 1) * 100))
+    assert stats.difference(pct, lo, hi, ("faster", "slower")) == "25.0% slower [20.0%, 30.0%]"
+    assert stats.difference(*stats.percent_better(1 / 15.925, 1 / 16.6, 1 / 15.2, "higher"),
+                            ("faster", "slower")) == "15.9× slower [15.2×, 16.6×]"
 
 
 def test_bars_carry_the_ci_of_the_median_and_missing_targets(report: analysis.Report) -> None:
@@ -180,7 +186,6 @@ def test_formatters_never_overflow_or_print_inf() -> None:
     assert fmt.number(12.345) == "12.3" and fmt.number(1e308, "+.1f") == "+1e+308"
     assert fmt.number(-2.5e9, "6.1f") == "-2.5e+09"
     assert fmt.ratio(1e306, 1e305, math.inf) == "1e+306"
-    assert fmt.percent_ci(12.34, 10.0, 14.0) == "+12.3% [+10.0%, +14.0%]"
     assert [fmt.kib(v) for v in (None, math.nan, 845, 1536, 3 * 1024**2, 2**62, -5000)] == \
         ["-", "-", "845 KiB", "1.5 MiB", "3.00 GiB", "4.00 ZiB", "-4.9 MiB"]
     assert fmt.kib(1e308) == "8.47e+286 YiB"

@@ -28,6 +28,10 @@ from ..records import (
     pick_reference,
 )
 from ..text import one_line
+from .sizes import larger_pct
+
+# How a primary metric's verdict names the winner's advantage and the loser's.
+PRIMARY_WORDS = ("faster", "slower")
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,13 @@ class TargetRow:
     # emulator's own), and rss_kb minus it, the estimate of the program's own peak.
     baseline_rss_kb: float | None = None
     net_rss_kb: float | None = None
+    # Against the 64-bit ABI of its own family (armhf against aarch64), computed here so that
+    # every format shows the same figure: its instructions over the reference's, and how much
+    # larger the reference's file is than its own, in % (as the sizes table says it).
+    insn_reference: str | None = None
+    insn_ratio: float | None = None
+    size_reference: str | None = None
+    size_larger_pct: float | None = None
 
     @property
     def counter(self) -> str:
@@ -80,6 +91,11 @@ class PairVerdict:
     p_adjusted: float
     values_a: tuple[float, ...] = ()
     values_b: tuple[float, ...] = ()
+
+    @property
+    def change_percent(self) -> float:
+        """a's value against b's, in % (a memory change: -25 is a quarter less)."""
+        return (self.ratio.ratio - 1) * 100
 
 
 @dataclass(frozen=True)
@@ -131,6 +147,10 @@ class SuiteSummary:
     workloads: tuple[str, ...]
     excluded: tuple[str, ...]  # miscompared workloads: never averaged in
     text: str
+
+    @property
+    def significant(self) -> bool:
+        return suite_significant(self.geomean)
 
 
 @dataclass
@@ -291,6 +311,7 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
                 emulated=label in emulated, baseline_rss_kb=base_median,
                 net_rss_kb=rss_median - base_median if rss_median is not None
                 and base_median is not None else None))
+        rows = family_ratios(rows, (references or {}).get(wid))
         res = WorkloadResult(id=wid, title=meta.title or wid, primary=meta.primary,
                              unit=primary.unit, better=primary.better, rows=rows,
                              stop_reason=doc.outcomes[wid].text() if wid in doc.outcomes else "")
@@ -345,7 +366,7 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
                     continue
                 # Memory is a reduction ("30% smaller" = 0.70x), time a speed-up.
                 for metric, better, words, reduction, bucket in (
-                        (meta.primary, primary.better, ("faster", "slower"), False,
+                        (meta.primary, primary.better, PRIMARY_WORDS, False,
                          res.comparisons), *memory):
                     pair = doc.paired(wid, metric, other, ref)
                     try:
@@ -364,6 +385,26 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
         results.append(res)
     _apply_holm(results)
     return results
+
+
+def family_ratios(rows: list[TargetRow], reference: str | None = None) -> list[TargetRow]:
+    """Each row with its instruction ratio and file size difference to the 64-bit ABI of
+    its family (or, for a series with no family among the rows, ``reference``)."""
+    insns = {r.label: r.instructions for r in rows if r.instructions}
+    sizes = {r.label: r.size for r in rows if r.size}
+    out = []
+    for row in rows:
+        iref = family_reference(row.label, list(insns))
+        sref = family_reference(row.label, list(sizes)) or (reference if reference in sizes
+                                                            else None)
+        n, ref_n = row.instructions, insns.get(iref or "")
+        size, ref_size = row.size, sizes.get(sref or "")
+        out.append(replace(
+            row, insn_reference=iref,
+            insn_ratio=n / ref_n if n and ref_n and iref != row.label else None,
+            size_reference=sref,
+            size_larger_pct=larger_pct(ref_size, size) if sref != row.label else None))
+    return out
 
 
 def _count_verdicts(rows: list[TargetRow]) -> list[CountVerdict]:
@@ -502,11 +543,14 @@ def suite_summary(results: list[WorkloadResult]) -> list[SuiteSummary]:
 
 def _suite_text(a: str, b: str, gm: stats.GeoMean) -> str:
     # gm is a's cost relative to b: > 1 means b is better.
-    if math.isnan(gm.ci_low) or gm.ci_low <= 1.0 <= gm.ci_high:
+    if not suite_significant(gm):
         return "no significant difference overall"
     if gm.value > 1:
-        return (f"{b} is {stats.short((gm.value - 1) * 100)}% faster overall "
-                f"[{stats.short((gm.ci_low - 1) * 100)}%, {stats.short((gm.ci_high - 1) * 100)}%]")
-    return (f"{a} is {stats.short((1 / gm.value - 1) * 100)}% faster overall "
-            f"[{stats.short((1 / gm.ci_high - 1) * 100)}%, "
-            f"{stats.short((1 / gm.ci_low - 1) * 100)}%]")
+        return f"{b} is {stats.advantage(gm.value, gm.ci_low, gm.ci_high, 'faster')} overall"
+    return (f"{a} is {stats.advantage(1 / gm.value, 1 / gm.ci_high, 1 / gm.ci_low, 'faster')} "
+            "overall")
+
+
+def suite_significant(gm: stats.GeoMean) -> bool:
+    """Whether the suite's geometric mean differs from 1: its CI excludes 1."""
+    return not (math.isnan(gm.ci_low) or gm.ci_low <= 1.0 <= gm.ci_high)
