@@ -18,6 +18,8 @@ EXIT_STORE_READONLY = 7  # the results database cannot be written (read-only fil
 EXIT_STORE_CORRUPT = 8  # the results database fails SQLite's integrity check
 EXIT_STORE_LOCKED = 9  # another process holds the results database locked
 EXIT_STORE_UNREACHABLE = 10  # the shared (PostgreSQL) results database cannot be reached
+EXIT_SLOWDOWN = 11  # `--fail-on-slowdown PCT`: an ABI is significantly slower than the baseline
+#                    (`--against`) by more than PCT; everything is stored and reported first
 EXIT_SYSTEM = 12  # the system refused what no other code covers: a full disk or standard output
 #                   on /dev/full, too many open files (ulimit -n), a name too long, no permission
 EXIT_INTERNAL = 70  # a bug in abibench (an unexpected exception): one line; ABIBENCH_DEBUG=1 for
