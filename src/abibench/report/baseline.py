@@ -13,7 +13,13 @@ from collections.abc import Callable
 
 from ..analyse.baseline import AbiChange, BaselineComparison, GapChange, differing_axes
 from ..text import one_line
-from .markdown import _esc
+from .markdown import _esc as _md_escape
+
+
+def _esc(text: object) -> str:
+    """Cleaned by the one sanitiser, then escaped for Markdown: a Markdown file is shown on
+    terminals too (cat, less), so no escape sequence may reach it."""
+    return _md_escape(one_line(str(text)))
 
 
 def _pct(v: float) -> str:

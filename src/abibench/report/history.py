@@ -13,7 +13,13 @@ from collections.abc import Callable
 from ..analyse.history import History
 from ..text import one_line
 from .formatting import number
-from .markdown import _esc
+from .markdown import _esc as _md_escape
+
+
+def _esc(text: object) -> str:
+    """Cleaned by the one sanitiser, then escaped for Markdown: a Markdown file is shown on
+    terminals too (cat, less), so no escape sequence may reach it."""
+    return _md_escape(one_line(str(text)))
 
 
 def _cell(v: float | None, ratio: bool) -> str:
