@@ -937,12 +937,12 @@ def _against(args: argparse.Namespace, doc: RunDoc, baseline: RunDoc | None, out
 
 def cmd_compare_against(args: argparse.Namespace, store: SqlStore | None) -> int:
     """`compare [RUN] --against BASE`: one result set against its baseline."""
+    baseline = _baseline(args, store)
     sources = args.sources or ["latest"]
     if len(sources) != 1:
         raise UsageError("compare --against compares one run with its baseline: pass one run "
                          "id or file (or none for the latest run)")
     now = load_sources(sources, store)[0].doc
-    baseline = _baseline(args, store)
     if baseline is not None and baseline.id == now.id:
         raise UsageError(f"--against {args.against} names the run being compared ({now.id}): "
                          "name an earlier run or tag")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -59,6 +60,9 @@ def test_a_planted_slowdown_is_stated_with_its_interval_and_fails_the_gate() -> 
     assert "x86_64 11.1% slower than baseline [" in text or "x86_64 11.0% slower" in text
     assert "i386/x86_64 gap 0.9" in text
     assert shown_baseline.gate_lines(cmp, 0.05)
+    js = json.loads(shown_baseline.json_text(cmp))
+    (x64_js,) = [a for a in js["workloads"][0]["abis"] if a["target"] == "x86_64"]
+    assert x64_js["significant"] and x64_js["slowdown"] == pytest.approx(x64.slowdown)
 
 
 def test_an_unchanged_rerun_passes_the_gate() -> None:

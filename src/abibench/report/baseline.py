@@ -27,11 +27,16 @@ def _pct(v: float) -> str:
 
 
 def abi_sentence(c: AbiChange) -> str:
-    """'x86_64 3.1% slower than baseline [+1.2%, +5.0%]' (the CI of the slowdown)."""
-    word = "slower" if c.slowdown > 0 else "faster"
-    ci = f" [{_pct(c.low)}, {_pct(c.high)}]" if math.isfinite(c.low) else " (no CI)"
+    """'x86_64 3.1% slower than baseline [+1.2%, +5.0%]': the change in cost (time, or the
+    inverse of a rate) with its CI. A speed-up is worded as every report words it (25% faster:
+    the baseline took 1.25x as long), its change in cost given beside it."""
+    ci = f"[{_pct(c.low)}, {_pct(c.high)}]" if math.isfinite(c.low) else "(no CI)"
     quiet = "" if c.significant else ", not significant"
-    return f"{c.target} {abs(c.slowdown) * 100:.1f}% {word} than baseline{ci}{quiet}"
+    if c.slowdown >= 0:
+        return f"{c.target} {c.slowdown * 100:.1f}% slower than baseline {ci}{quiet}"
+    faster = 1 / (1 + c.slowdown) - 1
+    return (f"{c.target} {faster * 100:.1f}% faster than baseline (cost {_pct(c.slowdown)} "
+            f"{ci}){quiet}")
 
 
 def gap_sentence(g: GapChange) -> str:

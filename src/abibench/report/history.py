@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from ..analyse.history import History
 from ..text import one_line
-from .formatting import number
+from .formatting import si
 from .markdown import _esc as _md_escape
 
 
@@ -25,7 +25,7 @@ def _esc(text: object) -> str:
 def _cell(v: float | None, ratio: bool) -> str:
     if v is None or not math.isfinite(v):
         return "-"
-    return f"{v:.3f}" if ratio else number(v, ".4g")
+    return f"{v:.3f}" if ratio else si(v)
 
 
 def rows(h: History) -> tuple[list[str], list[list[str]]]:
