@@ -81,3 +81,13 @@ def test_non_finite_values_never_reach_the_statistics() -> None:
 
     with pytest.raises(ValueError, match="not finite"):
         detect([0.0, float("nan"), 1.0, 1.0], [2])
+
+
+def test_a_run_offset_is_not_taken_for_a_change() -> None:
+    """Runs that differ by their own conditions only (offsets up to 3%, samples within a run
+    nearly alike): the sample-level test alone objects, the runs' spread does not."""
+    offsets = [0.0, 0.02, -0.01, 0.03, 0.01, 0.02, -0.005, 0.015]
+    values, bounds = _series([10] * len(offsets), offsets, 0.001, 3)
+    got = best_cut(values, bounds)
+    assert got is not None and got[1] < 0.05
+    assert detect(values, bounds) == []

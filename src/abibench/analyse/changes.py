@@ -10,18 +10,22 @@ one run. In a segment, each allowed cut i gets the statistic
 (the standardised difference of the two sides' means, largest where a step is); the best cut
 is tested against ``permutations`` random reorderings of the segment's values, where a level
 does not exist: p = (1 + #{T_perm >= T_obs}) / (1 + permutations). A cut with p < alpha whose
-step is at least ``min_change`` (relative) is a change point, and both sides are searched
-again. Every segment's reorderings come from a generator seeded by (seed, start, end), so the
-answer is the same on every call and does not depend on the order segments are visited.
+step is at least ``min_change`` (relative) and that also stands against the runs' own spread
+(`run_level_p`: the runs' means, one value per run, in Student's t) is a change point, and both
+sides are searched again. Every segment's reorderings come from a generator seeded by (seed,
+start, end), so the answer is the same on every call and does not depend on the order segments
+are visited.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats as sps
 
 # Ties between a reordering's statistic and the observed one are decided with this slack, so
 # that adding a constant to every value (which moves the means by a rounding error) cannot
@@ -74,6 +78,28 @@ def best_cut(x: Sequence[float] | np.ndarray, cuts: Sequence[int], permutations:
     return int(allowed[k]), (1 + beaten) / (1 + permutations)
 
 
+def run_level_p(arr: np.ndarray, starts: Sequence[int], end: int, cut: int) -> float:
+    """The step at ``cut`` tested against the runs' own spread: Student's t on the run means
+    (each run one value) with the variance of run means about their side's mean (K - 2
+    degrees of freedom for K runs). Samples of one run share that run's conditions, so the
+    sample-level test alone takes a run's offset for a change; 0.0 (no objection) when there
+    are not three runs to estimate the spread from."""
+    edges = [*starts, end]
+    means = [float(arr[a:b].mean()) for a, b in itertools.pairwise(edges)]
+    left = [m for a, m in zip(starts, means, strict=True) if a < cut]
+    right = [m for a, m in zip(starts, means, strict=True) if a >= cut]
+    df = len(means) - 2
+    if df < 1 or not left or not right:
+        return 0.0
+    resid = sum((m - np.mean(left)) ** 2 for m in left) + \
+        sum((m - np.mean(right)) ** 2 for m in right)
+    se = math.sqrt(resid / df * (1 / len(left) + 1 / len(right)))
+    step = float(np.mean(right) - np.mean(left))
+    if se == 0.0:
+        return 0.0 if step != 0.0 else 1.0
+    return float(2 * sps.t.sf(abs(step) / se, df))
+
+
 def detect(values: Sequence[float], boundaries: Sequence[int], *, alpha: float = 0.05,
            min_change: float = 0.01, permutations: int = 499, seed: int = 0,
            min_size: int = 2) -> list[ChangePoint]:
@@ -100,6 +126,11 @@ def detect(values: Sequence[float], boundaries: Sequence[int], *, alpha: float =
         cut, p = got
         before, after = float(arr[lo:lo + cut].mean()), float(arr[lo + cut:hi].mean())
         if p >= alpha or abs(math.expm1(after - before)) < min_change:
+            continue
+        starts = [lo, *(b for b in sorted(set(boundaries)) if lo < b < hi)]
+        # Bonferroni over the cuts the best one was chosen from: the t test alone does not
+        # know that its cut was picked as the largest step.
+        if run_level_p(arr, starts, hi, lo + cut) * len(cuts) >= alpha:
             continue
         found.append(ChangePoint(lo + cut, p, before, after))
         todo += [(lo, lo + cut), (lo + cut, hi)]
