@@ -239,6 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "run's host)")
     hi.add_argument("--json", action="store_true", help="the history as JSON")
     hi.add_argument("--markdown", type=Path, default=None, help="write Markdown to this file")
+    hi.add_argument("--html", type=Path, default=None,
+                    help="write a self-contained HTML page with a chart per series")
     _db_option(hi)
 
     xp = sub.add_parser("explain", help="why one ABI wins: each comparison's time ratio as "
@@ -957,9 +959,15 @@ def cmd_history(args: argparse.Namespace, store: SqlStore) -> int:
         h = history(stored_runs(store), args.workload, args.by, host=args.host)
     except ValueError as exc:
         raise UsageError(f"{exc} in {store.label}: see `abibench runs`") from None
+    _check_outputs(("--markdown", args.markdown), ("--html", args.html))  # both, then write
     if args.markdown is not None:
         write_file(args.markdown, shown.markdown(h), "--markdown")
         _say(f"markdown: {args.markdown}", sys.stderr)
+    if args.html is not None:
+        from .report.historyhtml import render as page
+
+        write_file(args.html, page(h), "--html")
+        _say(f"html: {args.html}", sys.stderr)
     sys.stdout.write(shown.json_text(h) if args.json else shown.terminal(h))
     return EXIT_OK
 
