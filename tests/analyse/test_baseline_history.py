@@ -7,6 +7,8 @@ import math
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from abibench.analyse.axes import AXES, axes_of
 from abibench.analyse.baseline import against
@@ -121,3 +123,27 @@ def test_history_and_baseline_text_never_carry_escape_sequences() -> None:
     md += shown_baseline.markdown(against(raw, docs[0]))
     assert "\x1b" not in md and "\\[bold\\]" in md  # escaped: shown as text, never markup
     assert math.isfinite(against(raw, docs[0]).workloads[0].abis[0].slowdown)
+
+
+@settings(max_examples=15, deadline=None)
+@given(x64=st.floats(50, 200), i386=st.floats(50, 200), factor=st.floats(0.01, 100),
+       seed=st.integers(0, 1000))
+def test_a_baseline_change_is_unit_free_and_swapping_runs_inverts_it(
+        x64: float, i386: float, factor: float, seed: int) -> None:
+    """Generated: both runs times one factor change nothing; swapping now and baseline turns
+    each cost ratio into its inverse; a run against itself never fails the gate."""
+    then, now = doc(1, BASE, seed=seed), doc(2, {"i386": i386, "x86_64": x64}, seed=seed + 1)
+    scaled = [RunDoc.from_dict(_scaled(d.to_dict(), factor)) for d in (then, now)]
+    a, b, back = against(now, then), against(scaled[1], scaled[0]), against(then, now)
+    for ca, cb, cback in zip(a.workloads[0].abis, b.workloads[0].abis, back.workloads[0].abis,
+                             strict=True):
+        assert cb.slowdown == pytest.approx(ca.slowdown, rel=1e-6, abs=1e-9)
+        assert (1 + cback.slowdown) * (1 + ca.slowdown) == pytest.approx(1.0, rel=1e-9)
+        assert ca.significant == cb.significant == cback.significant
+    assert against(now, now).slowdowns(0.0) == []
+
+
+def _scaled(d: dict[str, Any], factor: float) -> dict[str, Any]:
+    for s in d["samples"]:
+        s["metrics"] = {k: v * factor for k, v in s["metrics"].items()}
+    return d
