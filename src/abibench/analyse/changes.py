@@ -82,14 +82,15 @@ def run_level_p(arr: np.ndarray, starts: Sequence[int], end: int, cut: int) -> f
     """The step at ``cut`` tested against the runs' own spread: Student's t on the run means
     (each run one value) with the variance of run means about their side's mean (K - 2
     degrees of freedom for K runs). Samples of one run share that run's conditions, so the
-    sample-level test alone takes a run's offset for a change; 0.0 (no objection) when there
-    are not three runs to estimate the spread from."""
+    sample-level test alone takes a run's offset for a change; 0.0 (no objection) with fewer
+    than four runs: one degree of freedom says next to nothing about the spread, and refused
+    steps of 20% against 1% noise."""
     edges = [*starts, end]
     means = [float(arr[a:b].mean()) for a, b in itertools.pairwise(edges)]
     left = [m for a, m in zip(starts, means, strict=True) if a < cut]
     right = [m for a, m in zip(starts, means, strict=True) if a >= cut]
     df = len(means) - 2
-    if df < 1 or not left or not right:
+    if df < 2 or not left or not right:
         return 0.0
     resid = sum((m - np.mean(left)) ** 2 for m in left) + \
         sum((m - np.mean(right)) ** 2 for m in right)
