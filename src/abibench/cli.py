@@ -939,6 +939,13 @@ def _against(args: argparse.Namespace, doc: RunDoc, baseline: RunDoc | None, out
 
 def cmd_compare_against(args: argparse.Namespace, store: SqlStore | None) -> int:
     """`compare [RUN] --against BASE`: one result set against its baseline."""
+    unused = [o for o, v in (("--html", args.html), ("--csv", args.csv),
+                             ("--samples-csv", args.samples_csv), ("--baseline", args.baseline),
+                             ("--tag", args.tag)) if v]
+    if unused:
+        raise UsageError(f"{', '.join(unused)}: for an N-way comparison, not with --against "
+                         "(which prints, or writes --markdown FILE, or --json)")
+    _check_outputs(("--markdown", args.markdown))
     baseline = _baseline(args, store)
     sources = args.sources or ["latest"]
     if len(sources) != 1:
@@ -948,6 +955,12 @@ def cmd_compare_against(args: argparse.Namespace, store: SqlStore | None) -> int
     if baseline is not None and baseline.id == now.id:
         raise UsageError(f"--against {args.against} names the run being compared ({now.id}): "
                          "name an earlier run or tag")
+    if args.markdown is not None and baseline is not None:
+        from .analyse.baseline import against
+        from .report.baseline import markdown
+
+        write_file(args.markdown, markdown(against(now, baseline)), "--markdown")
+        _say(f"markdown: {args.markdown}", sys.stderr)
     return _against(args, now, baseline, sys.stdout)
 
 
