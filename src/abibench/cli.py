@@ -932,8 +932,9 @@ def _against(args: argparse.Namespace, doc: RunDoc, baseline: RunDoc | None, out
     if args.fail_on_slowdown is None:
         return EXIT_OK
     failed = shown.gate_lines(cmp, args.fail_on_slowdown)
-    for line in failed:
-        _say(f"abibench: slowdown: {line}", sys.stderr)
+    if failed:  # one line, as every error (the rest are in the comparison above)
+        more = f" (and {len(failed) - 1} more, above)" if len(failed) > 1 else ""
+        _say(f"abibench: slowdown: {failed[0]}{more}", sys.stderr)
     return EXIT_SLOWDOWN if failed else EXIT_OK
 
 
