@@ -19,9 +19,11 @@ from . import __version__
 from .abi import ABIS, HOST_FAMILY, Abi, family_abis, get_abi, parse_abi_list
 from .analyse import report as analysis
 from .analyse.advise import Deployment, parse_mix, parse_size
+from .analyse.axes import AXES
 from .errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_SLOWDOWN,
     EXIT_USAGE,
     EXIT_WORKLOAD,
     AbibenchError,
@@ -45,6 +47,7 @@ from .run.resume import request_of
 from .run.schedule import Plan
 from .run.signals import signals_as_interrupt
 from .run.suite import Request, measure_suite
+from .store.history import Reader, resolve_baseline, stored_runs
 from .store.open import DB_ENV, db_ref, open_store
 from .store.sources import is_file_ref, latest_fleet, load_sources
 from .store.sql import SqlStore
@@ -75,6 +78,18 @@ def _percent(text: str) -> float:
         raise argparse.ArgumentTypeError(f"'{text}' is not a percentage like 2%") from None
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"precision {text} must be between 0% and 100%")
+    return value
+
+
+def _limit(text: str) -> float:
+    """A slowdown limit: '5%' or '0%' (any significant slowdown)."""
+    try:
+        value = float(text.strip().rstrip("%")) / 100.0
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a percentage like 5%") from None
+    if not 0 <= value < 10:
+        raise argparse.ArgumentTypeError(f"a slowdown limit of {text} must be 0% or more, "
+                                         "below 1000%")
     return value
 
 
@@ -158,6 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--html", type=Path, default=None, help="write the HTML report here (default: "
                    "reports/RUN.html beside the results database)")
     r.add_argument("--no-html", action="store_true", help="do not write the HTML report")
+    _against_options(r)
     r.add_argument("--json", action="store_true", help="print the run document as JSON")
     r.add_argument("--resume", default=None, metavar="RUN", type=_ident("run id"),
                    help="continue an interrupted or abandoned run with its own plan, measuring "
@@ -210,7 +226,22 @@ def build_parser() -> argparse.ArgumentParser:
                     help="two or more run ids or exported .json files (default: the runs of the "
                     "last `abibench fleet run`)")
     _report_options(cp)
+    _against_options(cp)
     _db_option(cp)
+
+    hi = sub.add_parser("history", help="one workload over the stored runs: the ABI ratio and "
+                        "each ABI's metric per run, and where they changed")
+    hi.add_argument("workload", metavar="WORKLOAD")
+    hi.add_argument("--by", choices=tuple(AXES), default="version",
+                    help="the axis shown per run (default version: the run's --label tag, else "
+                    "the program's version or build digest); host: every host's runs")
+    hi.add_argument("--host", default=None, help="only this host's runs (default: the newest "
+                    "run's host)")
+    hi.add_argument("--json", action="store_true", help="the history as JSON")
+    hi.add_argument("--markdown", type=Path, default=None, help="write Markdown to this file")
+    hi.add_argument("--html", type=Path, default=None,
+                    help="write a self-contained HTML page with a chart per series")
+    _db_option(hi)
 
     xp = sub.add_parser("explain", help="why one ABI wins: each comparison's time ratio as "
                         "instructions x time per instruction, with the evidence (needs a run "
@@ -254,6 +285,15 @@ def build_parser() -> argparse.ArgumentParser:
                      "unless --sysroot)")
     ins.add_argument("--json", action="store_true")
     return p
+
+
+def _against_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--against", default=None, metavar="RUN_OR_TAG",
+                   help="also state each ABI's change against this baseline (a run id, an "
+                   "exported file, or a tag given with `run --label`: its newest run), with CIs")
+    p.add_argument("--fail-on-slowdown", type=_limit, default=None, metavar="PCT",
+                   help=f"with --against: exit {EXIT_SLOWDOWN} when an ABI is significantly "
+                   "slower than the baseline by more than PCT (e.g. 5%%)")
 
 
 def _plan_options(r: argparse.ArgumentParser) -> None:
@@ -577,6 +617,7 @@ def cmd_run(args: argparse.Namespace, store: RunStore) -> int:
 def _measure(args: argparse.Namespace, store: RunStore, req: Request, resume: RunDoc | None) -> int:
     workloads, abis, plan = req.workloads, req.abis, req.plan
     _check_outputs(("--report", args.report), ("--html", args.html))
+    baseline = _baseline(args, store)  # a wrong name fails before anything is measured
     err = sys.stderr
     show = err.isatty() and os.environ.get("CI") != "true"
     con = _console(err)
@@ -632,6 +673,7 @@ def _measure(args: argparse.Namespace, store: RunStore, req: Request, resume: Ru
              f"stored in {store.label}; `abibench run --resume {result.run_id}` measures the "
              "rest", err)
         return EXIT_INTERRUPTED
+    slow = _against(args, doc, baseline, err if args.json else sys.stdout)
     problems = list(result.failures)
     problems += [f"{b.result.id}: outputs differ between ABIs" for b in rep.workloads
                  if b.result.validation == "miscompare"]
@@ -640,7 +682,7 @@ def _measure(args: argparse.Namespace, store: RunStore, req: Request, resume: Ru
         _say(f"abibench: error: run {result.run_id}: {' '.join(problems[0].split())[:300]}"
              f"{more}", err)
         return max(result.exit_code, EXIT_WORKLOAD)
-    return result.exit_code
+    return result.exit_code or slow
 
 
 def _console(stream: Any = None) -> Console:
@@ -862,7 +904,7 @@ def cmd_runs(args: argparse.Namespace, store: SqlStore) -> int:
     return EXIT_OK
 
 
-_READ_COMMANDS = ("runs", "report", "compare", "export", "explain", "advise")
+_READ_COMMANDS = ("runs", "report", "compare", "export", "explain", "advise", "history")
 
 
 def _report_sources(args: argparse.Namespace) -> list[str]:
@@ -872,8 +914,84 @@ def _report_sources(args: argparse.Namespace) -> list[str]:
     return sources
 
 
+def _baseline(args: argparse.Namespace, store: Reader | None) -> RunDoc | None:
+    if args.against is None:
+        if args.fail_on_slowdown is not None:
+            raise UsageError("--fail-on-slowdown needs a baseline: add --against RUN_OR_TAG")
+        return None
+    return resolve_baseline(args.against, store)
+
+
+def _against(args: argparse.Namespace, doc: RunDoc, baseline: RunDoc | None, out: Any) -> int:
+    """Print the run against its baseline; EXIT_SLOWDOWN when the gate fails, else 0."""
+    from .analyse.baseline import against
+    from .report import baseline as shown
+
+    if baseline is None:
+        return EXIT_OK
+    cmp = against(doc, baseline)
+    out.write(shown.json_text(cmp) if args.json and out is sys.stdout else shown.terminal(cmp))
+    if args.fail_on_slowdown is None:
+        return EXIT_OK
+    failed = shown.gate_lines(cmp, args.fail_on_slowdown)
+    if failed:  # one line, as every error (the rest are in the comparison above)
+        more = f" (and {len(failed) - 1} more, above)" if len(failed) > 1 else ""
+        _say(f"abibench: slowdown: {failed[0]}{more}", sys.stderr)
+    return EXIT_SLOWDOWN if failed else EXIT_OK
+
+
+def cmd_compare_against(args: argparse.Namespace, store: SqlStore | None) -> int:
+    """`compare [RUN] --against BASE`: one result set against its baseline."""
+    unused = [o for o, v in (("--html", args.html), ("--csv", args.csv),
+                             ("--samples-csv", args.samples_csv), ("--baseline", args.baseline),
+                             ("--tag", args.tag)) if v]
+    if unused:
+        raise UsageError(f"{', '.join(unused)}: for an N-way comparison, not with --against "
+                         "(which prints, or writes --markdown FILE, or --json)")
+    _check_outputs(("--markdown", args.markdown))
+    baseline = _baseline(args, store)
+    sources = args.sources or ["latest"]
+    if len(sources) != 1:
+        raise UsageError("compare --against compares one run with its baseline: pass one run "
+                         "id or file (or none for the latest run)")
+    now = load_sources(sources, store)[0].doc
+    if baseline is not None and baseline.id == now.id:
+        raise UsageError(f"--against {args.against} names the run being compared ({now.id}): "
+                         "name an earlier run or tag")
+    if args.markdown is not None and baseline is not None:
+        from .analyse.baseline import against
+        from .report.baseline import markdown
+
+        write_file(args.markdown, markdown(against(now, baseline)), "--markdown")
+        _say(f"markdown: {args.markdown}", sys.stderr)
+    return _against(args, now, baseline, sys.stdout)
+
+
+def cmd_history(args: argparse.Namespace, store: SqlStore) -> int:
+    from .analyse.history import history
+    from .report import history as shown
+
+    try:
+        h = history(stored_runs(store), args.workload, args.by, host=args.host)
+    except ValueError as exc:
+        raise UsageError(f"{exc} in {store.label}: see `abibench runs`") from None
+    _check_outputs(("--markdown", args.markdown), ("--html", args.html))  # both, then write
+    if args.markdown is not None:
+        write_file(args.markdown, shown.markdown(h), "--markdown")
+        _say(f"markdown: {args.markdown}", sys.stderr)
+    if args.html is not None:
+        from .report.historyhtml import render as page
+
+        write_file(args.html, page(h), "--html")
+        _say(f"html: {args.html}", sys.stderr)
+    sys.stdout.write(shown.json_text(h) if args.json else shown.terminal(h))
+    return EXIT_OK
+
+
 def cmd_report(args: argparse.Namespace, store: SqlStore | None) -> int:
     """store: None when every source is an exported file and there is no database."""
+    if args.command == "compare" and (args.against or args.fail_on_slowdown is not None):
+        return cmd_compare_against(args, store)
     sources = _report_sources(args)
     if args.command == "compare" and not sources and store is not None:
         sources = latest_fleet(store)  # `compare` alone: every host of the last fleet run
@@ -1050,7 +1168,7 @@ def _command(argv: list[str] | None) -> int:
         try:
             handler = {"runs": cmd_runs, "report": cmd_report, "compare": cmd_report,
                        "import": cmd_import, "export": cmd_export, "explain": cmd_explain,
-                       "advise": cmd_advise}[args.command]
+                       "advise": cmd_advise, "history": cmd_history}[args.command]
             return handler(args, store)
         finally:
             store.close()

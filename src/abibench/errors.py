@@ -21,6 +21,8 @@ EXIT_STORE_UNREACHABLE = 10  # the shared (PostgreSQL) results database cannot b
 EXIT_STORE_LOST = 11  # the results database was deleted, replaced or overwritten while written
 EXIT_SYSTEM = 12  # the system refused what no other code covers: a full disk or standard output
 #                   on /dev/full, too many open files (ulimit -n), a name too long, no permission
+EXIT_SLOWDOWN = 13  # `--fail-on-slowdown PCT`: an ABI is significantly slower than the baseline
+#                    (`--against`) by more than PCT; everything is stored and reported first
 EXIT_INTERNAL = 70  # a bug in abibench (an unexpected exception): one line; ABIBENCH_DEBUG=1 for
 #                     the traceback
 EXIT_INTERRUPTED = 130  # Ctrl-C, SIGTERM or SIGHUP; what was measured before it is in the store
