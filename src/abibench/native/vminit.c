@@ -8,12 +8,12 @@
  *
  * Jobs file, one field a line:  "J <label>", "T <timeout seconds>", "A <argument as hex>"
  * (once per argv element), "E" ending the job.
- * Report, one line each, every free-form field as hex (nothing a program prints can forge a
- * frame):
- *   "ABIBENCH-VM 1 BEGIN <release hex> <machine hex>"
+ * Report, one frame a line, every free-form field as hex (nothing a program prints can forge a
+ * frame), each ending with the FNV-1a hash (32 bits, 8 hex digits) of what precedes it:
+ *   "ABIBENCH-VM 1 BEGIN <release hex> <machine hex> <hash>"
  *   "R <label> <exit|signal|timeout|spawn> <code> <wall ns> <maxrss KiB> <user us> <sys us>
- *      <minflt> <majflt> <stdout hex> <stderr hex>"
- *   "ABIBENCH-VM 1 END <number of R lines>"
+ *      <minflt> <majflt> <stdout hex> <stderr hex> <hash>"
+ *   "ABIBENCH-VM 1 END <number of R lines> <hash>"
  * Built statically with the host compiler (obtain/vmimage.py); the host parses it in run/vm.py.
  */
 #define _GNU_SOURCE
@@ -39,14 +39,32 @@
 #define ERR_CAP 4096       /* stderr: its last bytes are enough for a failure's reason */
 
 static FILE *report;
+static unsigned frame_hash;  /* FNV-1a of the frame so far: its last field */
+
+static void put(FILE *f, int c) {
+    frame_hash = (frame_hash ^ (unsigned char)c) * 16777619u;
+    fputc(c, f);
+}
+
+static void puts_(FILE *f, const char *s) {
+    while (*s) put(f, *s++);
+}
 
 static void hex(FILE *f, const unsigned char *p, size_t n) {
     static const char digits[] = "0123456789abcdef";
-    if (n == 0) { fputc('-', f); return; }  /* an empty field stays a field */
+    if (n == 0) { put(f, '-'); return; }  /* an empty field stays a field */
     for (size_t i = 0; i < n; i++) {
-        fputc(digits[p[i] >> 4], f);
-        fputc(digits[p[i] & 15], f);
+        put(f, digits[p[i] >> 4]);
+        put(f, digits[p[i] & 15]);
     }
+}
+
+/* A frame ends with " <hash>\n": a line cut short (a deadline) or completed by anything else
+ * does not verify, and is not read as a result. */
+static void end_frame(FILE *f) {
+    fprintf(f, " %08x\n", frame_hash);
+    fflush(f);
+    frame_hash = 2166136261u;
 }
 
 static int unhex(const char *s, char *out, size_t cap) {
@@ -89,7 +107,10 @@ static void run_job(const char *label, char **argv, double timeout) {
     static unsigned char obuf[OUT_CAP], ebuf[ERR_CAP];
     struct buf o = {obuf, 0, OUT_CAP, 0}, e = {ebuf, 0, ERR_CAP, 1};
     if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) {
-        fprintf(report, "R %s spawn %d 0 0 0 0 0 0 - -\n", label, errno);
+        char text[256];
+        snprintf(text, sizeof text, "R %s spawn %d 0 0 0 0 0 0 - -", label, errno);
+        puts_(report, text);
+        end_frame(report);
         return;
     }
     double t0 = now();
@@ -106,7 +127,10 @@ static void run_job(const char *label, char **argv, double timeout) {
     close(out[1]);
     close(err[1]);
     if (pid < 0) {
-        fprintf(report, "R %s spawn %d 0 0 0 0 0 0 - -\n", label, errno);
+        char text[256];
+        snprintf(text, sizeof text, "R %s spawn %d 0 0 0 0 0 0 - -", label, errno);
+        puts_(report, text);
+        end_frame(report);
         close(out[0]);
         close(err[0]);
         return;
@@ -149,16 +173,17 @@ static void run_job(const char *label, char **argv, double timeout) {
     for (int i = 0; i < 2; i++) if (fds[i].fd >= 0) close(fds[i].fd);
     const char *kind = timed_out ? "timeout" : WIFSIGNALED(status) ? "signal" : "exit";
     int code = WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status);
-    fprintf(report, "R %s %s %d %lld %ld %lld %lld %ld %ld ", label, kind, code,
-            (long long)(wall * 1e9), ru.ru_maxrss,
-            (long long)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec,
-            (long long)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec,
-            ru.ru_minflt, ru.ru_majflt);
+    char text[512];
+    snprintf(text, sizeof text, "R %s %s %d %lld %ld %lld %lld %ld %ld ", label, kind, code,
+             (long long)(wall * 1e9), ru.ru_maxrss,
+             (long long)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec,
+             (long long)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec,
+             ru.ru_minflt, ru.ru_majflt);
+    puts_(report, text);
     hex(report, o.p, o.n);
-    fputc(' ', report);
+    put(report, ' ');
     hex(report, e.p, e.n);
-    fputc('\n', report);
-    fflush(report);
+    end_frame(report);
 }
 
 static FILE *open_report(void) {
@@ -194,12 +219,12 @@ int main(void) {
     }
     struct utsname u;
     uname(&u);
-    fputs("ABIBENCH-VM 1 BEGIN ", report);
+    frame_hash = 2166136261u;
+    puts_(report, "ABIBENCH-VM 1 BEGIN ");
     hex(report, (const unsigned char *)u.release, strlen(u.release));
-    fputc(' ', report);
+    put(report, ' ');
     hex(report, (const unsigned char *)u.machine, strlen(u.machine));
-    fputc('\n', report);
-    fflush(report);
+    end_frame(report);
 
     FILE *jobs = fopen("/abibench/jobs", "r");
     static char line[1 << 16], label[128];
@@ -223,8 +248,10 @@ int main(void) {
             done++;
         }
     }
-    fprintf(report, "ABIBENCH-VM 1 END %d\n", done);
-    fflush(report);
+    char text[64];
+    snprintf(text, sizeof text, "ABIBENCH-VM 1 END %d", done);
+    puts_(report, text);
+    end_frame(report);
     tcdrain(fileno(report));
     power_off();
     return 0;

@@ -92,23 +92,41 @@ class ReportError(ValueError):
     """The guest's report cannot be read at all (no BEGIN line)."""
 
 
-_BEGIN = re.compile(r"ABIBENCH-VM 1 BEGIN ([0-9a-f]+|-) ([0-9a-f]+|-)")
+_HEX = r"((?:[0-9a-f]{2})+|-)"
+_BEGIN = re.compile(rf"ABIBENCH-VM 1 BEGIN {_HEX} {_HEX}")
 _END = re.compile(r"ABIBENCH-VM 1 END (\d+)")
 _RESULT = re.compile(r"R ([A-Za-z0-9_.-]{1,100}) (exit|signal|timeout|spawn) (-?\d+) (\d+) (\d+) "
-                     r"(\d+) (\d+) (\d+) (\d+) ([0-9a-f]+|-) ([0-9a-f]+|-)")
+                     rf"(\d+) (\d+) (\d+) (\d+) {_HEX} {_HEX}")
 
 
 def _unhex(field_: str) -> bytes:
     return b"" if field_ == "-" else bytes.fromhex(field_)
 
 
+def fnv1a(data: bytes) -> int:
+    """The 32-bit FNV-1a hash native/vminit.c ends every frame with."""
+    h = 2166136261
+    for b in data:
+        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
+    return h
+
+
+def verified_frames(data: bytes) -> list[str]:
+    """The report's lines whose hash verifies, without it: a line cut by a deadline, or
+    completed by anything the guest did not write as one frame, is no frame."""
+    frames = []
+    for line in data.split(b"\n")[:-1]:  # the last piece has no newline: never finished
+        body, _, digest = line.rpartition(b" ")
+        if len(digest) == 8 and re.fullmatch(rb"[0-9a-f]{8}", digest) \
+                and fnv1a(body) == int(digest, 16):
+            frames.append(body.decode("ascii", "replace"))
+    return frames
+
+
 def parse_report(data: bytes) -> Report:
-    """Every complete frame of the guest's report, nothing guessed: a line that is not a whole
-    frame (cut by a deadline, or noise on the port) is not a result. Frames are hex and
-    numbers, so no byte a program printed can end or forge one."""
-    lines = data.split(b"\n")
-    lines = lines[:-1]  # the last piece has no newline: never a finished frame
-    texts = [ln.decode("ascii", "replace") for ln in lines]
+    """Every verified frame of the guest's report, nothing guessed (`verified_frames`). Frames
+    are hex and numbers, so no byte a program printed can end or forge one."""
+    texts = verified_frames(data)
     begin = next((m for m in map(_BEGIN.fullmatch, texts) if m), None)
     if begin is None:
         raise ReportError("the guest reported nothing (no BEGIN frame)")
