@@ -870,6 +870,8 @@ def cmd_vm(args: argparse.Namespace) -> int:
     abis = parse_abi_list(args.abi) if args.abi else \
         [a for a in ABIS.values() if vm_kernel_abi(a) is not None]
     workloads = load_workloads(args.workloads, None, _parse_sets(args.set))
+    if args.json is not None:
+        check_output(args.json, "--json")  # refused before minutes of booting, not after
     with signals_as_interrupt():
         done = vm.measure(workloads, abis, boots=args.boots, rounds=args.rounds,
                           cflags=tuple(args.cflags.split()), cache_root=cache_dir(),
