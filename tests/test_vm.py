@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -204,3 +205,16 @@ def test_an_interrupted_boot_leaves_nothing(cli_env: dict[str, str], debian_cach
     assert not any(Path(f"/proc/{p}").exists() for p in qemu)
     assert _ours(str(tmp_path)) == []
     assert list((tmp_path / "t").rglob("*vm*")) == []
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["ptrtree", "--abi", "armhf"], "no booted system runs armhf"),
+    (["flac-decode"], "cannot run in a booted guest: it reads generated [inputs]"),
+    (["ptrtree", "--boots", "0"], "--boots and --rounds take a positive number"),
+])
+def test_what_no_guest_can_run_is_refused_in_one_line(cli: Any, args: list[str],
+                                                      words: str) -> None:
+    done = cli("vm", "run", *args)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("abibench: error: ")
+    assert words in done.stderr

@@ -122,6 +122,8 @@ static void run_job(const char *label, char **argv, double timeout) {
         int nul = open("/dev/null", O_RDONLY);
         if (nul >= 0) dup2(nul, 0);
         execv(argv[0], argv);
+        /* Its reason reaches the report as the job's stderr (ENOEXEC: a kernel without x32). */
+        fprintf(stderr, "abibench-vminit: cannot execute %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
     close(out[1]);

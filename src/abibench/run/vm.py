@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..abi import Abi, vm_kernel_abi
+from ..abi import ABIS, Abi, vm_kernel_abi
 from ..errors import HostError, UsageError
 from ..obtain import vmimage
 from ..records import Artifact
@@ -264,9 +264,9 @@ def vm_abis(abis: Sequence[Abi]) -> Abi:
     kernels = {a.name: vm_kernel_abi(a) for a in abis}
     without = [n for n, k in kernels.items() if k is None]
     if without:
+        booted = sorted({a.vm_kernel for a in ABIS.values() if a.vm_kernel})
         raise UsageError(f"no booted system runs {', '.join(without)}: abibench vm boots "
-                         f"{', '.join(sorted({k.vm_kernel for k in kernels.values() if k}))}"
-                         " kernels; drop them from --abi")
+                         f"{', '.join(booted) or 'no'} kernels; drop them from --abi")
     found = {k.name: k for k in kernels.values() if k is not None}
     if len(found) != 1:
         raise UsageError(f"--abi {','.join(kernels)} needs {len(found)} different guests: give "
@@ -400,11 +400,6 @@ def targets_of(workloads: Sequence[Workload], abis: Sequence[Abi], cflags: Seque
                cache_root: Path, build: Callable[[Workload, Abi, str, tuple[str, ...], Path],
                                                  Artifact],
                compiler: Callable[[Abi], str | None]) -> list[Target]:
-    for wl in workloads:
-        why = unsupported(wl)
-        if why is not None:
-            raise UsageError(f"{wl.id} cannot run in a booted guest: {why}; choose a workload "
-                             "that only runs its own built program")
     flags = static_flags(cflags)
     targets = []
     for wl in workloads:
@@ -426,6 +421,11 @@ def measure(workloads: Sequence[Workload], abis: Sequence[Abi], *, boots: int, r
     every target `rounds` times, and compare what they printed and how much memory they took."""
     if boots < 1 or rounds < 1:
         raise UsageError("--boots and --rounds take a positive number")
+    for wl in workloads:
+        why = unsupported(wl)
+        if why is not None:
+            raise UsageError(f"{wl.id} cannot run in a booted guest: {why}; choose a workload "
+                             "that only runs its own built program")
     kernel_abi = vm_abis(abis)
     emulator = emulator_of(kernel_abi)
     targets = targets_of(workloads, abis, cflags, cache_root, build, compiler)
