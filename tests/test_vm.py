@@ -14,15 +14,19 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from abibench.abi import ABIS, vm_kernel_abi
+from abibench.obtain import vmimage
 from abibench.obtain.vmimage import S_IFDIR, S_IFREG, Entry, Job, jobs_text, newc, parse_newc
+from abibench.run import vm
 from abibench.run.vm import GuestResult, ReportError, fnv1a, parse_report
 
 # --------------------------------------------------------------------------- the report frames
@@ -218,3 +222,30 @@ def test_what_no_guest_can_run_is_refused_in_one_line(cli: Any, args: list[str],
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("abibench: error: ")
     assert words in done.stderr
+
+
+@pytest.fixture
+def guest_parts(debian_cache: Path, shared_cache: Path) -> tuple[str, Path, bytes]:
+    """The emulator, Debian's kernel and an initramfs of abibench's init with no jobs."""
+    kernel_abi = vm.vm_abis([a for a in ABIS.values() if vm_kernel_abi(a) is not None])
+    kernel = vmimage.kernel(kernel_abi, debian_cache)
+    image = vmimage.initramfs(vmimage.init_program(shared_cache), {}, vmimage.jobs_text([]))
+    return vm.emulator_of(kernel_abi), kernel.path, image
+
+
+@pytest.mark.needs_setup("qemu-system-x86")
+@settings(max_examples=4, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.floats(0.0, 3.0))
+def test_qemu_stopped_at_any_point_of_a_boot_leaves_nothing(
+        guest_parts: tuple[str, Path, bytes], tmp_path_factory: pytest.TempPathFactory,
+        monkeypatch: pytest.MonkeyPatch, deadline: float) -> None:
+    # The family: qemu ended by the deadline wherever it is (starting, firmware, kernel, init).
+    emulator, kernel, image = guest_parts
+    tmp = tmp_path_factory.mktemp("vmdeadline")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    started: list[int] = []
+    done = vm.boot(emulator, kernel, image, vm.cmdline([]), deadline, started.append)
+    assert done.ended.startswith("deadline") or done.ended == "powered off"
+    assert started and not Path(f"/proc/{started[0]}").exists()
+    assert [p.name for p in (tmp / f"abibench-{os.getuid()}").iterdir()] == []

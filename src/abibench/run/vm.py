@@ -178,6 +178,31 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
+def _wait(proc: subprocess.Popen[bytes], report: Path, t0: float, deadline_s: float) -> str:
+    """How the boot ended: its power-off, qemu's own exit, or one of two deadlines: the boot's
+    (no report begun within BOOT_ALLOWANCE_S: a kernel that hangs before init) and the whole
+    run's (`deadline_s`: the guest's init times each program out itself, so this one is reached
+    only by a guest that stops answering)."""
+    while True:
+        try:
+            rc = proc.wait(timeout=0.5)
+            return "powered off" if rc == 0 else f"qemu exited {rc}"
+        except subprocess.TimeoutExpired:
+            pass
+        spent = time.monotonic() - t0
+        if spent > deadline_s:
+            return f"deadline of {deadline_s:.0f} s"
+        if spent > BOOT_ALLOWANCE_S and not _begun(report):
+            return f"no report after {BOOT_ALLOWANCE_S:.0f} s of booting"
+
+
+def _begun(report: Path) -> bool:
+    try:
+        return report.stat().st_size > 0
+    except OSError:
+        return False
+
+
 def boot(emulator: str, kernel: Path, initrd_bytes: bytes, cmdline: str, deadline_s: float,
          on_start: Callable[[int], None] | None = None) -> Boot:
     """Boot once, wait for the power-off or the deadline, and read the report."""
@@ -192,11 +217,7 @@ def boot(emulator: str, kernel: Path, initrd_bytes: bytes, cmdline: str, deadlin
         try:
             if on_start is not None:
                 on_start(proc.pid)
-            try:
-                rc = proc.wait(timeout=deadline_s)
-                ended = "powered off" if rc == 0 else f"qemu exited {rc}"
-            except subprocess.TimeoutExpired:
-                ended = "deadline"
+            ended = _wait(proc, report, t0, deadline_s)
         finally:
             _stop(proc)
         seconds = time.monotonic() - t0
