@@ -155,6 +155,14 @@ def _ours(marker: str, program: str = "") -> list[int]:
     return found
 
 
+def _alive(pid: int) -> bool:
+    """Running, not a zombie its new parent has yet to reap."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def _vm_env(cli_env: dict[str, str], debian_cache: Path, tmp: Path) -> dict[str, str]:
     # The kernel .deb is content-keyed: the abibench cache shared by the Debian tests keeps it.
     (tmp / "t").mkdir()
@@ -206,7 +214,7 @@ def test_an_interrupted_boot_leaves_nothing(cli_env: dict[str, str], debian_cach
             proc.kill()
             proc.wait()
     assert proc.returncode == 130, err
-    assert not any(Path(f"/proc/{p}").exists() for p in qemu)
+    assert not any(_alive(p) for p in qemu)
     assert _ours(str(tmp_path)) == []
     assert list((tmp_path / "t").rglob("*vm*")) == []
 
@@ -247,5 +255,37 @@ def test_qemu_stopped_at_any_point_of_a_boot_leaves_nothing(
     started: list[int] = []
     done = vm.boot(emulator, kernel, image, vm.cmdline([]), deadline, started.append)
     assert done.ended.startswith("deadline") or done.ended == "powered off"
-    assert started and not Path(f"/proc/{started[0]}").exists()
+    assert started and not _alive(started[0])
     assert [p.name for p in (tmp / f"abibench-{os.getuid()}").iterdir()] == []
+
+
+@pytest.mark.needs_setup("qemu-system-x86")
+def test_a_guest_of_a_killed_abibench_is_stopped_by_the_next(cli_env: dict[str, str],
+                                                             debian_cache: Path,
+                                                             tmp_path: Path) -> None:
+    # SIGKILL leaves abibench no way out: its qemu (a session of its own) lives on until the
+    # next abibench's clean_stale finds its directory's owner gone.
+    env = _vm_env(cli_env, debian_cache, tmp_path)
+    proc = subprocess.Popen([sys.executable, "-m", "abibench", "vm", "run", "ptrtree",
+                             "--abi", "x32", "--set", "nodes=20000"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    qemu: list[int] = []
+    try:
+        while not qemu and proc.poll() is None:
+            qemu = _ours(str(tmp_path / "t"), "qemu-system")
+            time.sleep(0.05)
+        assert qemu
+    finally:
+        proc.kill()
+        proc.wait()
+    try:
+        done = subprocess.run([sys.executable, "-m", "abibench", "vm", "run", "ptrtree",
+                               "--boots", "0"], env=env, capture_output=True, text=True,
+                              timeout=120, check=False)
+        assert done.returncode == 2  # refused, but only after the sweep
+    finally:
+        survivors = [p for p in qemu if _alive(p)]
+        for p in survivors:
+            os.kill(p, signal.SIGKILL)
+    assert survivors == []
+    assert list((tmp_path / "t").rglob("*vm*")) == []

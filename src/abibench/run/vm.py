@@ -36,7 +36,7 @@ from ..records import Artifact
 from ..stats import median, median_ci
 from ..text import one_line
 from ..workloads.profile import Workload, substitute
-from ..workspace import owned_dir
+from ..workspace import clean_stale, marked_env, owned_dir
 from .samples import ParseError, parse_metrics, validation_value
 
 MEMORY_MB = 512
@@ -212,8 +212,11 @@ def boot(emulator: str, kernel: Path, initrd_bytes: bytes, cmdline: str, deadlin
         argv = qemu_argv(emulator, kernel, initrd, cmdline, console, report)
         t0 = time.monotonic()
         with (work / "qemu.log").open("wb") as log:
+            # Marked with its directory: if abibench itself is SIGKILLed, the next abibench's
+            # workspace.clean_stale kills this qemu, which its own session kept alive.
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                    start_new_session=True)
+                                    start_new_session=True,
+                                    env={**os.environ, **marked_env(work)})
         try:
             if on_start is not None:
                 on_start(proc.pid)
@@ -440,6 +443,7 @@ def measure(workloads: Sequence[Workload], abis: Sequence[Abi], *, boots: int, r
             say: Callable[[str], None] = lambda _: None) -> VmRun:
     """Build every (workload, ABI) statically, boot the guest `boots` times, each boot running
     every target `rounds` times, and compare what they printed and how much memory they took."""
+    clean_stale(cache_root)  # first: a killed earlier run's guest, and its files
     if boots < 1 or rounds < 1:
         raise UsageError("--boots and --rounds take a positive number")
     for wl in workloads:
