@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from . import __version__
-from .abi import ABIS, HOST_FAMILY, Abi, family_abis, get_abi, parse_abi_list
+from .abi import ABIS, HOST_FAMILY, Abi, family_abis, get_abi, parse_abi_list, vm_kernel_abi
 from .analyse import report as analysis
 from .analyse.advise import Deployment, parse_mix, parse_size
 from .analyse.axes import AXES
@@ -30,17 +30,18 @@ from .errors import (
     UsageError,
 )
 from .ids import ID_MAX, check_id, file_name, id_problem
-from .obtain.build import DEFAULT_CFLAGS
-from .outputs import check_output, write_atomic
+from .obtain.build import DEFAULT_CFLAGS, build
+from .outputs import check_output, write_atomic, write_output
 from .paths import cache_dir, data_dir, default_db
 from .probe import host, noise
-from .probe.abis import probe_all
+from .probe.abis import compiler_for, probe_all
 from .probe.counters import counters_status
 from .probe.memory import tree_accounting
-from .records import RunDoc, Sample
+from .records import RunDoc, Sample, emulated_words
 from .report import Output, render, write, write_file
 from .report import formatting as fmt
 from .report.terminal import e
+from .run import vm
 from .run.preflight import check_plan_numbers
 from .run.progress import RunTracker
 from .run.resume import request_of
@@ -207,6 +208,20 @@ def build_parser() -> argparse.ArgumentParser:
                     "ansible-playbook yourself)")
     fs = fsub.add_parser("sdist", help="build the sdist the playbook copies to every host")
     fs.add_argument("outdir", type=Path, nargs="?", default=Path("dist"))
+
+    vmp = sub.add_parser("vm", help="programs run in a booted guest (Debian's kernel under "
+                        "full-system emulation): outputs compared, peak memory; no speed")
+    vm_run = vmp.add_subparsers(dest="vm_command", required=True).add_parser(
+        "run", help="build WORKLOAD... statically per ABI and run each in a booted guest")
+    vm_run.add_argument("workloads", nargs="+", metavar="WORKLOAD")
+    vm_run.add_argument("--abi", default=None, help="comma-separated (default: every ABI the "
+                        "guest's kernel runs)")
+    vm_run.add_argument("--boots", type=int, default=1, help="guests booted, one after another")
+    vm_run.add_argument("--rounds", type=int, default=1, help="runs of every target per boot")
+    vm_run.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE")
+    vm_run.add_argument("--cflags", default=" ".join(DEFAULT_CFLAGS))
+    vm_run.add_argument("--json", type=Path, default=None, metavar="PATH",
+                        help="also write the results as JSON here")
 
     rs = sub.add_parser("runs", help="list stored runs")
     rs.add_argument("--json", action="store_true")
@@ -894,6 +909,36 @@ def _shown(ref: str) -> str:
     return safe_url(ref) if is_url(ref) else ref
 
 
+def cmd_vm(args: argparse.Namespace) -> int:
+    """`abibench vm run`: the formatting of run/vm.py's answer; the work is there."""
+    abis = parse_abi_list(args.abi) if args.abi else \
+        [a for a in ABIS.values() if vm_kernel_abi(a) is not None]
+    workloads = load_workloads(args.workloads, None, _parse_sets(args.set))
+    if args.json is not None:
+        check_output(args.json, "--json")  # refused before minutes of booting, not after
+    with signals_as_interrupt():
+        done = vm.measure(workloads, abis, boots=args.boots, rounds=args.rounds,
+                          cflags=tuple(args.cflags.split()), cache_root=cache_dir(),
+                          build=build, compiler=compiler_for,
+                          say=lambda line: _say(line, sys.stderr))
+    _say(f"guest: {done.kernel.label()} under {done.emulator} (TCG, {vm.MEMORY_MB} MiB), "
+         f"append {done.cmdline!r}")
+    for wl, why in done.agreement.items():
+        _say(f"{wl}: {'outputs agree across ' + ', '.join(a.name for a in abis) if why is None else why}")
+    for r in done.results:
+        mid, lo, hi = r.rss()
+        checks = ", ".join(sorted({str(c) for c in r.checks})) or "-"
+        emu = sum(r.emulation_s) / len(r.emulation_s) if r.emulation_s else math.nan
+        _say(f"  {r.label}: peak RSS {fmt.with_ci(mid, lo, hi, '.0f', ' KiB')} over "
+             f"{len(r.max_rss_kb)} runs; check {checks}; {fmt.si(emu, 's')} of emulation "
+             f"time ({emulated_words(r.abi)})")
+    for line in done.problems():
+        _say(f"problem: {line}", sys.stderr)
+    if args.json is not None:
+        write_output(args.json, json.dumps(vm.to_json(done), indent=1) + "\n", "--json")
+    return EXIT_WORKLOAD if done.problems() else EXIT_OK
+
+
 def cmd_runs(args: argparse.Namespace, store: SqlStore) -> int:
     runs = store.runs()
     if args.json:
@@ -1151,6 +1196,8 @@ def _command(argv: list[str] | None) -> int:
             return cmd_list(args)
         if args.command == "fleet":
             return cmd_fleet(args, _join_negative_values(own))
+        if args.command == "vm":
+            return cmd_vm(args)
         ref = db_ref(args.db)
         readers = {"report": cmd_report, "compare": cmd_report, "explain": cmd_explain,
                    "advise": cmd_advise}
