@@ -1,0 +1,513 @@
+"""Records described once: a dataclass's fields are its JSON form, its validator and its schema.
+
+The records (records.py) are plain frozen dataclasses. Their field types, defaults and a small
+`Rule` in each field's metadata are the only description of the run format; from them this
+module derives
+
+* ``encode``: a record as JSON data (what `abibench export` writes and the store keeps as text);
+* ``decoder(cls, strict)``: JSON data back to the record, every value checked for its type, and,
+  when ``strict`` (an imported file), for what a run can produce: identifiers by
+  `ids.check_id`, timestamps that are real, quantities that cannot be negative, closed choices.
+  A refusal is one `Invalid` naming the `$.path` of the field;
+* ``json_schema(cls)``: the JSON Schema published as docs/schema.json;
+* ``spec(cls)``: the fields themselves, from which store/schema.py derives the SQL columns.
+
+A new field of a record therefore needs no second description anywhere.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+import types
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass
+from datetime import UTC, datetime, timedelta
+from functools import cache
+from typing import Any, ClassVar, Literal, Union, get_args, get_origin, get_type_hints
+
+from .ids import id_problem
+
+# Free-form data that travels as JSON (parameters, plan, host extras): typed as what it is.
+JSON = str | int | float | bool | None | list["JSON"] | dict[str, "JSON"]
+JSONDict = dict[str, JSON]
+
+# The store keeps whole numbers as a signed 64-bit INTEGER/BIGINT; JSON has no limit.
+INT_MIN, INT_MAX = -(1 << 63), (1 << 63) - 1
+# No run was measured before this, and none after now (plus a clock skew between hosts).
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+CLOCK_SKEW = timedelta(hours=1)
+
+
+class Invalid(ValueError):
+    """A value that is not what a run writes; `path` is where, as `$.samples[3].wall_s`."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self._parts: list[str] = []
+
+    def at(self, part: str) -> Invalid:
+        """Prefix the place (called on the way out, so a path is built only for an error)."""
+        self._parts.append(part)
+        return self
+
+    @property
+    def path(self) -> str:
+        return "$" + "".join(reversed(self._parts))
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What a field's type does not say. Put in a field's metadata with `rule(...)`."""
+
+    min: float | None = None  # the least value: 0 for a quantity, 1 for a count of repeats
+    choices: tuple[str, ...] = ()  # the only values a run writes
+    id: str | None = None  # an identifier of this kind (ids.check_id); "target" is ABI[/provenance]
+    keys: str | None = None  # the keys of this mapping are identifiers of this kind
+    time: bool = False  # an ISO 8601 timestamp
+    key: bool = False  # the key this record has in the mapping holding it; not written inside
+    extra: bool = False  # keys this version does not know: kept, written back, never used
+    present: bool = False  # which of the fields named in its default the source had
+    name: str | None = None  # the JSON key, when not the field's name
+    column: str | None = None  # the SQL column, when not the field's name
+    absent: Any = None  # what a document without it means (a field without a default)
+    has_absent: bool = False
+
+
+NO_RULE = Rule()
+
+
+def rule(**kw: Any) -> dict[str, Rule]:
+    return {"abibench": Rule(**kw, has_absent="absent" in kw)}
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str  # the attribute
+    key: str  # the JSON key
+    type: Any  # the resolved type
+    rule: Rule
+    default: Any  # what it is when absent from a document; MISSING: required
+
+    @property
+    def required(self) -> bool:
+        return self.default is MISSING
+
+
+def _default(f: dataclasses.Field[Any], r: Rule) -> Any:
+    if f.default is not MISSING:
+        return f.default
+    if f.default_factory is not MISSING:
+        return f.default_factory()
+    return r.absent if r.has_absent else MISSING
+
+
+@cache
+def spec(cls: type) -> tuple[Field, ...]:
+    """The fields of a record class, their types resolved."""
+    hints = get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        r = f.metadata.get("abibench", NO_RULE)
+        out.append(Field(f.name, r.name or f.name, hints[f.name], r, _default(f, r)))
+    return tuple(out)
+
+
+def as_array(cls: type) -> bool:
+    """A record written as a JSON array of its fields (a [name, [counts]] pair)."""
+    return bool(getattr(cls, "AS_ARRAY", False))
+
+
+_JSON_SCALARS = {str, int, float, bool, type(None)}
+
+
+def _is_json(tp: Any) -> bool:
+    """Whether a type is the JSON alias (its forward references resolved or not)."""
+    return get_origin(tp) in (Union, types.UnionType) and _JSON_SCALARS <= set(get_args(tp))
+
+
+def _is_json_dict(tp: Any) -> bool:
+    return get_origin(tp) is dict and _is_json(get_args(tp)[1])
+
+
+def _optional(tp: Any) -> tuple[bool, Any]:
+    """(True, X) for X | None."""
+    if get_origin(tp) in (Union, types.UnionType) and not _is_json(tp):
+        args = [a for a in get_args(tp) if a is not type(None)]
+        if len(args) < len(get_args(tp)):
+            return True, (args[0] if len(args) == 1 else Union[tuple(args)])  # noqa: UP007
+    return False, tp
+
+
+def describe(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    return "an object"
+
+
+# --------------------------------------------------------------------------- checks of a value
+
+
+def check_label(kind: str, value: str) -> None:
+    """An identifier; a target is an ABI and an optional provenance, each an identifier."""
+    parts = value.split("/", 1) if kind == "target" else [value]
+    for part in parts:
+        problem = id_problem(part)
+        if problem is not None:
+            raise Invalid(f"{kind} {value[:60]!r} {problem}")
+
+
+def parse_time(value: str) -> datetime:
+    """A timestamp as a run writes it (ISO 8601; without a zone it is UTC)."""
+    when = datetime.fromisoformat(value)
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def check_time(value: str) -> None:
+    try:
+        when = parse_time(value)
+    except ValueError:
+        raise Invalid(f"expected an ISO 8601 timestamp, found {value[:40]!r}") from None
+    if when < EARLIEST:
+        raise Invalid(f"timestamp {value[:40]!r} is before {EARLIEST.year}: no run was "
+                      "measured then")
+    if when > datetime.now(UTC) + CLOCK_SKEW:
+        raise Invalid(f"timestamp {value[:40]!r} is in the future")
+
+
+def _rule_check(r: Rule) -> Callable[[Any], None] | None:
+    """The checks a rule adds to a scalar, in strict mode; None when it adds none."""
+    checks: list[Callable[[Any], None]] = []
+    if r.min is not None:
+        least = r.min
+
+        def at_least(v: Any) -> None:
+            if v < least:
+                raise Invalid(f"expected a number >= {least:g}, found {v}")
+        checks.append(at_least)
+    if r.choices:
+        allowed = r.choices
+
+        def one_of(v: Any) -> None:
+            if v not in allowed:
+                raise Invalid(f"expected one of {', '.join(allowed)}, found {v!r:.40}")
+        checks.append(one_of)
+    if r.id is not None:
+        kind = r.id
+        checks.append(lambda v: check_label(kind, v))
+    if r.time:
+        checks.append(check_time)
+    if not checks:
+        return None
+    if len(checks) == 1:
+        return checks[0]
+    return lambda v: [c(v) for c in checks] and None
+
+
+# --------------------------------------------------------------------------- decoding
+
+Decode = Callable[[Any], Any]
+
+
+def _expect(ok: bool, what: str, value: Any) -> None:
+    if not ok:
+        raise Invalid(f"expected {what}, found {describe(value)}")
+
+
+def _str(v: Any) -> str:
+    if type(v) is not str:
+        raise Invalid(f"expected a string, found {describe(v)}")
+    return v
+
+
+def _int(v: Any) -> int:
+    if type(v) is not int:
+        raise Invalid(f"expected a whole number, found {describe(v)}")
+    if not INT_MIN <= v <= INT_MAX:
+        raise Invalid("expected a whole number within ±2**63 (a 64-bit integer)")
+    return v
+
+
+def _float(v: Any) -> float:
+    if type(v) is float:
+        if not math.isfinite(v):
+            raise Invalid("expected a finite number")
+        return v
+    if type(v) is int:
+        # An int beyond 1.8e308 has no float.
+        if abs(v) > sys.float_info.max:
+            raise Invalid("expected a finite number")
+        return float(v)
+    raise Invalid(f"expected a number, found {describe(v)}")
+
+
+def _bool(v: Any) -> bool:
+    if type(v) is not bool:
+        raise Invalid(f"expected true or false, found {describe(v)}")
+    return v
+
+
+def _json(v: Any) -> Any:
+    return v
+
+
+def _json_dict(v: Any) -> Any:
+    _expect(isinstance(v, dict), "an object", v)
+    return v
+
+
+_SCALARS: dict[Any, Decode] = {str: _str, int: _int, float: _float, bool: _bool}
+
+
+def decoder(tp: Any, strict: bool = True, r: Rule = NO_RULE) -> Decode:
+    """A function from JSON data to a value of type `tp`, raising Invalid."""
+    return _decoder(tp, strict, r)
+
+
+@cache
+def _decoder(tp: Any, strict: bool, r: Rule) -> Decode:  # noqa: C901 - one case per kind of type
+    if _is_json(tp):
+        return _json
+    if _is_json_dict(tp):
+        return _json_dict
+    optional, inner = _optional(tp)
+    if optional:
+        of = _decoder(inner, strict, r)
+        return lambda v: None if v is None else of(v)
+    if dataclasses.is_dataclass(inner):
+        return _record_decoder(inner, strict)
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is Literal:
+        allowed = args
+
+        def literal(v: Any) -> Any:
+            if v not in allowed or type(v) is not type(next(a for a in allowed if a == v)):
+                raise Invalid(f"expected one of {', '.join(map(str, allowed))}, "
+                              f"found {v!r:.40}")
+            return v
+        return literal
+    if origin in (tuple, list):
+        item = _decoder(args[0], strict, r)
+        make: Callable[[Any], Any] = tuple if origin is tuple else list
+
+        def sequence(v: Any) -> Any:
+            _expect(type(v) is list, "a list", v)
+            out = []
+            for i, x in enumerate(v):
+                try:
+                    out.append(item(x))
+                except Invalid as exc:
+                    raise exc.at(f"[{i}]") from None
+            return make(out)
+        return sequence
+    if origin is dict:
+        value_type = args[1]
+        keyed = dataclasses.is_dataclass(value_type) and any(f.rule.key
+                                                             for f in spec(value_type))
+        value = _keyed_decoder(value_type, strict) if keyed else _decoder(value_type, strict, r)
+        key_kind = r.keys if strict else None
+
+        def mapping(v: Any) -> Any:
+            _expect(type(v) is dict, "an object", v)
+            out = {}
+            for k, x in v.items():
+                try:
+                    if key_kind is not None:
+                        check_label(key_kind, k)
+                    out[k] = value(x, k) if keyed else value(x)
+                except Invalid as exc:
+                    raise exc.at(f".{k}") from None
+            return out
+        return mapping
+    base = _SCALARS.get(tp)
+    if base is None:
+        raise TypeError(f"no JSON form for {tp!r}")
+    check = _rule_check(r) if strict else None
+    if check is None:
+        return base
+    # bind as defaults: the closure is the hot path of an import
+    def checked(v: Any, base: Decode = base, check: Callable[[Any], None] = check) -> Any:
+        out = base(v)
+        check(out)
+        return out
+    return checked
+
+
+def _keyed_decoder(cls: type, strict: bool) -> Callable[[Any, str], Any]:
+    return _record(cls, strict)
+
+
+def _record_decoder(cls: type, strict: bool) -> Decode:
+    full = _record(cls, strict)
+    return lambda v: full(v, None)
+
+
+@cache
+def _record(cls: type, strict: bool) -> Callable[[Any, str | None], Any]:
+    fields = spec(cls)
+    plain = [(f, _decoder(f.type, strict, f.rule)) for f in fields
+             if not (f.rule.key or f.rule.extra or f.rule.present)]
+    key_field = next((f for f in fields if f.rule.key), None)
+    key_check = _rule_check(key_field.rule) if key_field is not None and strict else None
+    extra = next((f.name for f in fields if f.rule.extra), None)
+    present = next((f for f in fields if f.rule.present), None)
+    tracked = tuple(present.default) if present is not None else ()
+    known = {f.key for f in fields}
+
+    if as_array(cls):
+        def array(v: Any, key: str | None) -> Any:
+            _expect(type(v) is list and len(v) == len(plain),
+                    f"a list of {len(plain)} ({', '.join(f.key for f, _ in plain)})", v)
+            kwargs = {}
+            for i, ((f, dec), x) in enumerate(zip(plain, v, strict=True)):
+                try:
+                    kwargs[f.name] = dec(x)
+                except Invalid as exc:
+                    raise exc.at(f"[{i}]") from None
+            return cls(**kwargs)
+        return array
+
+    def record(v: Any, key: str | None) -> Any:
+        if type(v) is not dict:
+            raise Invalid(f"expected an object, found {describe(v)}")
+        kwargs: dict[str, Any] = {}
+        for f, dec in plain:
+            if f.key in v:
+                try:
+                    kwargs[f.name] = dec(v[f.key])
+                except Invalid as exc:
+                    raise exc.at(f".{f.key}") from None
+            elif f.default is MISSING:
+                raise Invalid("is missing").at(f".{f.key}")
+            elif f.rule.has_absent:
+                kwargs[f.name] = f.rule.absent
+        if key_field is not None:
+            if key_check is not None and key is not None:
+                key_check(key)
+            kwargs[key_field.name] = key if key is not None else ""
+        if extra is not None:
+            kwargs[extra] = {k: x for k, x in v.items() if k not in known}
+        if present is not None:
+            kwargs[present.name] = tuple(n for n in tracked if n in v)
+        return cls(**kwargs)
+    return record
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+def encode(value: Any) -> Any:
+    """A record (or a value inside one) as JSON data."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _encoder(type(value))(value)
+    if isinstance(value, tuple | list):
+        return [encode(v) for v in value]
+    if isinstance(value, dict):
+        return {k: encode(v) for k, v in value.items()}
+    return value
+
+
+@cache
+def _encoder(cls: type) -> Callable[[Any], Any]:
+    fields = spec(cls)
+    plain = [f for f in fields if not (f.rule.key or f.rule.extra or f.rule.present)]
+    extra = next((f.name for f in fields if f.rule.extra), None)
+    present = next((f for f in fields if f.rule.present), None)
+    tracked = frozenset(present.default) if present is not None else frozenset()
+    simple = {f.name for f in plain if f.type in (str, int, float, bool)
+              or _optional(f.type)[1] in (str, int, float, bool)}
+    if as_array(cls):
+        return lambda v: [encode(getattr(v, f.name)) for f in plain]
+
+    def run(v: Any) -> Any:
+        has = getattr(v, present.name) if present is not None else ()
+        out = {}
+        for f in plain:
+            if f.name in tracked and f.name not in has:
+                continue
+            x = getattr(v, f.name)
+            out[f.key] = x if f.name in simple else encode(x)
+        if extra is not None:
+            out.update(getattr(v, extra))
+        return out
+    return run
+
+
+# --------------------------------------------------------------------------- JSON Schema
+
+
+def json_schema(cls: type, head: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a record class as a document, `head` its own leading
+    properties (format and version)."""
+    defs: dict[str, Any] = {}
+    root = _schema_of_record(cls, defs)
+    if head:
+        root = {**root, "properties": {**head, **root["properties"]},
+                "required": [*head, *root["required"]]}
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **root,
+            "$defs": dict(sorted(defs.items()))}
+
+
+def _schema_of_record(cls: type, defs: dict[str, Any]) -> dict[str, Any]:
+    fields = [f for f in spec(cls) if not (f.rule.key or f.rule.extra or f.rule.present)]
+    doc = (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+    if as_array(cls):
+        return {"type": "array", "description": doc,
+                "prefixItems": [_schema_of(f.type, f.rule, defs) for f in fields],
+                "minItems": len(fields), "maxItems": len(fields)}
+    return {"type": "object", "description": doc,
+            "properties": {f.key: _schema_of(f.type, f.rule, defs) for f in fields},
+            "required": [f.key for f in fields if f.required]}
+
+
+def _schema_of(tp: Any, r: Rule, defs: dict[str, Any]) -> dict[str, Any]:  # noqa: C901
+    if _is_json(tp):
+        return {}
+    if _is_json_dict(tp):
+        return {"type": "object"}
+    optional, inner = _optional(tp)
+    if optional:
+        return {"anyOf": [_schema_of(inner, r, defs), {"type": "null"}]}
+    if dataclasses.is_dataclass(tp):
+        name = tp.__name__
+        if name not in defs:
+            defs[name] = {}  # a placeholder against recursion
+            defs[name] = _schema_of_record(tp, defs)
+        return {"$ref": f"#/$defs/{name}"}
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is Literal:
+        return {"enum": list(args)}
+    if origin in (tuple, list):
+        return {"type": "array", "items": _schema_of(args[0], r, defs)}
+    if origin is dict:
+        out: dict[str, Any] = {"type": "object",
+                               "additionalProperties": _schema_of(args[1], r, defs)}
+        if r.keys:
+            out["propertyNames"] = {"description": f"a {r.keys} identifier"}
+        return out
+    out = {str: {"type": "string"}, int: {"type": "integer", "minimum": INT_MIN,
+                                          "maximum": INT_MAX},
+           float: {"type": "number"}, bool: {"type": "boolean"}}[tp].copy()
+    if r.min is not None:
+        out["minimum"] = int(r.min) if tp is int else r.min
+    if r.choices:
+        out["enum"] = list(r.choices)
+    if r.time:
+        out["format"] = "date-time"
+    if r.id:
+        out["description"] = f"a {r.id} identifier"
+    return out
+
+
+__all__ = ["JSON", "JSONDict", "ClassVar", "Field", "Invalid", "Rule", "decoder", "encode",
+           "json_schema", "rule", "spec"]
