@@ -141,6 +141,11 @@ def _optional(tp: Any) -> tuple[bool, Any]:
     return False, tp
 
 
+def optional_of(tp: Any) -> tuple[bool, Any]:
+    """(True, X) for X | None, else (False, tp)."""
+    return _optional(tp)
+
+
 def describe(value: object) -> str:
     if value is None:
         return "null"

@@ -600,7 +600,7 @@ class WorkloadMeta:
 class RunConfig:
     """What a run was asked to do."""
 
-    workloads: dict[str, WorkloadMeta]
+    workloads: dict[str, WorkloadMeta] = field(default_factory=dict)
     abis: tuple[str, ...] = field(default=(), metadata=rule(id="abi"))
     cflags: tuple[str, ...] = ()
     cc: str | None = None

@@ -19,8 +19,13 @@ Statements use ``?`` placeholders; the PostgreSQL backend turns them into psycop
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from ..codec import Field, decoder, encode, optional_of, spec
+from ..records import Sample
 
 
 @dataclass(frozen=True)
@@ -119,15 +124,91 @@ assert len(MIGRATION_TEMPLATES) == SCHEMA_VERSION - 1
 
 TABLES = ("meta", "runs", "artifacts", "target_status", "samples", "outcomes", "warnings")
 
+
+# --------------------------------------------------------------------------- columns of a record
+
+
+@dataclass(frozen=True)
+class Column:
+    """A record's field as a column: derived from the field, never written by hand.
+
+    A whole number or a flag is ``{int}``, a number ``{real}``, text ``TEXT``; anything else
+    (a mapping, a nested record) is its JSON form in a ``TEXT`` column named ``<field>_json``.
+    A field that cannot be None is NOT NULL; a row that predates the column holds the field's
+    default.
+    """
+
+    name: str
+    field: str
+    type: str  # a template: TEXT, {int} or {real}
+    not_null: bool
+    default: Any  # the column's value for a record that lacks the field (None: NULL)
+    to_sql: Callable[[Any], Any]
+    from_sql: Callable[[Any], Any]
+
+    def definition(self, dialect: Dialect) -> str:
+        """As ALTER TABLE ... ADD COLUMN takes it: older rows get the field's default."""
+        out = f"{self.name} {dialect.render(self.type)}"
+        if self.not_null:
+            if self.default is None:
+                raise TypeError(f"field {self.field} has no default: a column added to a table "
+                                "that holds rows needs one")
+            out += f" NOT NULL DEFAULT {_literal(self.default)}"
+        return out
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    return repr(value)
+
+
+def _column(f: Field) -> Column:
+    optional, inner = optional_of(f.type)
+    default = None if f.required else f.default
+    if inner is bool:
+        return Column(f.rule.column or f.name, f.name, "{int}", not optional,
+                      None if default is None else int(default),
+                      lambda v: None if v is None else int(v),
+                      lambda v: None if v is None else bool(v))
+    if inner in (int, float, str):
+        kind = {int: "{int}", float: "{real}", str: "TEXT"}[inner]
+        return Column(f.rule.column or f.name, f.name, kind, not optional, default,
+                      lambda v: v, lambda v: v)
+    parse = decoder(inner, strict=False)
+    return Column(f.rule.column or f"{f.name}_json", f.name, "TEXT", not optional,
+                  None if default is None else json.dumps(encode(default)),
+                  lambda v: None if v is None else json.dumps(encode(v)),
+                  lambda v: None if v is None else parse(json.loads(v)))
+
+
+def record_columns(cls: type) -> tuple[Column, ...]:
+    return tuple(_column(f) for f in spec(cls))
+
+
+# Every field of a Sample is a column of `samples`: the columns the migrations created (a test
+# holds the two to the same types), and any later field's, which `SqlStore.migrate` adds when
+# a database lacks it.
+SAMPLE_COLUMNS = record_columns(Sample)
+
+
+def sample_row(s: Sample, seq: int) -> tuple[Any, ...]:
+    """A sample's values in the order of COLUMNS["samples"]."""
+    return (s.run_id, seq, *(c.to_sql(getattr(s, c.field)) for c in SAMPLE_COLUMNS
+                             if c.name != "run_id"))
+
+
+def sample_of(row: Mapping[str, Any] | Any) -> Sample:
+    """A stored row as its Sample; a column the database predates reads as its default."""
+    names = set(row.keys())
+    return Sample(**{c.field: c.from_sql(row[c.name] if c.name in names else c.default)
+                     for c in SAMPLE_COLUMNS})
+
+
 # What a column added by a migration stands for in a database that predates it (read-only).
-ADDED_DEFAULTS: dict[str, Any] = {"kind": "timed", "discarded": None, "design": "sequential",
-                                  "cpu": None, "repeat": 1, "foreign_cpu_s": None,
-                                  "steal_s": None, "covariate": None, "minflt": None,
-                                  "majflt": None, "counters_json": None,
-                                  "tree_peak_rss_kb": None, "tree_memory": None, "owner_pid": None,
-                                  "owner_start": None, "owner_boot": None, "owner_host": None,
-                                  "seq": None, "emulated": 0, "clock_mhz": None,
-                                  "temp_c": None, "throttled": None}
+ADDED_DEFAULTS: dict[str, Any] = {"owner_pid": None, "owner_start": None, "owner_boot": None,
+                                  "owner_host": None, "seq": None,
+                                  **{c.name: c.default for c in SAMPLE_COLUMNS}}
 
 # Every column of a table as the current schema has it, `id` left out (each database numbers
 # its own rows): what an upload copies.
@@ -137,12 +218,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "artifacts": ("run_id", "seq", "workload", "target", "cached", "info_json"),
     "target_status": ("run_id", "seq", "workload", "target", "state", "reason"),
     "warnings": ("run_id", "seq", "workload", "target", "message"),
-    "samples": ("run_id", "seq", "workload", "target", "round", "position", "warmup", "status",
-                "exit_code", "wall_s", "user_s", "sys_s", "max_rss_kb", "stdout_digest",
-                "check_value", "metrics_json", "error", "started_at", "env_pad", "instructions",
-                "kind", "discarded", "design", "cpu", "repeat", "foreign_cpu_s", "steal_s",
-                "covariate", "minflt", "majflt", "counters_json", "tree_peak_rss_kb",
-                "tree_memory", "emulated", "clock_mhz", "temp_c", "throttled"),
+    "samples": ("run_id", "seq", *(c.name for c in SAMPLE_COLUMNS if c.name != "run_id")),
     "outcomes": ("run_id", "workload", "rounds", "stop_reason"),
 }
 # What identifies a row of each table across databases.
