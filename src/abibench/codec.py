@@ -43,9 +43,10 @@ CLOCK_SKEW = timedelta(hours=1)
 class Invalid(ValueError):
     """A value that is not what a run writes; `path` is where, as `$.samples[3].wall_s`."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, fix: str = "") -> None:
         super().__init__(message)
         self.message = message
+        self.fix = fix  # how to put it right, when not "export the run again"
         self._parts: list[str] = []
 
     def at(self, part: str) -> Invalid:
@@ -67,6 +68,7 @@ class Rule:
     id: str | None = None  # an identifier of this kind (ids.check_id); "target" is ABI[/provenance]
     keys: str | None = None  # the keys of this mapping are identifiers of this kind
     time: bool = False  # an ISO 8601 timestamp
+    blank: bool = False  # "" stands for "not recorded" (a timestamp older versions left out)
     key: bool = False  # the key this record has in the mapping holding it; not written inside
     extra: bool = False  # keys this version does not know: kept, written back, never used
     present: bool = False  # which of the fields named in its default the source had
@@ -198,7 +200,8 @@ def _rule_check(r: Rule) -> Callable[[Any], None] | None:
 
         def at_least(v: Any) -> None:
             if v < least:
-                raise Invalid(f"expected a number >= {least:g}, found {v}")
+                why = ": it cannot be negative" if least == 0 else ""
+                raise Invalid(f"expected a number >= {least:g}, found {v}{why}")
         checks.append(at_least)
     if r.choices:
         allowed = r.choices
@@ -211,7 +214,7 @@ def _rule_check(r: Rule) -> Callable[[Any], None] | None:
         kind = r.id
         checks.append(lambda v: check_label(kind, v))
     if r.time:
-        checks.append(check_time)
+        checks.append((lambda v: None if v == "" else check_time(v)) if r.blank else check_time)
     if not checks:
         return None
     if len(checks) == 1:
