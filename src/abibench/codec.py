@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cache
-from typing import Any, ClassVar, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from .ids import id_problem
 
@@ -68,6 +68,7 @@ class Rule:
     id: str | None = None  # an identifier of this kind (ids.check_id); "target" is ABI[/provenance]
     keys: str | None = None  # the keys of this mapping are identifiers of this kind
     time: bool = False  # an ISO 8601 timestamp
+    null_default: bool = False  # a null stands for the field's default (older versions wrote it)
     blank: bool = False  # "" stands for "not recorded" (a timestamp older versions left out)
     key: bool = False  # the key this record has in the mapping holding it; not written inside
     extra: bool = False  # keys this version does not know: kept, written back, never used
@@ -127,7 +128,7 @@ _JSON_SCALARS = {str, int, float, bool, type(None)}
 
 def _is_json(tp: Any) -> bool:
     """Whether a type is the JSON alias (its forward references resolved or not)."""
-    return get_origin(tp) in (Union, types.UnionType) and _JSON_SCALARS <= set(get_args(tp))
+    return get_origin(tp) in (Union, types.UnionType) and set(get_args(tp)) >= _JSON_SCALARS
 
 
 def _is_json_dict(tp: Any) -> bool:
@@ -219,7 +220,11 @@ def _rule_check(r: Rule) -> Callable[[Any], None] | None:
         return None
     if len(checks) == 1:
         return checks[0]
-    return lambda v: [c(v) for c in checks] and None
+
+    def every(v: Any) -> None:
+        for c in checks:
+            c(v)
+    return every
 
 
 # --------------------------------------------------------------------------- decoding
@@ -283,7 +288,7 @@ def decoder(tp: Any, strict: bool = True, r: Rule = NO_RULE) -> Decode:
 
 
 @cache
-def _decoder(tp: Any, strict: bool, r: Rule) -> Decode:  # noqa: C901 - one case per kind of type
+def _decoder(tp: Any, strict: bool, r: Rule) -> Decode:
     if _is_json(tp):
         return _json
     if _is_json_dict(tp):
@@ -292,7 +297,7 @@ def _decoder(tp: Any, strict: bool, r: Rule) -> Decode:  # noqa: C901 - one case
     if optional:
         of = _decoder(inner, strict, r)
         return lambda v: None if v is None else of(v)
-    if dataclasses.is_dataclass(inner):
+    if isinstance(inner, type) and dataclasses.is_dataclass(inner):
         return _record_decoder(inner, strict)
     origin, args = get_origin(tp), get_args(tp)
     if origin is Literal:
@@ -320,9 +325,10 @@ def _decoder(tp: Any, strict: bool, r: Rule) -> Decode:  # noqa: C901 - one case
         return sequence
     if origin is dict:
         value_type = args[1]
-        keyed = dataclasses.is_dataclass(value_type) and any(f.rule.key
-                                                             for f in spec(value_type))
-        value = _keyed_decoder(value_type, strict) if keyed else _decoder(value_type, strict, r)
+        keyed = isinstance(value_type, type) and dataclasses.is_dataclass(value_type) \
+            and any(f.rule.key for f in spec(value_type))
+        by_key = _record(value_type, strict) if keyed else None
+        value = _decoder(value_type, strict, r) if by_key is None else None
         key_kind = r.keys if strict else None
 
         def mapping(v: Any) -> Any:
@@ -332,7 +338,7 @@ def _decoder(tp: Any, strict: bool, r: Rule) -> Decode:  # noqa: C901 - one case
                 try:
                     if key_kind is not None:
                         check_label(key_kind, k)
-                    out[k] = value(x, k) if keyed else value(x)
+                    out[k] = by_key(x, k) if by_key is not None else value(x)  # type: ignore[misc]
                 except Invalid as exc:
                     raise exc.at(f".{k}") from None
             return out
@@ -349,10 +355,6 @@ def _decoder(tp: Any, strict: bool, r: Rule) -> Decode:  # noqa: C901 - one case
         check(out)
         return out
     return checked
-
-
-def _keyed_decoder(cls: type, strict: bool) -> Callable[[Any, str], Any]:
-    return _record(cls, strict)
 
 
 def _record_decoder(cls: type, strict: bool) -> Decode:
@@ -391,8 +393,11 @@ def _record(cls: type, strict: bool) -> Callable[[Any, str | None], Any]:
         kwargs: dict[str, Any] = {}
         for f, dec in plain:
             if f.key in v:
+                x = v[f.key]
+                if x is None and f.rule.null_default:
+                    continue
                 try:
-                    kwargs[f.name] = dec(v[f.key])
+                    kwargs[f.name] = dec(x)
                 except Invalid as exc:
                     raise exc.at(f".{f.key}") from None
             elif f.default is MISSING:
@@ -474,11 +479,16 @@ def _schema_of_record(cls: type, defs: dict[str, Any]) -> dict[str, Any]:
                 "prefixItems": [_schema_of(f.type, f.rule, defs) for f in fields],
                 "minItems": len(fields), "maxItems": len(fields)}
     return {"type": "object", "description": doc,
-            "properties": {f.key: _schema_of(f.type, f.rule, defs) for f in fields},
+            "properties": {f.key: _field_schema(f, defs) for f in fields},
             "required": [f.key for f in fields if f.required]}
 
 
-def _schema_of(tp: Any, r: Rule, defs: dict[str, Any]) -> dict[str, Any]:  # noqa: C901
+def _field_schema(f: Field, defs: dict[str, Any]) -> dict[str, Any]:
+    out = _schema_of(f.type, f.rule, defs)
+    return {"anyOf": [out, {"type": "null"}]} if f.rule.null_default else out
+
+
+def _schema_of(tp: Any, r: Rule, defs: dict[str, Any]) -> dict[str, Any]:
     if _is_json(tp):
         return {}
     if _is_json_dict(tp):
@@ -486,7 +496,7 @@ def _schema_of(tp: Any, r: Rule, defs: dict[str, Any]) -> dict[str, Any]:  # noq
     optional, inner = _optional(tp)
     if optional:
         return {"anyOf": [_schema_of(inner, r, defs), {"type": "null"}]}
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         name = tp.__name__
         if name not in defs:
             defs[name] = {}  # a placeholder against recursion
@@ -503,9 +513,10 @@ def _schema_of(tp: Any, r: Rule, defs: dict[str, Any]) -> dict[str, Any]:  # noq
         if r.keys:
             out["propertyNames"] = {"description": f"a {r.keys} identifier"}
         return out
-    out = {str: {"type": "string"}, int: {"type": "integer", "minimum": INT_MIN,
-                                          "maximum": INT_MAX},
-           float: {"type": "number"}, bool: {"type": "boolean"}}[tp].copy()
+    scalars: dict[Any, dict[str, Any]] = {
+        str: {"type": "string"}, int: {"type": "integer", "minimum": INT_MIN, "maximum": INT_MAX},
+        float: {"type": "number"}, bool: {"type": "boolean"}}
+    out = dict(scalars[tp])
     if r.min is not None:
         out["minimum"] = int(r.min) if tp is int else r.min
     if r.choices:
@@ -515,7 +526,3 @@ def _schema_of(tp: Any, r: Rule, defs: dict[str, Any]) -> dict[str, Any]:  # noq
     if r.id:
         out["description"] = f"a {r.id} identifier"
     return out
-
-
-__all__ = ["JSON", "JSONDict", "ClassVar", "Field", "Invalid", "Rule", "decoder", "encode",
-           "json_schema", "rule", "spec"]

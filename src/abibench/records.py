@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
 from .abi import ABIS, FAMILY_CPU, REFERENCE_ABIS, Abi
-from .codec import JSON, JSONDict, Invalid, decoder, encode, parse_time, rule
+from .codec import JSON, Invalid, JSONDict, decoder, encode, optional_of, parse_time, rule, spec
 
 __all__ = ["JSON", "JSONDict"]  # re-exported: every stage names them from here
 
@@ -96,9 +96,12 @@ def recorded_builtins(setting: Any) -> list[str]:
 
 
 def measured_memory(samples: Iterable[Sample]) -> list[str]:
-    """The built-in memory metrics these samples have a value of, in registry order."""
+    """The built-in memory metrics of these samples, in registry order: one every sample has
+    (its field cannot be None), and one only some measure when any of them did."""
     listed = list(samples)
-    return [m for m in MEMORY_METRICS if any(s.value(m) is not None for s in listed)]
+    always = {f.name for f in spec(Sample) if not optional_of(f.type)[0]}
+    return [b.name for b in BUILTINS if b.memory
+            and (b.field in always or any(s.value(b.name) is not None for s in listed))]
 
 # The reference ("b" of every ratio) is the 64-bit ABI of each host family: REFERENCE_ABIS,
 # from the ABI table.
@@ -521,9 +524,9 @@ class HostContext:
     turbo: str | None = None
     virtualization: str | None = None
     mem_total_kb: int | None = field(default=None, metadata=_QUANTITY)
-    load_average: tuple[float, ...] | None = ()
+    load_average: tuple[float, ...] = field(default=(), metadata=rule(null_default=True))
     libc: str | None = None
-    compilers: dict[str, str] | None = field(default_factory=dict)
+    compilers: dict[str, str] = field(default_factory=dict, metadata=rule(null_default=True))
     python: str | None = None
     os_release: str | None = None
     # what a run adds: the ABI probe and the C library of every ABI
@@ -732,6 +735,15 @@ class RunDoc:
         """A document that came from the store or has passed validation (store/exchange.py)."""
         out: RunDoc = decoder(RunDoc, strict=False)(d)
         return out
+
+
+@dataclass(frozen=True)
+class ResultSet:
+    """A run document named on the command line, and where it came from."""
+
+    doc: RunDoc
+    source: str  # "run ID" (database) or a file path
+    tag: str = ""  # set when several are merged (analyse/merge.py)
 
 
 def _workload_meta(d: Mapping[str, object]) -> WorkloadMeta:
