@@ -40,6 +40,7 @@ from .schema import (
     ADDED_DEFAULTS,
     COLUMNS,
     KEYS,
+    NEXT_STORED,
     SAMPLE_COLUMNS,
     SCHEMA_VERSION,
     SEQ_TABLES,
@@ -129,6 +130,7 @@ class SqlStore:
     # Whether the schema has the columns later versions added (an older one opened read-only
     # is read as it is).
     _owner_columns: bool = True
+    _stored_column: bool = True  # whether runs record the order they were stored in
 
     # --------------------------------------------------------------- what a backend provides
 
@@ -212,6 +214,7 @@ class SqlStore:
 
     def after_open(self) -> None:
         self._owner_columns = self.has_column("runs", "owner_pid")
+        self._stored_column = self.has_column("runs", "stored")
         self._seqs: dict[tuple[str, str], int] = {}
 
     @contextlib.contextmanager
@@ -277,7 +280,8 @@ class SqlStore:
         who = owner.current() if owned else None
         self.execute(
             "INSERT INTO runs(id, started, finished, status, tool_version, host_json, config_json, "
-            "owner_pid, owner_start, owner_boot, owner_host) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            f"owner_pid, owner_start, owner_boot, owner_host, stored) VALUES "
+            f"(?,?,?,?,?,?,?,?,?,?,?,{NEXT_STORED})",
             (run.id, run.started, run.finished, run.status, run.tool_version,
              json.dumps(host.to_dict()), json.dumps(run.config.to_dict()),
              *(_owner_values(who))))
@@ -386,7 +390,10 @@ class SqlStore:
                            " OR ".join(f"{table}.{c} IS DISTINCT FROM excluded.{c}" for c in rest))
         else:
             query = upsert(table, columns, ())
-        return sum(max(self.execute(query, row).rowcount, 0) for row in rows)
+        changed = sum(max(self.execute(query, row).rowcount, 0) for row in rows)
+        if table == "runs":
+            self.execute(f"UPDATE runs SET stored = {NEXT_STORED} WHERE stored IS NULL")
+        return changed
 
     @writer
     def delete_run(self, run_id: str) -> None:
@@ -421,12 +428,19 @@ class SqlStore:
         if not ids:
             raise UsageError(f"no runs in {self.label}: run `abibench run` first")
         if ref in (None, "latest", "last"):
-            return ids[-1]
+            return self._latest()
         matches = [i for i in ids if i == ref] or [i for i in ids if ref and i.startswith(ref)]
         if len(matches) != 1:
             raise UsageError(f"run '{ref}' {'is ambiguous' if matches else 'not found'} in "
                              f"{self.label}: see `abibench runs`")
         return matches[0]
+
+    def _latest(self) -> str:
+        """The run stored last here (a database that predates the order: the latest date)."""
+        stored = "COALESCE(stored, 0) DESC, " if self._stored_column else ""
+        row = self.execute(f"SELECT id FROM runs ORDER BY {stored}started DESC, id DESC "
+                           "LIMIT 1").fetchone()
+        return str(row["id"])
 
     @guarded
     def runs(self) -> list[RunListing]:
