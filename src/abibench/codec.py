@@ -523,6 +523,8 @@ def _schema_of(tp: Any, r: Rule, defs: dict[str, Any]) -> dict[str, Any]:
         out["enum"] = list(r.choices)
     if r.time:
         out["format"] = "date-time"
+        if r.blank:
+            return {"anyOf": [out, {"const": ""}]}
     if r.id:
         out["description"] = f"a {r.id} identifier"
     return out

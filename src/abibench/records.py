@@ -22,7 +22,18 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
 from .abi import ABIS, FAMILY_CPU, REFERENCE_ABIS, Abi
-from .codec import JSON, Invalid, JSONDict, decoder, encode, optional_of, parse_time, rule, spec
+from .codec import (
+    JSON,
+    Invalid,
+    JSONDict,
+    decoder,
+    encode,
+    json_schema,
+    optional_of,
+    parse_time,
+    rule,
+    spec,
+)
 
 __all__ = ["JSON", "JSONDict"]  # re-exported: every stage names them from here
 
@@ -626,6 +637,8 @@ class RunConfig:
 
 @dataclass(frozen=True)
 class Run:
+    """A run: its id, when it started and finished, its status and what it was asked."""
+
     id: str = field(metadata=rule(id="run"))
     started: str = field(metadata=rule(time=True))
     finished: str | None = field(metadata=rule(time=True))
@@ -826,3 +839,19 @@ def _check_sample(doc: RunDoc, s: Sample, at: str) -> None:
     if s.counted and s.value(meta.primary) is None:
         raise Invalid(f"the primary metric {meta.primary!r:.40} is missing from a counted "
                       "sample").at(f"{at}.metrics")
+
+
+def export_schema() -> JSONDict:
+    """The JSON Schema of the export document, derived from the records (docs/schema.json,
+    written by `python -m abibench.records > docs/schema.json`; a test keeps it current)."""
+    head: JSONDict = {"format": {"const": EXPORT_FORMAT}, "version": {"const": EXPORT_VERSION}}
+    out: JSONDict = {"$id": "abibench-run", "title": "An abibench run document",
+                     **json_schema(RunDoc, head)}
+    return out
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    sys.stdout.write(json.dumps(export_schema(), indent=1, ensure_ascii=False) + "\n")
