@@ -18,7 +18,9 @@ A new field of a record therefore needs no second description anywhere.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+import re
 import sys
 import types
 from collections.abc import Callable, Mapping
@@ -59,6 +61,17 @@ class Invalid(ValueError):
         return "$" + "".join(reversed(self._parts))
 
 
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:+=@~-]*")
+
+
+def key_part(key: str) -> str:
+    """A mapping's key as a step of a path: `.key`, or `["..."]` (JSON-escaped, so a key with
+    a control character or a newline cannot break the one line an error is)."""
+    if _PLAIN_KEY.fullmatch(key) and len(key) <= 80:
+        return f".{key}"
+    return f"[{json.dumps(key[:80])}]"
+
+
 @dataclass(frozen=True)
 class Rule:
     """What a field's type does not say. Put in a field's metadata with `rule(...)`."""
@@ -69,6 +82,7 @@ class Rule:
     keys: str | None = None  # the keys of this mapping are identifiers of this kind
     time: bool = False  # an ISO 8601 timestamp
     null_default: bool = False  # a null stands for the field's default (older versions wrote it)
+    required: bool = False  # a document must have it, though a record built here need not
     blank: bool = False  # "" stands for "not recorded" (a timestamp older versions left out)
     key: bool = False  # the key this record has in the mapping holding it; not written inside
     extra: bool = False  # keys this version does not know: kept, written back, never used
@@ -76,7 +90,7 @@ class Rule:
     name: str | None = None  # the JSON key, when not the field's name
     column: str | None = None  # the SQL column, when not the field's name
     absent: Any = None  # what a document without it means (a field without a default)
-    has_absent: bool = False
+    has_absent: bool = False  # set by `rule` when `absent` is given (None is a value too)
 
 
 NO_RULE = Rule()
@@ -96,7 +110,7 @@ class Field:
 
     @property
     def required(self) -> bool:
-        return self.default is MISSING
+        return self.default is MISSING or self.rule.required
 
 
 def _default(f: dataclasses.Field[Any], r: Rule) -> Any:
@@ -126,18 +140,18 @@ def as_array(cls: type) -> bool:
 _JSON_SCALARS = {str, int, float, bool, type(None)}
 
 
-def _is_json(tp: Any) -> bool:
+def is_json(tp: Any) -> bool:
     """Whether a type is the JSON alias (its forward references resolved or not)."""
     return get_origin(tp) in (Union, types.UnionType) and set(get_args(tp)) >= _JSON_SCALARS
 
 
-def _is_json_dict(tp: Any) -> bool:
-    return get_origin(tp) is dict and _is_json(get_args(tp)[1])
+def is_json_dict(tp: Any) -> bool:
+    return get_origin(tp) is dict and is_json(get_args(tp)[1])
 
 
 def _optional(tp: Any) -> tuple[bool, Any]:
     """(True, X) for X | None."""
-    if get_origin(tp) in (Union, types.UnionType) and not _is_json(tp):
+    if get_origin(tp) in (Union, types.UnionType) and not is_json(tp):
         args = [a for a in get_args(tp) if a is not type(None)]
         if len(args) < len(get_args(tp)):
             return True, (args[0] if len(args) == 1 else Union[tuple(args)])  # noqa: UP007
@@ -289,9 +303,9 @@ def decoder(tp: Any, strict: bool = True, r: Rule = NO_RULE) -> Decode:
 
 @cache
 def _decoder(tp: Any, strict: bool, r: Rule) -> Decode:
-    if _is_json(tp):
+    if is_json(tp):
         return _json
-    if _is_json_dict(tp):
+    if is_json_dict(tp):
         return _json_dict
     optional, inner = _optional(tp)
     if optional:
@@ -340,7 +354,7 @@ def _decoder(tp: Any, strict: bool, r: Rule) -> Decode:
                         check_label(key_kind, k)
                     out[k] = by_key(x, k) if by_key is not None else value(x)  # type: ignore[misc]
                 except Invalid as exc:
-                    raise exc.at(f".{k}") from None
+                    raise exc.at(key_part(k)) from None
             return out
         return mapping
     base = _SCALARS.get(tp)
@@ -400,7 +414,7 @@ def _record(cls: type, strict: bool) -> Callable[[Any, str | None], Any]:
                     kwargs[f.name] = dec(x)
                 except Invalid as exc:
                     raise exc.at(f".{f.key}") from None
-            elif f.default is MISSING:
+            elif f.default is MISSING or (strict and f.rule.required):
                 raise Invalid("is missing").at(f".{f.key}")
             elif f.rule.has_absent:
                 kwargs[f.name] = f.rule.absent
@@ -489,9 +503,9 @@ def _field_schema(f: Field, defs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _schema_of(tp: Any, r: Rule, defs: dict[str, Any]) -> dict[str, Any]:
-    if _is_json(tp):
+    if is_json(tp):
         return {}
-    if _is_json_dict(tp):
+    if is_json_dict(tp):
         return {"type": "object"}
     optional, inner = _optional(tp)
     if optional:

@@ -476,7 +476,7 @@ class Artifact:
     # sha256 of every file at the moment it was built or obtained: what is run must be this
     digests: dict[str, str] = field(default_factory=dict)
     # the target label it was measured as; set by the store (empty while building)
-    target: str = field(default="", metadata=rule(id="target"))
+    target: str = field(default="", metadata=rule(id="target", required=True))
     # fields an imported file carries that this version does not know: shown, never used
     extra: JSONDict = field(default_factory=dict, metadata=rule(extra=True))
 
