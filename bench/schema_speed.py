@@ -128,7 +128,10 @@ def main() -> int:
         samples = decoder.decode(body)
         rows.append(("msgspec: samples encoded", best(lambda: msgspec.json.encode(samples),
                                                       args.repeat)))
-        msgspec.convert(raw["run"], Run)  # the whole document's types are understood
+        try:  # the whole document's types, not only a sample's
+            msgspec.convert(raw["run"], Run)
+        except TypeError as exc:
+            print(f"msgspec cannot read a Run as typed here: {exc}")
     if args.store:
         from abibench.store.exchange import import_doc
         from abibench.store.sqlite import Store

@@ -26,7 +26,7 @@ import types
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass
 from datetime import UTC, datetime, timedelta
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from .ids import id_problem
@@ -180,6 +180,7 @@ def describe(value: object) -> str:
 # --------------------------------------------------------------------------- checks of a value
 
 
+@lru_cache(maxsize=4096)  # a run repeats a few ids in every sample
 def check_label(kind: str, value: str) -> None:
     """An identifier; a target is an ABI and an optional provenance, each an identifier."""
     parts = value.split("/", 1) if kind == "target" else [value]
@@ -404,23 +405,28 @@ def _record(cls: type, strict: bool) -> Callable[[Any, str | None], Any]:
             return cls(**kwargs)
         return array
 
+    # (name, key, decoder, null stands for the default, must be there, what its absence means)
+    steps = [(f.name, f.key, dec, f.rule.null_default,
+              f.default is MISSING or (strict and f.rule.required),
+              f.rule.absent if f.rule.has_absent else MISSING) for f, dec in plain]
+
     def record(v: Any, key: str | None) -> Any:
         if type(v) is not dict:
             raise Invalid(f"expected an object, found {describe(v)}")
         kwargs: dict[str, Any] = {}
-        for f, dec in plain:
-            if f.key in v:
-                x = v[f.key]
-                if x is None and f.rule.null_default:
+        for name, json_key, dec, null_default, needed, absent in steps:
+            if json_key in v:
+                x = v[json_key]
+                if x is None and null_default:
                     continue
                 try:
-                    kwargs[f.name] = dec(x)
+                    kwargs[name] = dec(x)
                 except Invalid as exc:
-                    raise exc.at(f".{f.key}") from None
-            elif f.default is MISSING or (strict and f.rule.required):
-                raise Invalid("is missing").at(f".{f.key}")
-            elif f.rule.has_absent:
-                kwargs[f.name] = f.rule.absent
+                    raise exc.at(f".{json_key}") from None
+            elif needed:
+                raise Invalid("is missing").at(f".{json_key}")
+            elif absent is not MISSING:
+                kwargs[name] = absent
         if key_field is not None:
             if key_check is not None and key is not None:
                 key_check(key)
