@@ -225,17 +225,28 @@ def _wrong(tp: Any) -> Any:
 def broken(draw: st.DrawFn) -> tuple[str, Doc, str]:
     """(family, document, the `$.path` the refusal must name)."""
     doc = draw(VALID)
+    if doc["samples"] and draw(st.booleans()):  # a timed sample that counts, to duplicate
+        doc["samples"][0].update(kind="timed", discarded=None)
+        doc = consistent(doc)
     timed = [i for i, s in enumerate(doc["samples"])
              if s.get("kind", "timed") == "timed" and s.get("discarded") is None]
-    families = ["bad id", "bad timestamp", "shadowing metric", "wrong type", "missing field",
-                "extreme number", "bad version", *(["duplicate sample"] if timed else [])]
+    # The fields each family can break in this document (every field of the right kind).
+    fields = {
+        "bad id": _fields(doc, lambda f: f.rule.id is not None),
+        "bad timestamp": _fields(doc, lambda f: f.rule.time),
+        "wrong type": _fields(doc, lambda f: not is_json(f.type) and not is_json_dict(f.type)),
+        "missing field": _fields(doc, lambda f: f.required),
+        "extreme number": _fields(doc, lambda f: _scalar(f) in (int, float)),
+    }
+    families = [*(name for name, found in fields.items() if found), "shadowing metric",
+                "bad version", *(["duplicate sample"] if timed else [])]
     family = draw(st.sampled_from(families))
     if family == "duplicate sample":
         copy = dict(doc["samples"][draw(st.sampled_from(timed))], status="failed")
         doc["samples"].append(copy)
         return family, doc, f"$.samples[{len(doc['samples']) - 1}].position"
     if family == "bad id":
-        place, f = draw(st.sampled_from(_fields(doc, lambda f: f.rule.id is not None)))
+        place, f = draw(st.sampled_from(fields[family]))
         bad = draw(st.sampled_from(BAD_IDS))
         if get_origin(f.type) in (tuple, list):
             place.data[f.key] = [bad]
@@ -243,7 +254,7 @@ def broken(draw: st.DrawFn) -> tuple[str, Doc, str]:
         place.data[f.key] = bad
         return family, doc, f"{place.path}.{f.key}"
     if family == "bad timestamp":
-        place, f = draw(st.sampled_from(_fields(doc, lambda f: f.rule.time)))
+        place, f = draw(st.sampled_from(fields[family]))
         if f.key == "finished" and draw(st.booleans()):
             before = parse_time(doc["run"]["started"]) - timedelta(seconds=1)
             place.data[f.key] = before.isoformat()
@@ -264,16 +275,15 @@ def broken(draw: st.DrawFn) -> tuple[str, Doc, str]:
             {"unit": own.unit, "better": flipped}, {"unit": "ms", "better": own.better}]))
         return family, doc, f"$.run.config.workloads.{wid}.metrics.{name}"
     if family == "wrong type":
-        place, f = draw(st.sampled_from(_fields(doc, lambda f: not is_json(f.type)
-                                                 and not is_json_dict(f.type))))
+        place, f = draw(st.sampled_from(fields[family]))
         place.data[f.key] = _wrong(f.type)
         return family, doc, f"{place.path}.{f.key}"
     if family == "missing field":
-        place, f = draw(st.sampled_from(_fields(doc, lambda f: f.required)))
+        place, f = draw(st.sampled_from(fields[family]))
         del place.data[f.key]
         return family, doc, f"{place.path}.{f.key}"
     if family == "extreme number":
-        place, f = draw(st.sampled_from(_fields(doc, lambda f: _scalar(f) in (int, float))))
+        place, f = draw(st.sampled_from(fields[family]))
         choices = [10**309] if _scalar(f) is float else [2**63, -(2**63) - 1]
         if f.rule.min is not None:
             choices.append(-1)
