@@ -322,7 +322,7 @@ def _decoder(tp: Any, strict: bool, r: Rule) -> Decode:
         allowed = args
 
         def literal(v: Any) -> Any:
-            if v not in allowed or type(v) is not type(next(a for a in allowed if a == v)):
+            if not any(type(v) is type(a) and v == a for a in allowed):  # True is not 1
                 raise Invalid(f"expected one of {', '.join(map(str, allowed))}, "
                               f"found {v!r:.40}")
             return v
