@@ -20,6 +20,7 @@ from ..errors import UsageError
 from ..records import (
     BUILTIN_METRICS,
     MEMORY_METRICS,
+    MEMORY_NAMES,
     Artifact,
     Better,
     HostContext,
@@ -28,6 +29,7 @@ from ..records import (
     RunDoc,
     Sample,
     better_of,
+    measured_memory,
     pair_by_round,
     pick_reference,
 )
@@ -252,9 +254,9 @@ class Report:
 # --------------------------------------------------------------------------- verdict words
 
 
+__all__ = ["MEMORY_NAMES"]  # how reports name the built-in memory metrics (records' registry)
+
 MEMORY_UNITS = ("B", "bytes", "KiB", "MiB", "GiB", "kB", "KB", "MB", "GB")
-# How reports name the memory abibench measures itself.
-MEMORY_NAMES = {"max_rss": "peak RSS", "tree_peak_rss": "tree peak RSS"}
 TIME_UNITS = ("s", "ms", "us", "µs", "ns", "cycles")
 
 
@@ -299,8 +301,7 @@ def _block(res: WorkloadResult, doc: RunDoc, reference: str | None) -> WorkloadB
     order = [res.primary] + [m for m in meta.metrics
                              if m != res.primary and m not in BUILTIN_METRICS]
     panels: list[Panel] = []
-    trees = any(s.tree_peak_rss_kb is not None for s in counted)
-    for metric in [*order, "max_rss", *(["tree_peak_rss"] if trees else [])]:
+    for metric in [*order, *measured_memory(counted)]:
         info = meta.metric(metric)
         better = better_of("lower" if metric in MEMORY_METRICS else info.better)
         bars = []

@@ -25,6 +25,7 @@ from ..records import (
     better_of,
     emulated_words,
     family_of,
+    measured_memory,
     pick_reference,
 )
 from ..text import one_line
@@ -353,10 +354,8 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
         # An emulator's speed says nothing about an ABI on its own hardware: only targets the
         # host ran itself are compared in time (and in peak memory, which under an emulator
         # includes the emulator's: compared net of it within the family, above).
-        memory = [("max_rss", better_of("lower"), ("smaller", "larger"), True, res.memory)]
-        if trees:
-            memory.append(("tree_peak_rss", better_of("lower"), ("smaller", "larger"), True,
-                           res.memory))
+        memory = [(m, better_of("lower"), ("smaller", "larger"), True, res.memory)
+                  for m in measured_memory(counted)]
         measured = [r.label for r in rows if r.n >= 2 and not r.emulated]
         if len(measured) >= 2:
             wanted = (references or {}).get(wid)

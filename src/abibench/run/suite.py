@@ -52,6 +52,7 @@ from ..records import (
     Target,
     TargetStatus,
     WorkloadMeta,
+    recorded_builtins,
 )
 from ..workloads.profile import MAX_PROFILE_BYTES, Workload
 from ..workspace import clean_stale
@@ -130,8 +131,7 @@ def new_run_id() -> str:
 
 def _workload_meta(wl: Workload, targets: list[str]) -> WorkloadMeta:
     metrics = [r.metric for r in wl.metrics]
-    builtin = ("wall", "max_rss", *(["tree_peak_rss"] if wl.memory == "tree" else []))
-    metrics += [wl.metric(n) for n in dict.fromkeys((*builtin, wl.primary))]
+    metrics += [wl.metric(n) for n in dict.fromkeys((*recorded_builtins(wl), wl.primary))]
     return WorkloadMeta(id=wl.id, primary=wl.primary, targets=tuple(targets),
                         metrics={m.name: m for m in metrics}, title=wl.title,
                         params=dict(wl.params), seeds=tuple(wl.seeds), path=str(wl.path),
