@@ -19,7 +19,7 @@ from . import __version__
 from .abi import ABIS, HOST_FAMILY, Abi, family_abis, get_abi, parse_abi_list, vm_kernel_abi
 from .analyse import report as analysis
 from .analyse.advise import Deployment, parse_mix, parse_size
-from .analyse.axes import AXES
+from .axes import AXES
 from .errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from abibench.analyse.axes import AXES, axes_of
 from abibench.analyse.baseline import against
 from abibench.analyse.history import history, levels
+from abibench.axes import AXES, axes_of
 from abibench.records import RunDoc
 from abibench.report import baseline as shown_baseline
 from abibench.report import history as shown_history

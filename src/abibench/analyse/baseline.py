@@ -17,8 +17,8 @@ import numpy as np
 from scipy import stats as sps
 
 from .. import stats
+from ..axes import axes_of
 from ..records import RunDoc, pick_reference
-from .axes import axes_of
 
 
 @dataclass(frozen=True)

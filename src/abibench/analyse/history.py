@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..axes import axes_of
 from ..records import RunDoc, pick_reference
-from .axes import axes_of
 from .changes import ChangePoint, detect
 
 

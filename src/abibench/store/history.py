@@ -1,7 +1,7 @@
 """Stored runs read for comparisons over time: a baseline named by run id, file or tag, and
 every run of a workload for `abibench history`.
 
-The axes of a run (analyse/axes.py) are derived from what each run already stores, so no
+The axes of a run (axes.py) are derived from what each run already stores, so no
 column is needed: a tag is the `label` a run recorded (`abibench run --label NAME`).
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from ..analyse.axes import axes_of
+from ..axes import axes_of
 from ..errors import UsageError
 from ..records import RunDoc
 from .exchange import load_file

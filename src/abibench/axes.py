@@ -7,7 +7,7 @@ than each digging in the document (and none needs a store column of its own).
 
 from __future__ import annotations
 
-from ..records import RunDoc
+from .records import RunDoc
 
 # The axes `abibench history --by` can group by, and what each one is read from.
 AXES: dict[str, str] = {
