@@ -327,7 +327,16 @@ def parse_abi_list(text: str) -> list[Abi]:
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
         raise UsageError("empty --abi list: give names like i386,x86_64")
-    return [get_abi(n) for n in names]
+    abis = [get_abi(n) for n in names]
+    # Measured twice, an ABI would be compared with itself, and the same name given twice is
+    # never what was meant: say which, rather than keeping one silently.
+    seen: set[str] = set()
+    for abi in abis:
+        if abi.name in seen:
+            raise UsageError(f"--abi names {abi.name} twice: give each ABI once, e.g. "
+                             f"--abi {','.join(dict.fromkeys(a.name for a in abis))}")
+        seen.add(abi.name)
+    return abis
 
 
 def check_artifact(path: Path, abi: Abi) -> ElfInfo:
