@@ -28,6 +28,7 @@ from ..records import (
     pick_reference,
 )
 from ..text import one_line
+from .sweeps import once_per_sweep
 
 
 @dataclass(frozen=True)
@@ -460,9 +461,10 @@ def _apply_holm(results: list[WorkloadResult]) -> None:
 
 
 def suite_summary(results: list[WorkloadResult]) -> list[SuiteSummary]:
-    """One geometric mean per ABI pair over the primary metrics of every valid workload."""
+    """One geometric mean per ABI pair over the primary metrics of every valid workload; a
+    sweep counts once, by its largest value (analyse/sweeps.py)."""
     pairs: dict[tuple[str, str], list[tuple[WorkloadResult, PairVerdict]]] = {}
-    for r in results:
+    for r in once_per_sweep(results, lambda r: r.id):
         for c in r.comparisons:
             pairs.setdefault((c.a, c.b), []).append((r, c))
     out = []
