@@ -99,8 +99,9 @@ def test_a_sweep_is_one_section_with_its_ratio_table(cli: Cli, tmp_path: Path,
                     'artifacts = ["metric"]\n[run]\ncommand = ["{bin}/metric", "{n}"]\n'
                     '[validate]\nstdout_match = \'(?m)^checksum: (\\S+)$\'\n')
     md = tmp_path / "r.md"
+    page = tmp_path / "r.html"
     r = cli("run", str(prof), "--abi", "i386,x86_64", "--rounds", "3", "--warmup", "0",
-            "--no-html", "--report", str(md))
+            "--html", str(page), "--report", str(md))
     assert r.returncode == 0, r.stderr[-2000:]
     out = r.stdout
     assert out.count("curve — a curve; swept over n (3 values)") == 1, out
@@ -112,6 +113,9 @@ def test_a_sweep_is_one_section_with_its_ratio_table(cli: Cli, tmp_path: Path,
     assert "suite (1 workload)" in out
     text = md.read_text()
     assert text.count("### curve: a curve") == 1 and "| n | i386 median" in text
+    html = page.read_text()
+    chart = html.split("curve: swept over n</h3>", 1)[1].split("</article>", 1)[0]
+    assert 'aria-label="curve: ratios against n"' in chart and "at every n" in chart
     doc = json.loads(cli("export", "latest").stdout)
     # The samples stay per instance: the curve is a view, not a different record.
     assert {s["workload"] for s in doc["samples"]} == {"curve[n=5]", "curve[n=20]",

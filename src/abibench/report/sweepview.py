@@ -8,7 +8,9 @@ once: a build shared by every value that failed is one reason, not one per value
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -52,7 +54,9 @@ def _once(curve: Curve) -> tuple[list[str], list[str]]:
         for row in b.result.rows:
             if row.state != "ok":
                 line = f"{row.label}: {row.state} — {row.reason or ''}"
-                if "the same" not in (row.reason or "") and line not in states:
+                # Another value's copy of a shared build's failure (run/suite.py words it).
+                shared = (row.reason or "").startswith("not built: the same ")
+                if not shared and line not in states:
                     states.append(line)
         for w in [*b.result.warnings, *b.notes]:
             if f"{curve.param}={v}: {w}" not in warnings:
@@ -127,3 +131,53 @@ def markdown(curve: Curve, esc: Callable[[object], str],
     out += [f"- {esc(s)}" for s in states] + [f"- ⚠ {esc(w)}" for w in warnings] + [""]
     return out
 
+
+
+def chart_svg(curve: Curve, salt: str) -> str:
+    """The curve's ratios against the swept value: one line per ratio column, its 95% CI as
+    whiskers, a dashed line at 1 (no difference); a log axis when the values are positive
+    numbers spanning a factor of ten or more."""
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import NullFormatter
+
+    from . import charts
+
+    nums = [_number(v) for v in curve.values]
+    numeric = all(n is not None and n > 0 for n in nums)
+    xs = [float(n) if numeric and n is not None else float(i) for i, n in enumerate(nums)]
+    with _rc_context(charts._rc(salt)):
+        fig = Figure(figsize=(5.2, 3.0), layout="constrained")
+        ax = fig.add_subplot()
+        ax.axhline(1.0, color="#888888", linewidth=0.8, linestyle="--")
+        for i, a in enumerate(curve.axes):
+            pts = [(x, p) for x, p in zip(xs, a.points, strict=True) if p is not None
+                   and all(charts._drawable(v) and v > 0 for v in (p.ratio, p.low, p.high))]
+            if not pts:
+                continue
+            ax.errorbar([x for x, _ in pts], [p.ratio for _, p in pts],
+                        yerr=[[p.ratio - p.low for _, p in pts], [p.high - p.ratio for _, p in pts]],
+                        marker="o", capsize=3, color=charts.colour(i), label=_axis_head(a))
+        if numeric and max(xs) / min(xs) >= 10:
+            ax.set_xscale("log")
+        ax.set_xticks(xs, [charts._wrap(v, 12) for v in curve.values])
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel(charts._wrap(curve.param, 40))
+        ax.set_ylabel("ratio (95% CI)")
+        ax.legend(fontsize=8)
+        ax.set_title(charts._wrap(f"{curve.base}: ratios against {curve.param}", 60),
+                     fontsize=9.5)
+        return charts._to_svg(fig, f"{curve.base}: ratios against {curve.param}")
+
+
+def _rc_context(rc: object) -> Any:
+    import matplotlib
+
+    return matplotlib.rc_context(rc)  # type: ignore[arg-type]
+
+
+def _number(value: str) -> float | None:
+    try:
+        x = float(value)
+    except ValueError:
+        return None
+    return x if math.isfinite(x) else None
