@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import subprocess
 from collections.abc import Callable
 from dataclasses import replace
@@ -18,13 +19,15 @@ from abibench.ids import sweep_value_problem
 from abibench.workloads.profile import builtin_profiles, expand_sweep, load_profile
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
+# bench/own_program.py runs the generated tests with more examples.
+SCALE = int(os.environ.get("ABIBENCH_TEST_SCALE", "1"))
 _BASE = load_profile(builtin_profiles()["cpu-gcd"])
 _VALUE = st.text(st.sampled_from("abz019._+:@~-"), min_size=1, max_size=12).filter(
     lambda v: sweep_value_problem(v) is None)
 _PARAM = st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=80 * SCALE, deadline=None)
 @given(_PARAM, st.lists(_VALUE, min_size=1, max_size=5, unique=True))
 def test_every_instance_id_names_its_profile_parameter_and_value(param: str,
                                                                  values: list[str]) -> None:
@@ -38,7 +41,7 @@ def test_every_instance_id_names_its_profile_parameter_and_value(param: str,
 _NUM = st.integers(min_value=0, max_value=10**9).map(str)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=80 * SCALE, deadline=None)
 @given(st.dictionaries(st.sampled_from(["a", "b", "c"]), st.lists(_NUM, min_size=1, max_size=5,
                                                                   unique=True), max_size=3),
        st.lists(st.sampled_from(["plain", "other", "x.y"]), max_size=3), st.randoms())
@@ -56,7 +59,7 @@ def test_the_suite_counts_each_sweep_once_at_its_largest_value(
 _CI = st.tuples(st.floats(0.2, 5.0), st.floats(0.2, 5.0)).map(sorted)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150 * SCALE, deadline=None)
 @given(st.lists(st.one_of(st.none(), _CI), min_size=1, max_size=8),
        st.sampled_from(["lower", "higher"]))
 def test_the_crossover_names_one_outcome_per_run_of_values(cis: list[list[float] | None],

@@ -5,6 +5,7 @@ program's runnability is its own."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from collections.abc import Callable
@@ -24,6 +25,8 @@ from abibench.text import one_line
 from abibench.workloads.profile import builtin_profiles, load_profile
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
+# bench/own_program.py runs the generated tests with more examples.
+SCALE = int(os.environ.get("ABIBENCH_TEST_SCALE", "1"))
 # A real profile; only its source files are varied.
 _EMPTY = load_profile(builtin_profiles()["cpu-gcd"])
 RUN = ("--rounds", "1", "--warmup", "0", "--no-html")
@@ -33,7 +36,7 @@ _LINE = st.text(st.characters(codec="utf-8", exclude_characters="\n"), max_size=
 _ERROR = st.builds(lambda a, b: f"{a}error: {b}", _LINE, _LINE)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150 * SCALE, deadline=None)
 @given(st.lists(st.one_of(_LINE, _ERROR), max_size=40))
 def test_a_logs_cause_is_few_sanitised_lines_ending_with_its_last_error(lines: list[str]) -> None:
     got = cause("\n".join(lines))
@@ -118,7 +121,7 @@ def test_a_cxx_source_builds_with_the_abis_gxx_and_runs(cli: Cli, tmp_path: Path
 _NAMES = st.lists(st.sampled_from(sorted(ABIS)), min_size=1, max_size=6)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100 * SCALE, deadline=None)
 @given(_NAMES)
 def test_an_abi_list_names_each_abi_once(names: list[str]) -> None:
     dups = {n for n in names if names.count(n) > 1}
@@ -166,7 +169,7 @@ def test_check_validates_one_line_of_a_prebuilt_programs_output(
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "capture group" in r.stderr
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60 * SCALE, deadline=None)
 @given(st.sampled_from(sorted(ABIS)), st.one_of(st.none(), st.just("/lib/ld-linux.so.2")),
        st.booleans(), st.sampled_from(["x86_64", "aarch64", "i686", "armv7l", "s390x"]),
        st.booleans())
@@ -191,7 +194,7 @@ def test_a_prebuilt_programs_runnability_is_its_own(name: str, interp: str | Non
         assert why is None or "kernel" in why
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60 * SCALE, deadline=None)
 @given(st.lists(st.sampled_from(["a.c", "b.h", "c.cc", "d.cpp", "e.cxx", "f.C", "g.s"]),
                 min_size=1, max_size=4),
        st.sampled_from(["/usr/bin/gcc", "gcc", "/usr/bin/i686-linux-gnu-gcc", "clang"]))
