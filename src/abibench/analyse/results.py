@@ -28,7 +28,7 @@ from ..records import (
     pick_reference,
 )
 from ..text import one_line
-from .sweeps import once_per_sweep
+from .sweepids import once_per_sweep
 
 
 @dataclass(frozen=True)
@@ -462,7 +462,7 @@ def _apply_holm(results: list[WorkloadResult]) -> None:
 
 def suite_summary(results: list[WorkloadResult]) -> list[SuiteSummary]:
     """One geometric mean per ABI pair over the primary metrics of every valid workload; a
-    sweep counts once, by its largest value (analyse/sweeps.py)."""
+    sweep counts once, by its largest value (analyse/sweepids.py)."""
     pairs: dict[tuple[str, str], list[tuple[WorkloadResult, PairVerdict]]] = {}
     for r in once_per_sweep(results, lambda r: r.id):
         for c in r.comparisons:

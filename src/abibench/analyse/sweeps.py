@@ -18,68 +18,16 @@ A sweep over two parameters is a grid, not a curve: its instances stay separate 
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
 
 from .. import stats
 from ..records import Sample, pair_by_round
+from .report import MEMORY_NAMES, Report, WorkloadBlock, verdict_words
+from .sweepids import Instance, instance_of, once_per_sweep, ordered
 
-if TYPE_CHECKING:
-    from .report import Report, WorkloadBlock
-
-_INSTANCE = re.compile(r"^(?P<base>[^\[\]]+)\[(?P<param>[^\[\]=,]+)=(?P<value>[^\[\]=,]+)\]$")
-
-
-@dataclass(frozen=True)
-class Instance:
-    base: str
-    param: str
-    value: str
-
-
-def instance_of(workload_id: str) -> Instance | None:
-    """The (profile id, parameter, value) of a one-parameter sweep instance's id, else None."""
-    m = _INSTANCE.match(workload_id)
-    return Instance(m["base"], m["param"], m["value"]) if m else None
-
-
-def _number(value: str) -> float | None:
-    try:
-        x = float(value)
-    except ValueError:
-        return None
-    return x if math.isfinite(x) else None
-
-
-def ordered(values: Sequence[str]) -> list[str]:
-    """Sweep values in curve order: numerically when all are numbers, else as listed."""
-    nums = [_number(v) for v in values]
-    if all(n is not None for n in nums):
-        return [v for _, v in sorted(zip(nums, values, strict=True), key=lambda p: p[0] or 0.0)]
-    return list(values)
-
-
-T = TypeVar("T")
-
-
-def once_per_sweep(items: Sequence[T], id_of: Callable[[T], str]) -> list[T]:
-    """`items` with each one-parameter sweep kept only at its largest value, in their order:
-    what the suite's geometric mean counts."""
-    ids = [id_of(x) for x in items]
-    groups: dict[tuple[str, str], list[str]] = {}
-    for wid in ids:
-        inst = instance_of(wid)
-        if inst is not None:
-            groups.setdefault((inst.base, inst.param), []).append(inst.value)
-    keep: set[str] = set()
-    for (base, param), values in groups.items():
-        keep.add(f"{base}[{param}={ordered(values)[-1]}]")
-    return [x for x, wid in zip(items, ids, strict=True)
-            if instance_of(wid) is None or wid in keep]
-
-
+__all__ = ["Axis", "Curve", "Instance", "RatioPoint", "curves", "instance_of", "once_per_sweep",
+           "ordered"]
 @dataclass(frozen=True)
 class RatioPoint:
     """One ABI's ratio to the reference at one swept value, with its confidence interval."""
@@ -113,8 +61,6 @@ class Axis:
         """Who wins where, in words, one phrase per run of values with the same outcome: "i386
         is faster up to n=10000, no significant difference from n=100000 to n=1000000,
         x86_64 is faster from n=10000000 on"; a tie is where the ratio's CI holds 1."""
-        from .report import MEMORY_NAMES, verdict_words
-
         good, _ = verdict_words(self.unit, self.better)
         what = MEMORY_NAMES.get(self.metric, self.metric)
         sides = [(v, p.side(self.better)) for v, p in zip(values, self.points, strict=True)
