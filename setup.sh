@@ -22,6 +22,7 @@ PKGS=(
   autoconf automake tcl   # seed workloads: POV-Ray's prebuild.sh, SQLite's amalgamation (tclsh)
   chromium fonts-dejavu-core
   qemu-user   # the dynamic build: it has the TCG plugin API that --counters uses under emulation
+  qemu-system-x86   # abibench vm: a booted x86_64 kernel (TCG) runs x32 where this kernel cannot
   npm     # node-octane and chromium-octane fetch Octane (benchmark-octane) with npm pack
   util-linux   # unshare: a browser sample's own PID and mount namespaces (chroot mode)
   xvfb   # the virtual X server of the GL and game workloads (run/xserver.py)

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from abibench.paths import cache_dir
-from abibench.records import HostContext, Run, RunConfig, RunDoc, Sample, WorkloadMeta
+from abibench.records import BUILTIN_METRICS, HostContext, Run, RunConfig, RunDoc, Sample, WorkloadMeta
 from abibench.run.launcher import launcher
 from abibench.store.open import open_store
 from abibench.store.sql import SqlStore
@@ -382,15 +382,24 @@ _DATA_KEYS = {"workloads", "metrics", "params", "compilers", "sizes", "effective
               "outcomes", "digests", "plan"}
 
 
+# Identifiers and timestamps: an import refuses any that a run could not have written
+# (codec.py: ids.check_id, real timestamps), so they are kept as they are.
+_IDS = {"id", "workload", "target", "targets", "abis", "primary", "started", "finished",
+        "started_at"}
+_ID_KEYS = {"workloads", "metrics", "outcomes"}
+
+
 def rewrite_strings(value: Any, wrap: Callable[[str], str], parent: str = "") -> Any:
-    """A copy of a run document with ``wrap`` applied to every string, keys that are data (ids,
-    metric names, parameters, file names) included, so that references stay consistent."""
+    """A copy of a run document with ``wrap`` applied to every string but identifiers and
+    timestamps, keys that are data (parameters, file names) included."""
     if isinstance(value, str):
-        return value if value in _FIXED else wrap(value)
+        return value if value in _FIXED or parent in _IDS else wrap(value)
     if isinstance(value, list):
         return [rewrite_strings(v, wrap, parent) for v in value]
     if isinstance(value, dict):
-        return {(wrap(k) if parent in _DATA_KEYS else k): rewrite_strings(v, wrap, k)
+        if parent in BUILTIN_METRICS:  # a built-in metric is itself or refused
+            return value
+        return {(wrap(k) if parent in _DATA_KEYS - _ID_KEYS else k): rewrite_strings(v, wrap, k)
                 for k, v in value.items()}
     return value
 

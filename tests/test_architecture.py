@@ -1,8 +1,9 @@
 """The layering DESIGN.md and docs/architecture.md describe, enforced on the source tree.
 
-Data flows one way: probe -> obtain -> run -> analyse -> store -> report -> fleet -> cli. A module may
-import its own stage, earlier stages and the shared base (records, errors, paths, abi, elf,
-stats, workloads), never a later stage; and no two modules import each other, however
+Data flows one way: probe -> obtain -> run -> store -> analyse -> report -> fleet -> cli, the
+order the README and docs/architecture.md give. A module may import its own stage, earlier
+stages and the shared base (records, codec, errors, paths, abi, elf, stats, workloads), never
+a later stage; and no two modules import each other, however
 indirectly. Every import counts: lazy ones inside functions and TYPE_CHECKING ones too.
 """
 
@@ -17,7 +18,8 @@ PACKAGE = Path(abibench.__file__).resolve().parent
 
 # Lowest first. The base is what every stage shares; the CLI sits on top.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("abibench", "abibench.errors", "abibench.paths", "abibench.records",
+    ("base", ("abibench", "abibench.errors", "abibench.paths", "abibench.records", "abibench.codec",
+              "abibench.ids",
               "abibench.abi", "abibench.elf", "abibench.stats", "abibench.text", "abibench.hashing",
               "abibench.tools",
               "abibench.workspace", "abibench.files",
@@ -25,8 +27,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("probe", ("abibench.probe",)),
     ("obtain", ("abibench.obtain",)),
     ("run", ("abibench.run",)),
-    ("analyse", ("abibench.analyse",)),
     ("store", ("abibench.store",)),
+    ("analyse", ("abibench.analyse",)),
     ("report", ("abibench.report",)),
     ("fleet", ("abibench.fleet",)),
     ("cli", ("abibench.cli", "abibench.__main__")),

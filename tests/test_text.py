@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from abibench.text import MARKER, clean, one_line
+from abibench.text import MARKER, clean, clean_all, one_line
 
 # Anything a terminal would act on: C0 but tab and newline, DEL, C1, bidi overrides/isolates.
 UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -90,3 +90,45 @@ def test_empty_and_long() -> None:
     assert clean("") == "" and one_line("") == ""
     long = "ü" * 10_000
     assert clean(long) == long
+
+
+def test_marks_and_invisible_characters_that_hide_text_are_marked() -> None:
+    for ch in "\u200e\u200f\u061c\u200b\u00ad\u2060\u2064\ufeff\U000e0041\U000e007f":
+        assert clean(f"x86{ch}_64") == f"x86{MARKER}_64", repr(ch)
+    # The joiners stay: emoji sequences and several scripts need them, and they hide nothing.
+    assert clean("👩\u200d💻 می\u200cخواهم") == "👩\u200d💻 می\u200cخواهم"
+    assert clean("a\u2028b\u2029c") == "a\nb\nc"
+
+
+def test_clean_all_cleans_every_string_of_a_structure_and_copies_only_what_changed() -> None:
+    from dataclasses import dataclass, field
+    from typing import NamedTuple
+
+    class Pair(NamedTuple):
+        name: str
+        value: float
+
+    @dataclass(frozen=True)
+    class Inner:
+        text: str
+        pair: Pair
+
+    @dataclass
+    class Outer:
+        title: str
+        inner: Inner
+        items: list[object] = field(default_factory=list)
+        by: dict[str, tuple[str, ...]] = field(default_factory=dict)
+        plain: Inner = Inner("ok", Pair("ok", 1.0))
+
+    raw = Outer("t\x1b[2J", Inner("i\u202e", Pair("p\x9b1m", 2.0)), ["a\x00", 3, None, {"s"}],
+                {"k\x1b]0;x\x07": ("v\u2066",)})
+    got = clean_all(raw)
+    assert got.title == "t" and got.inner.text == f"i{MARKER}"
+    assert got.inner.pair == Pair("p", 2.0) and isinstance(got.inner.pair, Pair)
+    assert got.items == [f"a{MARKER}", 3, None, {"s"}]
+    assert got.by == {"k": (f"v{MARKER}",)}
+    assert got.plain is raw.plain  # nothing to clean: the same object
+    assert raw.title == "t\x1b[2J" and raw.inner.text == "i\u202e"  # the original is untouched
+    clean_value = Inner("ok", Pair("ok", 1.0))
+    assert clean_all(clean_value) is clean_value

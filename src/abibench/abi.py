@@ -81,6 +81,13 @@ class Abi:
     # An ABI of the same data layout (pointer and long sizes, the same C library) whose measured
     # peak memory, plus the difference of static sizes, estimates this one's where it cannot run.
     rss_proxy: str = ""
+    # A whole system of this machine booted under full-system emulation (`abibench vm`):
+    # Debian's kernel metapackage of this arch, and the QEMU that emulates the machine with
+    # its Debian package; empty where abibench boots none. The kernel runs every ABI whose
+    # run_on names a machine this ABI is native on (the x86_64 kernel: i386, x32, x86_64).
+    vm_kernel: str = ""
+    vm_emulator: str = ""
+    vm_emulator_package: str = ""
 
     def system_dirs(self) -> tuple[str, ...]:
         if self.lib_dirs:
@@ -137,7 +144,8 @@ ABIS: dict[str, Abi] = {
             cross_packages=("gcc-x86-64-linux-gnu", "libc6-dev-amd64-cross"),
             lib_dirs=("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64",
                       "/usr/lib64", "/lib", "/usr/lib"),
-            platform="x86_64", sysroot=True),
+            platform="x86_64", sysroot=True, vm_kernel="linux-image-amd64",
+            vm_emulator="qemu-system-x86_64", vm_emulator_package="qemu-system-x86"),
         Abi(name="x32", family="x86", pointer_bits=32, data_model="ILP32", cflags=("-mx32",),
             cc_prefix="x86_64-linux-gnux32-", debian_arch="x32",
             gnu_triplet="x86_64-linux-gnux32", autoconf_host="x86_64-linux-gnux32",
@@ -313,6 +321,12 @@ def family_abis(family: str) -> list[Abi]:
         raise UsageError(f"unknown --family '{family}': choose all or one of "
                          f"{', '.join(FAMILY_CPU)}")
     return [a for a in ABIS.values() if family in ("all", a.family)]
+
+
+def vm_kernel_abi(abi: Abi) -> Abi | None:
+    """The ABI of the emulated kernel that runs `abi`'s programs (x86_64's for x32), if any."""
+    return next((k for k in ABIS.values() if k.vm_kernel and k.family == abi.family
+                 and any(m in abi.run_on for m in k.native_on)), None)
 
 
 def get_abi(name: str) -> Abi:

@@ -16,35 +16,39 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from . import __version__
-from .abi import ABIS, HOST_FAMILY, Abi, family_abis, get_abi, parse_abi_list
+from .abi import ABIS, HOST_FAMILY, Abi, family_abis, get_abi, parse_abi_list, vm_kernel_abi
 from .analyse import report as analysis
 from .analyse.advise import Deployment, parse_mix, parse_size
+from .analyse.axes import AXES
 from .errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_SLOWDOWN,
     EXIT_USAGE,
     EXIT_WORKLOAD,
     AbibenchError,
     UsageError,
 )
 from .ids import ID_MAX, check_id, file_name, id_problem
-from .obtain.build import DEFAULT_CFLAGS
-from .outputs import check_output, write_atomic
+from .obtain.build import DEFAULT_CFLAGS, build
+from .outputs import check_output, write_atomic, write_output
 from .paths import cache_dir, data_dir, default_db
 from .probe import host, noise
-from .probe.abis import probe_all
+from .probe.abis import compiler_for, probe_all
 from .probe.counters import counters_status
 from .probe.memory import tree_accounting
-from .records import RunDoc, Sample
+from .records import RunDoc, Sample, emulated_words
 from .report import Output, render, write, write_file
 from .report import formatting as fmt
 from .report.terminal import e
+from .run import vm
 from .run.preflight import check_plan_numbers
 from .run.progress import RunTracker
 from .run.resume import request_of
 from .run.schedule import Plan
 from .run.signals import signals_as_interrupt
 from .run.suite import Request, measure_suite
+from .store.history import Reader, resolve_baseline, stored_runs
 from .store.open import DB_ENV, db_ref, open_store
 from .store.sources import is_file_ref, latest_fleet, load_sources
 from .store.sql import SqlStore
@@ -61,10 +65,10 @@ from .workloads.profile import (
 )
 
 if TYPE_CHECKING:
-    from .store.spool import SpoolingSink
+    from .store.spool import SpooledSink
 
     # What a run writes to and reads back from: a store, or a shared one through its spool.
-    RunStore = SqlStore | SpoolingSink
+    RunStore = SqlStore | SpooledSink
 
 
 def _percent(text: str) -> float:
@@ -75,6 +79,18 @@ def _percent(text: str) -> float:
         raise argparse.ArgumentTypeError(f"'{text}' is not a percentage like 2%") from None
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"precision {text} must be between 0% and 100%")
+    return value
+
+
+def _limit(text: str) -> float:
+    """A slowdown limit: '5%' or '0%' (any significant slowdown)."""
+    try:
+        value = float(text.strip().rstrip("%")) / 100.0
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a percentage like 5%") from None
+    if not 0 <= value < 10:
+        raise argparse.ArgumentTypeError(f"a slowdown limit of {text} must be 0% or more, "
+                                         "below 1000%")
     return value
 
 
@@ -158,6 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--html", type=Path, default=None, help="write the HTML report here (default: "
                    "reports/RUN.html beside the results database)")
     r.add_argument("--no-html", action="store_true", help="do not write the HTML report")
+    _against_options(r)
     r.add_argument("--json", action="store_true", help="print the run document as JSON")
     r.add_argument("--resume", default=None, metavar="RUN", type=_ident("run id"),
                    help="continue an interrupted or abandoned run with its own plan, measuring "
@@ -195,6 +212,20 @@ def build_parser() -> argparse.ArgumentParser:
     fs = fsub.add_parser("sdist", help="build the sdist the playbook copies to every host")
     fs.add_argument("outdir", type=Path, nargs="?", default=Path("dist"))
 
+    vmp = sub.add_parser("vm", help="programs run in a booted guest (Debian's kernel under "
+                        "full-system emulation): outputs compared, peak memory; no speed")
+    vm_run = vmp.add_subparsers(dest="vm_command", required=True).add_parser(
+        "run", help="build WORKLOAD... statically per ABI and run each in a booted guest")
+    vm_run.add_argument("workloads", nargs="+", metavar="WORKLOAD")
+    vm_run.add_argument("--abi", default=None, help="comma-separated (default: every ABI the "
+                        "guest's kernel runs)")
+    vm_run.add_argument("--boots", type=int, default=1, help="guests booted, one after another")
+    vm_run.add_argument("--rounds", type=int, default=1, help="runs of every target per boot")
+    vm_run.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE")
+    vm_run.add_argument("--cflags", default=" ".join(DEFAULT_CFLAGS))
+    vm_run.add_argument("--json", type=Path, default=None, metavar="PATH",
+                        help="also write the results as JSON here")
+
     rs = sub.add_parser("runs", help="list stored runs")
     rs.add_argument("--json", action="store_true")
     _db_option(rs)
@@ -213,7 +244,22 @@ def build_parser() -> argparse.ArgumentParser:
                     help="two or more run ids or exported .json files (default: the runs of the "
                     "last `abibench fleet run`)")
     _report_options(cp)
+    _against_options(cp)
     _db_option(cp)
+
+    hi = sub.add_parser("history", help="one workload over the stored runs: the ABI ratio and "
+                        "each ABI's metric per run, and where they changed")
+    hi.add_argument("workload", metavar="WORKLOAD")
+    hi.add_argument("--by", choices=tuple(AXES), default="version",
+                    help="the axis shown per run (default version: the run's --label tag, else "
+                    "the program's version or build digest); host: every host's runs")
+    hi.add_argument("--host", default=None, help="only this host's runs (default: the newest "
+                    "run's host)")
+    hi.add_argument("--json", action="store_true", help="the history as JSON")
+    hi.add_argument("--markdown", type=Path, default=None, help="write Markdown to this file")
+    hi.add_argument("--html", type=Path, default=None,
+                    help="write a self-contained HTML page with a chart per series")
+    _db_option(hi)
 
     xp = sub.add_parser("explain", help="why one ABI wins: each comparison's time ratio as "
                         "instructions x time per instruction, with the evidence (needs a run "
@@ -257,6 +303,15 @@ def build_parser() -> argparse.ArgumentParser:
                      "unless --sysroot)")
     ins.add_argument("--json", action="store_true")
     return p
+
+
+def _against_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--against", default=None, metavar="RUN_OR_TAG",
+                   help="also state each ABI's change against this baseline (a run id, an "
+                   "exported file, or a tag given with `run --label`: its newest run), with CIs")
+    p.add_argument("--fail-on-slowdown", type=_limit, default=None, metavar="PCT",
+                   help=f"with --against: exit {EXIT_SLOWDOWN} when an ABI is significantly "
+                   "slower than the baseline by more than PCT (e.g. 5%%)")
 
 
 def _plan_options(r: argparse.ArgumentParser) -> None:
@@ -582,6 +637,7 @@ def cmd_run(args: argparse.Namespace, store: RunStore) -> int:
 def _measure(args: argparse.Namespace, store: RunStore, req: Request, resume: RunDoc | None) -> int:
     workloads, abis, plan = req.workloads, req.abis, req.plan
     _check_outputs(("--report", args.report), ("--html", args.html))
+    baseline = _baseline(args, store)  # a wrong name fails before anything is measured
     err = sys.stderr
     show = err.isatty() and os.environ.get("CI") != "true"
     con = _console(err)
@@ -637,6 +693,7 @@ def _measure(args: argparse.Namespace, store: RunStore, req: Request, resume: Ru
              f"stored in {store.label}; `abibench run --resume {result.run_id}` measures the "
              "rest", err)
         return EXIT_INTERRUPTED
+    slow = _against(args, doc, baseline, err if args.json else sys.stdout)
     problems = list(result.failures)
     problems += [f"{b.result.id}: outputs differ between ABIs" for b in rep.workloads
                  if b.result.validation == "miscompare"]
@@ -645,7 +702,7 @@ def _measure(args: argparse.Namespace, store: RunStore, req: Request, resume: Ru
         _say(f"abibench: error: run {result.run_id}: {' '.join(problems[0].split())[:300]}"
              f"{more}", err)
         return max(result.exit_code, EXIT_WORKLOAD)
-    return result.exit_code
+    return result.exit_code or slow
 
 
 def _console(stream: Any = None) -> Console:
@@ -679,15 +736,17 @@ def _write_run_html(args: argparse.Namespace, store: RunStore, doc: RunDoc,
 
 def _with_run_store(args: argparse.Namespace, ref: str) -> int:
     """`run` writes a SQLite file, or a shared server through its local spool (store/spool.py)."""
-    if not is_url(ref):
-        from .store.sqlite import Store
+    from .store.spool import SpoolingSink, journaled
 
-        sqlite_store = Store(sqlite_file(ref))
-        try:
-            return cmd_run(args, sqlite_store)
-        finally:
-            sqlite_store.close()
-    from .store.spool import SpoolingSink
+    if not is_url(ref):
+        # Through a journal: a file deleted or replaced mid-run loses nothing (exit 11).
+        with journaled(sqlite_file(ref), lambda msg: _say(f"abibench: warning: {msg}",
+                                                          sys.stderr)) as journal:
+            code = cmd_run(args, journal)
+        lost = journal.lost_error()
+        if lost is not None:
+            raise lost
+        return code
 
     sink = SpoolingSink(ref, lambda msg: _say(f"abibench: warning: {msg}", sys.stderr))
     try:
@@ -855,6 +914,36 @@ def _shown(ref: str) -> str:
     return safe_url(ref) if is_url(ref) else ref
 
 
+def cmd_vm(args: argparse.Namespace) -> int:
+    """`abibench vm run`: the formatting of run/vm.py's answer; the work is there."""
+    abis = parse_abi_list(args.abi) if args.abi else \
+        [a for a in ABIS.values() if vm_kernel_abi(a) is not None]
+    workloads = load_workloads(args.workloads, None, _parse_sets(args.set))
+    if args.json is not None:
+        check_output(args.json, "--json")  # refused before minutes of booting, not after
+    with signals_as_interrupt():
+        done = vm.measure(workloads, abis, boots=args.boots, rounds=args.rounds,
+                          cflags=tuple(args.cflags.split()), cache_root=cache_dir(),
+                          build=build, compiler=compiler_for,
+                          say=lambda line: _say(line, sys.stderr))
+    _say(f"guest: {done.kernel.label()} under {done.emulator} (TCG, {vm.MEMORY_MB} MiB), "
+         f"append {done.cmdline!r}")
+    for wl, why in done.agreement.items():
+        _say(f"{wl}: {'outputs agree across ' + ', '.join(a.name for a in abis) if why is None else why}")
+    for r in done.results:
+        mid, lo, hi = r.rss()
+        checks = ", ".join(sorted({str(c) for c in r.checks})) or "-"
+        emu = sum(r.emulation_s) / len(r.emulation_s) if r.emulation_s else math.nan
+        _say(f"  {r.label}: peak RSS {fmt.with_ci(mid, lo, hi, '.0f', ' KiB')} over "
+             f"{len(r.max_rss_kb)} runs; check {checks}; {fmt.si(emu, 's')} of emulation "
+             f"time ({emulated_words(r.abi)})")
+    for line in done.problems():
+        _say(f"problem: {line}", sys.stderr)
+    if args.json is not None:
+        write_output(args.json, json.dumps(vm.to_json(done), indent=1) + "\n", "--json")
+    return EXIT_WORKLOAD if done.problems() else EXIT_OK
+
+
 def cmd_runs(args: argparse.Namespace, store: SqlStore) -> int:
     runs = store.runs()
     if args.json:
@@ -865,7 +954,7 @@ def cmd_runs(args: argparse.Namespace, store: SqlStore) -> int:
     return EXIT_OK
 
 
-_READ_COMMANDS = ("runs", "report", "compare", "export", "explain", "advise")
+_READ_COMMANDS = ("runs", "report", "compare", "export", "explain", "advise", "history")
 
 
 def _report_sources(args: argparse.Namespace) -> list[str]:
@@ -875,8 +964,84 @@ def _report_sources(args: argparse.Namespace) -> list[str]:
     return sources
 
 
+def _baseline(args: argparse.Namespace, store: Reader | None) -> RunDoc | None:
+    if args.against is None:
+        if args.fail_on_slowdown is not None:
+            raise UsageError("--fail-on-slowdown needs a baseline: add --against RUN_OR_TAG")
+        return None
+    return resolve_baseline(args.against, store)
+
+
+def _against(args: argparse.Namespace, doc: RunDoc, baseline: RunDoc | None, out: Any) -> int:
+    """Print the run against its baseline; EXIT_SLOWDOWN when the gate fails, else 0."""
+    from .analyse.baseline import against
+    from .report import baseline as shown
+
+    if baseline is None:
+        return EXIT_OK
+    cmp = against(doc, baseline)
+    out.write(shown.json_text(cmp) if args.json and out is sys.stdout else shown.terminal(cmp))
+    if args.fail_on_slowdown is None:
+        return EXIT_OK
+    failed = shown.gate_lines(cmp, args.fail_on_slowdown)
+    if failed:  # one line, as every error (the rest are in the comparison above)
+        more = f" (and {len(failed) - 1} more, above)" if len(failed) > 1 else ""
+        _say(f"abibench: slowdown: {failed[0]}{more}", sys.stderr)
+    return EXIT_SLOWDOWN if failed else EXIT_OK
+
+
+def cmd_compare_against(args: argparse.Namespace, store: SqlStore | None) -> int:
+    """`compare [RUN] --against BASE`: one result set against its baseline."""
+    unused = [o for o, v in (("--html", args.html), ("--csv", args.csv),
+                             ("--samples-csv", args.samples_csv), ("--baseline", args.baseline),
+                             ("--tag", args.tag)) if v]
+    if unused:
+        raise UsageError(f"{', '.join(unused)}: for an N-way comparison, not with --against "
+                         "(which prints, or writes --markdown FILE, or --json)")
+    _check_outputs(("--markdown", args.markdown))
+    baseline = _baseline(args, store)
+    sources = args.sources or ["latest"]
+    if len(sources) != 1:
+        raise UsageError("compare --against compares one run with its baseline: pass one run "
+                         "id or file (or none for the latest run)")
+    now = load_sources(sources, store)[0].doc
+    if baseline is not None and baseline.id == now.id:
+        raise UsageError(f"--against {args.against} names the run being compared ({now.id}): "
+                         "name an earlier run or tag")
+    if args.markdown is not None and baseline is not None:
+        from .analyse.baseline import against
+        from .report.baseline import markdown
+
+        write_file(args.markdown, markdown(against(now, baseline)), "--markdown")
+        _say(f"markdown: {args.markdown}", sys.stderr)
+    return _against(args, now, baseline, sys.stdout)
+
+
+def cmd_history(args: argparse.Namespace, store: SqlStore) -> int:
+    from .analyse.history import history
+    from .report import history as shown
+
+    try:
+        h = history(stored_runs(store), args.workload, args.by, host=args.host)
+    except ValueError as exc:
+        raise UsageError(f"{exc} in {store.label}: see `abibench runs`") from None
+    _check_outputs(("--markdown", args.markdown), ("--html", args.html))  # both, then write
+    if args.markdown is not None:
+        write_file(args.markdown, shown.markdown(h), "--markdown")
+        _say(f"markdown: {args.markdown}", sys.stderr)
+    if args.html is not None:
+        from .report.historyhtml import render as page
+
+        write_file(args.html, page(h), "--html")
+        _say(f"html: {args.html}", sys.stderr)
+    sys.stdout.write(shown.json_text(h) if args.json else shown.terminal(h))
+    return EXIT_OK
+
+
 def cmd_report(args: argparse.Namespace, store: SqlStore | None) -> int:
     """store: None when every source is an exported file and there is no database."""
+    if args.command == "compare" and (args.against or args.fail_on_slowdown is not None):
+        return cmd_compare_against(args, store)
     sources = _report_sources(args)
     if args.command == "compare" and not sources and store is not None:
         sources = latest_fleet(store)  # `compare` alone: every host of the last fleet run
@@ -1036,6 +1201,8 @@ def _command(argv: list[str] | None) -> int:
             return cmd_list(args)
         if args.command == "fleet":
             return cmd_fleet(args, _join_negative_values(own))
+        if args.command == "vm":
+            return cmd_vm(args)
         ref = db_ref(args.db)
         readers = {"report": cmd_report, "compare": cmd_report, "explain": cmd_explain,
                    "advise": cmd_advise}
@@ -1053,7 +1220,7 @@ def _command(argv: list[str] | None) -> int:
         try:
             handler = {"runs": cmd_runs, "report": cmd_report, "compare": cmd_report,
                        "import": cmd_import, "export": cmd_export, "explain": cmd_explain,
-                       "advise": cmd_advise}[args.command]
+                       "advise": cmd_advise, "history": cmd_history}[args.command]
             return handler(args, store)
         finally:
             store.close()

@@ -18,8 +18,11 @@ EXIT_STORE_READONLY = 7  # the results database cannot be written (read-only fil
 EXIT_STORE_CORRUPT = 8  # the results database fails SQLite's integrity check
 EXIT_STORE_LOCKED = 9  # another process holds the results database locked
 EXIT_STORE_UNREACHABLE = 10  # the shared (PostgreSQL) results database cannot be reached
+EXIT_STORE_LOST = 11  # the results database was deleted, replaced or overwritten while written
 EXIT_SYSTEM = 12  # the system refused what no other code covers: a full disk or standard output
 #                   on /dev/full, too many open files (ulimit -n), a name too long, no permission
+EXIT_SLOWDOWN = 13  # `--fail-on-slowdown PCT`: an ABI is significantly slower than the baseline
+#                    (`--against`) by more than PCT; everything is stored and reported first
 EXIT_INTERNAL = 70  # a bug in abibench (an unexpected exception): one line; ABIBENCH_DEBUG=1 for
 #                     the traceback
 EXIT_INTERRUPTED = 130  # Ctrl-C, SIGTERM or SIGHUP; what was measured before it is in the store
@@ -71,4 +74,14 @@ class StoreUnreachable(StoreError):
     def __init__(self, message: str, reason: str | None = None) -> None:
         super().__init__(message, EXIT_STORE_UNREACHABLE)
         # What happened, without the advice: for a message that gives its own (the spool's).
+        self.reason = reason or message
+
+
+class StoreLost(StoreError):
+    """The results database this process writes was deleted, replaced or overwritten under it:
+    what it commits no longer reaches the file at its path (exit 11). A run goes on into a
+    recovery file (store/spool.py) that holds every record of the run."""
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message, EXIT_STORE_LOST)
         self.reason = reason or message

@@ -19,14 +19,24 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
-from typing import Literal, cast
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar, Literal
 
 from .abi import ABIS, FAMILY_CPU, REFERENCE_ABIS, Abi
+from .codec import (
+    JSON,
+    Invalid,
+    JSONDict,
+    decoder,
+    encode,
+    json_schema,
+    optional_of,
+    parse_time,
+    rule,
+    spec,
+)
 
-# Free-form data that travels as JSON (parameters, plan, host extras): typed as what it is.
-JSON = str | int | float | bool | None | list["JSON"] | dict[str, "JSON"]
-JSONDict = dict[str, JSON]
+__all__ = ["JSON", "JSONDict"]  # re-exported: every stage names them from here
 
 Better = Literal["higher", "lower"]
 
@@ -42,25 +52,68 @@ def better_of(value: object) -> Better:
 class Metric:
     """A quantity a workload reports: its unit and which direction is better."""
 
-    name: str
+    name: str = field(metadata=rule(key=True, id="metric"))  # its key in `metrics`
     unit: str
     better: Better
 
     def to_dict(self) -> JSONDict:
-        return {"unit": self.unit, "better": self.better}
+        out: JSONDict = encode(self)
+        return out
 
 
-# Measured for every sample by the launcher, whatever the program prints.
-BUILTIN_METRICS: dict[str, Metric] = {
-    "wall": Metric("wall", "s", "lower"),
-    "user": Metric("user", "s", "lower"),
-    "sys": Metric("sys", "s", "lower"),
-    "max_rss": Metric("max_rss", "KiB", "lower"),
+@dataclass(frozen=True)
+class Builtin:
+    """A metric abibench measures itself for every sample, whatever the program prints."""
+
+    metric: Metric
+    field: str  # the Sample field that holds it
+    # How reports name it when it is a quantity of memory, not of speed (a covariate of the
+    # machine's speed says nothing of it); "" for a time or a count.
+    memory: str = ""
+    # Recorded among a workload's metrics by every run (a workload setting it needs, as
+    # (attribute, value), when only some workloads measure it).
+    recorded: bool = False
+    needs: tuple[str, str] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.metric.name
+
+
+# The one registry of built-in metrics: every list of them (the run's recorded metrics, the
+# memory comparisons and panels, what an imported metric may not redefine) is derived from it.
+BUILTINS: tuple[Builtin, ...] = (
+    Builtin(Metric("wall", "s", "lower"), "wall_s", recorded=True),
+    Builtin(Metric("user", "s", "lower"), "user_s"),
+    Builtin(Metric("sys", "s", "lower"), "sys_s"),
+    Builtin(Metric("max_rss", "KiB", "lower"), "max_rss_kb", memory="peak RSS", recorded=True),
     # [run] memory = "tree": the whole process tree's peak (a browser's dozen processes)
-    "tree_peak_rss": Metric("tree_peak_rss", "KiB", "lower"),
-}
-# Quantities of memory, not of speed: a covariate of the machine's speed says nothing of them.
-MEMORY_METRICS = ("max_rss", "tree_peak_rss")
+    Builtin(Metric("tree_peak_rss", "KiB", "lower"), "tree_peak_rss_kb",
+            memory="tree peak RSS", recorded=True, needs=("memory", "tree")),
+    Builtin(Metric("minflt", "faults", "lower"), "minflt"),
+    Builtin(Metric("majflt", "faults", "lower"), "majflt"),
+)
+BUILTIN_METRICS: dict[str, Metric] = {b.name: b.metric for b in BUILTINS}
+_BUILTIN_FIELDS = {b.name: b.field for b in BUILTINS}
+MEMORY_METRICS = tuple(b.name for b in BUILTINS if b.memory)
+# How reports name the memory abibench measures itself.
+MEMORY_NAMES = {b.name: b.memory for b in BUILTINS if b.memory}
+
+
+def recorded_builtins(setting: Any) -> list[str]:
+    """The built-in metrics a run records for a workload (`setting`: its profile, whose
+    attributes say what it measures)."""
+    return [b.name for b in BUILTINS if b.recorded
+            and (b.needs is None or getattr(setting, b.needs[0], None) == b.needs[1])]
+
+
+def measured_memory(samples: Iterable[Sample]) -> list[str]:
+    """The built-in memory metrics of these samples, in registry order: one every sample has
+    (its field cannot be None), and one only some measure when any of them did."""
+    listed = list(samples)
+    always = {f.name for f in spec(Sample) if not optional_of(f.type)[0]}
+    return [b.name for b in BUILTINS if b.memory
+            and (b.field in always or any(s.value(b.name) is not None for s in listed))]
 
 # The reference ("b" of every ratio) is the 64-bit ABI of each host family: REFERENCE_ABIS,
 # from the ABI table.
@@ -115,8 +168,11 @@ MISPREDICTS = ("Bcm", "Bim")
 class FunctionCount:
     """One function's share of a counted run: its events, in the order of CounterProfile.events."""
 
+    # written as a [name, [counts]] pair
+    AS_ARRAY: ClassVar[bool] = True
+
     name: str
-    counts: tuple[int, ...]
+    counts: tuple[int, ...] = field(metadata=rule(min=0))
 
 
 @dataclass(frozen=True)
@@ -133,11 +189,11 @@ class CounterProfile:
     """
 
     events: tuple[str, ...]
-    totals: tuple[int, ...]
+    totals: tuple[int, ...] = field(metadata=rule(min=0))
     functions: tuple[FunctionCount, ...] = ()
-    attempts: tuple[int, ...] = ()
+    attempts: tuple[int, ...] = field(default=(), metadata=rule(min=0))
     agreed: bool = True
-    simulation: str = "insn"
+    simulation: str = field(default="insn", metadata=rule(choices=("insn", "cache")))
     cache: tuple[str, ...] = ()
 
     def total(self, *names: str) -> int | None:
@@ -154,23 +210,13 @@ class CounterProfile:
         return sum(fn.counts[idx[n]] for n in names)
 
     def to_dict(self) -> JSONDict:
-        return {"events": list(self.events), "totals": list(self.totals),
-                "functions": [[f.name, list(f.counts)] for f in self.functions],
-                "attempts": list(self.attempts), "agreed": self.agreed,
-                "simulation": self.simulation, "cache": list(self.cache)}
+        out: JSONDict = encode(self)
+        return out
 
     @staticmethod
     def from_dict(d: Mapping[str, object]) -> CounterProfile:
-        funcs = cast(list[list[object]], d.get("functions") or [])
-        return CounterProfile(
-            events=tuple(str(e) for e in cast(list[str], d.get("events") or [])),
-            totals=tuple(int(v) for v in cast(list[int], d.get("totals") or [])),
-            functions=tuple(FunctionCount(str(f[0]), tuple(int(v) for v in
-                                                           cast(list[int], f[1])))
-                            for f in funcs),
-            attempts=tuple(int(v) for v in cast(list[int], d.get("attempts") or [])),
-            agreed=bool(d.get("agreed", True)), simulation=str(d.get("simulation", "insn")),
-            cache=tuple(str(c) for c in cast(list[str], d.get("cache") or [])))
+        out: CounterProfile = decoder(CounterProfile, strict=False)(d)
+        return out
 
 
 # --------------------------------------------------------------------------- samples
@@ -184,137 +230,102 @@ class CounterProfile:
 DESIGNS = ("sequential", "simultaneous", "covariate", "short")
 
 
+_QUANTITY = rule(min=0)  # a time, a size, a count: never below 0
+
+
 @dataclass(frozen=True)
 class Sample:
-    run_id: str
-    workload: str
-    target: str
-    round: int  # 0 is the warm-up round
-    position: int  # order within the round (interleaving is visible in the data)
+    """One execution of one target of one workload: what was measured and how.
+
+    A new field here is all a new per-sample quantity needs: the export format, the import
+    validator, docs/schema.json and the store's column (added to an existing database when
+    it opens) are derived from it. Give it a default: older files and databases lack it.
+    """
+
+    run_id: str = field(metadata=rule(absent=""))
+    workload: str = field(metadata=rule(id="workload"))
+    target: str = field(metadata=rule(id="target"))
+    round: int = field(metadata=_QUANTITY)  # 0 is the warm-up round
+    position: int = field(metadata=_QUANTITY)  # order within the round (interleaving shows)
     warmup: bool
     status: str  # ok | failed | timeout | interrupted
     exit_code: int
-    wall_s: float
-    user_s: float
-    sys_s: float
-    max_rss_kb: int
+    wall_s: float = field(metadata=_QUANTITY)
+    user_s: float = field(metadata=_QUANTITY)
+    sys_s: float = field(metadata=_QUANTITY)
+    max_rss_kb: int = field(metadata=_QUANTITY)
     stdout_digest: str
-    check: str | None  # the validation value compared across targets
-    metrics: dict[str, float] = field(default_factory=dict)
+    # the validation value compared across targets (CHECK is an SQL keyword: its column is not)
+    check: str | None = field(metadata=rule(column="check_value"))
+    metrics: dict[str, float] = field(default_factory=dict, metadata=rule(keys="metric"))
     error: str | None = None
-    started_at: str = ""
+    started_at: str = field(default="", metadata=rule(time=True, blank=True))
     env_pad: int = 0  # bytes of environment padding (stack alignment is randomised per sample)
-    instructions: int | None = None
+    instructions: int | None = field(default=None, metadata=_QUANTITY)
     # timed | counters (one run under a counter: its times mean nothing) | baseline (the ABI's
     # empty program under the same emulator: its peak memory is the emulator's own)
-    kind: str = "timed"
+    kind: str = field(default="timed",
+                      metadata=rule(choices=("timed", "counters", "baseline")))
     # Why a stored sample no longer counts (e.g. its round was cut short and measured again
     # after `run --resume`); the sample itself is kept as it was measured.
     discarded: str | None = None
     # Page faults of the process, per run (rusage; None in runs stored before they were kept).
-    minflt: int | None = None
-    majflt: int | None = None
+    minflt: int | None = field(default=None, metadata=_QUANTITY)
+    majflt: int | None = field(default=None, metadata=_QUANTITY)
     # kind "counters": what cachegrind counted (None in a timed sample or an older run).
     counters: CounterProfile | None = None
     # How the sample was measured (run/designs.py): the design of its round, the CPU it was
     # pinned to, and how many back-to-back runs its times are the mean of.
-    design: str = "sequential"
-    cpu: int | None = None
-    repeat: int = 1
+    design: str = field(default="sequential", metadata=rule(choices=DESIGNS))
+    cpu: int | None = field(default=None, metadata=_QUANTITY)
+    repeat: int = field(default=1, metadata=rule(min=1))
     # The machine around the sample: CPU time other processes used while it ran, time the
     # hypervisor stole, and the covariate loop's speed on another CPU (iterations per second).
-    foreign_cpu_s: float | None = None
-    steal_s: float | None = None
-    covariate: float | None = None
+    foreign_cpu_s: float | None = field(default=None, metadata=_QUANTITY)
+    steal_s: float | None = field(default=None, metadata=_QUANTITY)
+    covariate: float | None = field(default=None, metadata=_QUANTITY)
     # [run] memory = "tree": the whole process tree's peak memory (KiB) and how it was measured
     # (probe/memory.py: cgroup-v2, cgroup-v1, sampled); None for other workloads
-    tree_peak_rss_kb: int | None = None
+    tree_peak_rss_kb: int | None = field(default=None, metadata=_QUANTITY)
     tree_memory: str | None = None
     # Run under an emulator (qemu-user): its times measure the emulator, never the ABI on its
     # own hardware, and its peak memory includes the emulator's.
     emulated: bool = False
     # The board right after the sample (probe/board.py), where the kernel shows it: the
     # lowest CPU clock, the hottest thermal zone, the firmware's throttling bits.
-    clock_mhz: float | None = None
+    clock_mhz: float | None = field(default=None, metadata=_QUANTITY)
     temp_c: float | None = None
-    throttled: int | None = None
+    throttled: int | None = field(default=None, metadata=_QUANTITY)
+
+    @property
+    def key(self) -> tuple[str, str, int, int]:
+        """A target's place in a round: no two timed samples of a run that still count share
+        it (a discarded sample's round is measured again under the same key; a counted run
+        and the emulator's baselines are taken beside the timed sample of their place)."""
+        return (self.workload, self.target, self.round, self.position)
 
     @property
     def counted(self) -> bool:
-        """Whether the statistics use this sample."""
+        """Whether the statistics use this sample: the one rule, applied to records only."""
         return (self.status == "ok" and not self.warmup and self.kind == "timed"
                 and self.discarded is None)
 
     def value(self, metric: str) -> float | None:
         """The sample's value of a metric; None when the sample has none."""
-        if metric == "wall":
-            return self.wall_s
-        if metric == "user":
-            return self.user_s
-        if metric == "sys":
-            return self.sys_s
-        if metric == "max_rss":
-            return float(self.max_rss_kb)
-        if metric in ("minflt", "majflt"):
-            faults = self.minflt if metric == "minflt" else self.majflt
-            return None if faults is None else float(faults)
-        if metric == "tree_peak_rss":
-            return None if self.tree_peak_rss_kb is None else float(self.tree_peak_rss_kb)
-        return self.metrics.get(metric)
+        name = _BUILTIN_FIELDS.get(metric)
+        if name is None:
+            return self.metrics.get(metric)
+        v = getattr(self, name)
+        return None if v is None else float(v)
 
     def to_dict(self) -> JSONDict:
-        out: JSONDict = {}
-        for f in fields(self):
-            v = getattr(self, f.name)
-            if isinstance(v, CounterProfile):
-                out[f.name] = v.to_dict()
-            else:
-                out[f.name] = dict(v) if isinstance(v, dict) else v
+        out: JSONDict = encode(self)
         return out
 
     @staticmethod
     def from_dict(d: Mapping[str, object], run_id: str | None = None) -> Sample:
-        def num(key: str) -> float:
-            return float(cast(float, d[key]))
-
-        metrics = cast(Mapping[str, float], d.get("metrics") or {})
-        instructions = d.get("instructions")
-        counters = d.get("counters")
-        minflt, majflt = d.get("minflt"), d.get("majflt")
-        return Sample(
-            run_id=run_id if run_id is not None else str(d.get("run_id", "")),
-            workload=str(d["workload"]), target=str(d["target"]), round=int(cast(int, d["round"])),
-            position=int(cast(int, d["position"])), warmup=bool(d["warmup"]),
-            status=str(d["status"]), exit_code=int(cast(int, d["exit_code"])),
-            wall_s=num("wall_s"), user_s=num("user_s"), sys_s=num("sys_s"),
-            max_rss_kb=int(cast(int, d["max_rss_kb"])), stdout_digest=str(d["stdout_digest"]),
-            check=None if d.get("check") is None else str(d["check"]),
-            metrics={str(k): float(v) for k, v in metrics.items()},
-            error=None if d.get("error") is None else str(d["error"]),
-            started_at=str(d.get("started_at", "")), env_pad=int(cast(int, d.get("env_pad", 0))),
-            instructions=None if instructions is None else int(cast(int, instructions)),
-            kind=str(d.get("kind", "timed")),
-            discarded=None if d.get("discarded") is None else str(d["discarded"]),
-            minflt=None if minflt is None else int(cast(int, minflt)),
-            majflt=None if majflt is None else int(cast(int, majflt)),
-            counters=None if counters is None else
-            CounterProfile.from_dict(cast(Mapping[str, object], counters)),
-            design=str(d.get("design", "sequential")),
-            cpu=None if d.get("cpu") is None else int(cast(int, d["cpu"])),
-            repeat=int(cast(int, d.get("repeat", 1))),
-            foreign_cpu_s=_opt_float(d.get("foreign_cpu_s")),
-            steal_s=_opt_float(d.get("steal_s")),
-            covariate=_opt_float(d.get("covariate")),
-            tree_peak_rss_kb=None if d.get("tree_peak_rss_kb") is None
-            else int(cast(int, d["tree_peak_rss_kb"])),
-            tree_memory=None if d.get("tree_memory") is None else str(d["tree_memory"]),
-            emulated=bool(d.get("emulated", False)),
-            clock_mhz=_opt_float(d.get("clock_mhz")), temp_c=_opt_float(d.get("temp_c")),
-            throttled=None if d.get("throttled") is None else int(cast(int, d["throttled"])))
-
-
-def _opt_float(v: object) -> float | None:
-    return None if v is None else float(cast(float, v))
+        s: Sample = decoder(Sample, strict=False)(d)
+        return s if run_id is None else replace(s, run_id=run_id)
 
 
 @dataclass(frozen=True)
@@ -387,35 +398,37 @@ class Target:
 class TargetStatus:
     """Why a target of a workload has no (or no further) samples: not built, failed, ..."""
 
-    workload: str
-    target: str
+    workload: str = field(metadata=rule(id="workload"))
+    target: str = field(metadata=rule(id="target"))
     state: str  # ok | failed | timeout | not built | not run | interrupted
     reason: str | None
 
     def to_dict(self) -> JSONDict:
-        return {"workload": self.workload, "target": self.target, "state": self.state,
-                "reason": self.reason}
+        out: JSONDict = encode(self)
+        return out
 
 
 @dataclass(frozen=True)
 class RunWarning:
     message: str
-    workload: str | None = None
-    target: str | None = None
+    workload: str | None = field(default=None, metadata=rule(id="workload"))
+    target: str | None = field(default=None, metadata=rule(id="target"))
 
     def to_dict(self) -> JSONDict:
-        return {"workload": self.workload, "target": self.target, "message": self.message}
+        out: JSONDict = encode(self)
+        return out
 
 
 @dataclass(frozen=True)
 class Outcome:
     """How a workload's schedule ended: counted rounds and why it stopped."""
 
-    rounds: int
+    rounds: int = field(metadata=_QUANTITY)
     stop_reason: str
 
     def to_dict(self) -> JSONDict:
-        return {"rounds": self.rounds, "stop_reason": self.stop_reason}
+        out: JSONDict = encode(self)
+        return out
 
     def text(self) -> str:
         return f"{self.stop_reason} ({self.rounds} counted rounds)"
@@ -428,8 +441,8 @@ _SEQ_FIELDS = ("files", "cflags", "abi_flags", "commands", "data", "version_skew
 class Artifact:
     """One workload's program for one target: how it was obtained, and what it is."""
 
-    workload: str
-    abi: str
+    workload: str = field(metadata=rule(id="workload"))
+    abi: str = ""  # an older export lacks it: then it is the ABI of `target`
     provenance: str = "source"
     bin_dir: str = ""
     files: tuple[str, ...] = ()
@@ -441,8 +454,8 @@ class Artifact:
     abi_flags: tuple[str, ...] = ()
     commands: tuple[str, ...] = ()  # the exact command lines, as a user could re-run them
     effective: dict[str, str] = field(default_factory=dict)  # target options really used
-    build_seconds: float | None = None
-    sizes: dict[str, dict[str, int | None]] = field(default_factory=dict)
+    build_seconds: float | None = field(default=None, metadata=_QUANTITY)
+    sizes: dict[str, dict[str, int | None]] = field(default_factory=dict, metadata=_QUANTITY)
     elf: dict[str, JSONDict] = field(default_factory=dict)
     log: str = ""
     source_package: str | None = None  # Debian source package and the pinned version built
@@ -468,9 +481,13 @@ class Artifact:
     # what the build could read: sandboxed to its declared inputs, or not (and why)
     isolation: str | None = None
     # the target label it was measured as; set by the store (empty while building)
-    target: str = ""
+    target: str = field(default="", metadata=rule(id="target", required=True))
     # fields an imported file carries that this version does not know: shown, never used
-    extra: JSONDict = field(default_factory=dict)
+    extra: JSONDict = field(default_factory=dict, metadata=rule(extra=True))
+
+    def __post_init__(self) -> None:
+        if not self.abi:
+            object.__setattr__(self, "abi", abi_of(self.target))
 
     @property
     def main_file(self) -> str | None:
@@ -481,12 +498,8 @@ class Artifact:
 
     def info_dict(self) -> JSONDict:
         """Every field but target and extra, as the build cache and the store keep it."""
-        out: JSONDict = {}
-        for f in fields(self):
-            if f.name in ("target", "extra"):
-                continue
-            v = getattr(self, f.name)
-            out[f.name] = list(v) if isinstance(v, tuple) else cast(JSON, v)
+        out: JSONDict = {k: v for k, v in encode(replace(self, extra={})).items()
+                         if k != "target"}
         return out
 
     def to_dict(self) -> JSONDict:
@@ -498,20 +511,8 @@ class Artifact:
 
     @staticmethod
     def from_dict(d: Mapping[str, object]) -> Artifact:
-        known = {f.name for f in fields(Artifact)}
-        kwargs: dict[str, object] = {}
-        extra: JSONDict = {}
-        for k, v in d.items():
-            if k == "extra":
-                continue
-            if k in known:
-                kwargs[k] = tuple(cast(list[str], v)) if k in _SEQ_FIELDS and v is not None \
-                    else v
-            else:
-                extra[k] = cast(JSON, v)
-        kwargs.setdefault("abi", abi_of(str(d.get("target", ""))))
-        kwargs["extra"] = extra
-        return Artifact(**kwargs)  # type: ignore[arg-type]
+        out: Artifact = decoder(Artifact, strict=False)(d)
+        return out
 
 
 # --------------------------------------------------------------------------- host, run
@@ -527,38 +528,31 @@ _HOST_FIELDS = ("hostname", "cpu_model", "cpus_online", "machine", "kernel_relea
 class HostContext:
     """Where a result was measured. Fields an older or newer abibench wrote go to ``extra``."""
 
-    # The order here is free (to_dict writes _HOST_FIELDS' order); the collections break up
-    # the runs of optional scalars.
     hostname: str | None = None
     cpu_model: str | None = None
-    cpus_online: int | None = None
+    cpus_online: int | None = field(default=None, metadata=_QUANTITY)
     machine: str | None = None
     kernel_release: str | None = None
-    load_average: tuple[float, ...] = ()
     kernel_version: str | None = None
     kernel_bits: int | None = None
     kernel_x32: str | None = None
     governor: str | None = None
     turbo: str | None = None
-    compilers: dict[str, str] = field(default_factory=dict)
     virtualization: str | None = None
-    mem_total_kb: int | None = None
+    mem_total_kb: int | None = field(default=None, metadata=_QUANTITY)
+    load_average: tuple[float, ...] = field(default=(), metadata=rule(null_default=True))
     libc: str | None = None
+    compilers: dict[str, str] = field(default_factory=dict, metadata=rule(null_default=True))
     python: str | None = None
     os_release: str | None = None
     # what a run adds: the ABI probe and the C library of every ABI
-    extra: JSONDict = field(default_factory=dict)
-    present: tuple[str, ...] = _HOST_FIELDS  # which known fields the source had
+    extra: JSONDict = field(default_factory=dict, metadata=rule(extra=True))
+    # which known fields the source had (only those are written back)
+    present: tuple[str, ...] = field(default=_HOST_FIELDS, metadata=rule(present=True))
 
     def to_dict(self) -> JSONDict:
-        out: JSONDict = {}
-        for name in _HOST_FIELDS:
-            if name not in self.present:
-                continue
-            v = getattr(self, name)
-            out[name] = list(v) if isinstance(v, tuple) else (dict(v) if isinstance(v, dict)
-                                                             else v)
-        return {**out, **self.extra}
+        out: JSONDict = encode(self)
+        return out
 
     def get(self, key: str) -> JSON:
         """A field by name, extras included (None when absent)."""
@@ -569,38 +563,31 @@ class HostContext:
         return self.extra.get(key)
 
     def with_extra(self, **values: JSON) -> HostContext:
-        return HostContext(**{n: getattr(self, n) for n in _HOST_FIELDS},
-                           extra={**self.extra, **values}, present=self.present)
+        return replace(self, extra={**self.extra, **values})
 
     @staticmethod
     def from_dict(d: Mapping[str, object]) -> HostContext:
-        kwargs: dict[str, object] = {}
-        for name in _HOST_FIELDS:
-            if name in d:
-                v = d[name]
-                kwargs[name] = tuple(cast(list[float], v)) if name == "load_average" and v \
-                    is not None else ({} if name == "compilers" and v is None else v)
-        if kwargs.get("load_average") is None:
-            kwargs["load_average"] = ()
-        extra = {k: cast(JSON, v) for k, v in d.items() if k not in _HOST_FIELDS}
-        return HostContext(**kwargs, extra=extra,  # type: ignore[arg-type]
-                           present=tuple(n for n in _HOST_FIELDS if n in d))
+        out: HostContext = decoder(HostContext, strict=False)(d)
+        return out
 
 
 @dataclass(frozen=True)
 class WorkloadMeta:
     """What a run recorded about one workload: its metrics, targets and parameters."""
 
-    id: str
+    id: str = field(metadata=rule(key=True, id="workload"))  # its key in `workloads`
     primary: str
-    targets: tuple[str, ...]
+    targets: tuple[str, ...] = field(metadata=rule(id="target"))
     metrics: dict[str, Metric]
     title: str = ""
     params: JSONDict = field(default_factory=dict)
     seeds: tuple[str, ...] = ()
     path: str | None = None
     validates: bool | None = None  # whether the profile compares outputs (None: not recorded)
-    extra: JSONDict = field(default_factory=dict)  # inputs, and what newer versions add
+    # validate = "none: REASON" of the profile: why its outputs are not compared
+    no_validation: str | None = None
+    # inputs, and what newer versions add
+    extra: JSONDict = field(default_factory=dict, metadata=rule(extra=True))
 
     def metric(self, name: str) -> Metric:
         """A declared metric, else a built-in one, else a unitless lower-is-better one."""
@@ -619,92 +606,61 @@ class WorkloadMeta:
         return known if known is not None else Metric(self.primary, "", "lower")
 
     def to_dict(self) -> JSONDict:
-        out: JSONDict = {"title": self.title, "primary": self.primary}
-        if self.path is not None:
-            out["path"] = self.path
-        out.update({"params": dict(self.params), "seeds": list(self.seeds),
-                    "targets": list(self.targets),
-                    "metrics": {n: m.to_dict() for n, m in self.metrics.items()}})
-        if self.validates is not None:
-            out["validates"] = self.validates
-        return {**out, **self.extra}
+        out: JSONDict = encode(self)
+        return out
 
     def with_targets(self, targets: Sequence[str]) -> WorkloadMeta:
         return replace(self, targets=tuple(targets))
 
     @staticmethod
     def from_dict(wid: str, d: Mapping[str, object]) -> WorkloadMeta:
-        metrics = {str(n): Metric(str(n), str(m.get("unit", "")), better_of(m.get("better")))
-                   for n, m in cast(Mapping[str, Mapping[str, object]], d["metrics"]).items()}
-        known = {"title", "primary", "path", "params", "seeds", "targets", "metrics", "validates"}
-        return WorkloadMeta(
-            id=wid, primary=str(d["primary"]),
-            targets=tuple(str(t) for t in cast(list[str], d.get("targets") or [])),
-            metrics=metrics, title=str(d.get("title", wid)),
-            params=dict(cast(JSONDict, d.get("params") or {})),
-            seeds=tuple(cast(list[str], d.get("seeds") or [])),
-            path=None if d.get("path") is None else str(d["path"]),
-            validates=None if d.get("validates") is None else bool(d["validates"]),
-            extra={k: cast(JSON, v) for k, v in d.items() if k not in known})
+        return replace(_WORKLOAD(d), id=wid)
 
 
 @dataclass(frozen=True)
 class RunConfig:
     """What a run was asked to do."""
 
-    workloads: dict[str, WorkloadMeta]
-    abis: tuple[str, ...] = ()
+    workloads: dict[str, WorkloadMeta] = field(default_factory=dict)
+    abis: tuple[str, ...] = field(default=(), metadata=rule(id="abi"))
     cflags: tuple[str, ...] = ()
     cc: str | None = None
     provenance: str | None = None
     plan: JSONDict | None = None
-    extra: JSONDict = field(default_factory=dict)  # e.g. "imported": where a file came from
-    present: tuple[str, ...] = ("abis", "cflags", "cc", "provenance", "plan")
+    # e.g. "imported": where a file came from
+    extra: JSONDict = field(default_factory=dict, metadata=rule(extra=True))
+    present: tuple[str, ...] = field(default=("abis", "cflags", "cc", "provenance", "plan"),
+                                     metadata=rule(present=True))
 
     def to_dict(self) -> JSONDict:
-        out: JSONDict = {}
-        for key in ("abis", "cflags", "cc", "provenance", "plan"):
-            if key in self.present:
-                v = getattr(self, key)
-                out[key] = list(v) if isinstance(v, tuple) else v
-        out["workloads"] = {w: m.to_dict() for w, m in self.workloads.items()}
-        return {**out, **self.extra}
+        out: JSONDict = encode(self)
+        return out
 
     @staticmethod
     def from_dict(d: Mapping[str, object]) -> RunConfig:
-        metas = cast(Mapping[str, Mapping[str, object]], d.get("workloads") or {})
-        known = ("abis", "cflags", "cc", "provenance", "plan", "workloads")
-        return RunConfig(
-            workloads={w: WorkloadMeta.from_dict(w, m) for w, m in metas.items()},
-            abis=tuple(cast(list[str], d.get("abis") or [])),
-            cflags=tuple(cast(list[str], d.get("cflags") or [])),
-            cc=None if d.get("cc") is None else str(d["cc"]),
-            provenance=None if d.get("provenance") is None else str(d["provenance"]),
-            plan=None if d.get("plan") is None else dict(cast(JSONDict, d["plan"])),
-            extra={k: cast(JSON, v) for k, v in d.items() if k not in known},
-            present=tuple(k for k in known[:5] if k in d))
+        out: RunConfig = decoder(RunConfig, strict=False)(d)
+        return out
 
 
 @dataclass(frozen=True)
 class Run:
-    id: str
-    started: str
-    finished: str | None
+    """A run: its id, when it started and finished, its status and what it was asked."""
+
+    id: str = field(metadata=rule(id="run"))
+    started: str = field(metadata=rule(time=True))
+    finished: str | None = field(metadata=rule(time=True))
     status: str  # running | complete | interrupted | failed | merged | abandoned (as read) ...
     tool_version: str
     config: RunConfig
 
     def to_dict(self) -> JSONDict:
-        return {"id": self.id, "started": self.started, "finished": self.finished,
-                "status": self.status, "tool_version": self.tool_version,
-                "config": self.config.to_dict()}
+        out: JSONDict = encode(self)
+        return out
 
     @staticmethod
     def from_dict(d: Mapping[str, object]) -> Run:
-        return Run(id=str(d["id"]), started=str(d["started"]),
-                   finished=None if d.get("finished") is None else str(d["finished"]),
-                   status=str(d["status"]), tool_version=str(d["tool_version"]),
-                   config=RunConfig.from_dict(cast(Mapping[str, object], d["config"])))
+        out: Run = decoder(Run, strict=False)(d)
+        return out
 
 
 # --------------------------------------------------------------------------- the run document
@@ -718,9 +674,9 @@ class RunDoc:
     host: HostContext
     samples: tuple[Sample, ...]
     artifacts: tuple[Artifact, ...] = ()
-    statuses: tuple[TargetStatus, ...] = ()
+    statuses: tuple[TargetStatus, ...] = field(default=(), metadata=rule(name="target_status"))
     warnings: tuple[RunWarning, ...] = ()
-    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    outcomes: dict[str, Outcome] = field(default_factory=dict, metadata=rule(keys="workload"))
 
     @property
     def id(self) -> str:
@@ -804,38 +760,118 @@ class RunDoc:
 
     def to_dict(self) -> JSONDict:
         """The versioned export document."""
-        return {
-            "format": EXPORT_FORMAT,
-            "version": EXPORT_VERSION,
-            "run": self.run.to_dict(),
-            "host": self.host.to_dict(),
-            "artifacts": [a.to_dict() for a in self.artifacts],
-            "target_status": [s.to_dict() for s in self.statuses],
-            "warnings": [w.to_dict() for w in self.warnings],
-            "outcomes": {w: o.to_dict() for w, o in self.outcomes.items()},
-            "samples": [s.to_dict() for s in self.samples],
-        }
+        out: JSONDict = {"format": EXPORT_FORMAT, "version": EXPORT_VERSION, **encode(self)}
+        return out
 
     @staticmethod
     def from_dict(d: Mapping[str, object]) -> RunDoc:
-        """A document that has passed validation (store/exchange.py) or came from the store."""
-        run = Run.from_dict(cast(Mapping[str, object], d["run"]))
-        return RunDoc(
-            run=run,
-            host=HostContext.from_dict(cast(Mapping[str, object], d.get("host") or {})),
-            samples=tuple(Sample.from_dict(s) for s in
-                          cast(list[Mapping[str, object]], d.get("samples") or [])),
-            artifacts=tuple(Artifact.from_dict(a) for a in
-                            cast(list[Mapping[str, object]], d.get("artifacts") or [])),
-            statuses=tuple(TargetStatus(str(s["workload"]), str(s["target"]), str(s["state"]),
-                                        None if s.get("reason") is None else str(s["reason"]))
-                           for s in cast(list[Mapping[str, object]],
-                                         d.get("target_status") or [])),
-            warnings=tuple(RunWarning(str(w["message"]),
-                                      None if w.get("workload") is None else str(w["workload"]),
-                                      None if w.get("target") is None else str(w["target"]))
-                           for w in cast(list[Mapping[str, object]], d.get("warnings") or [])),
-            outcomes={str(k): Outcome(int(cast(int, o["rounds"])), str(o["stop_reason"]))
-                      for k, o in cast(Mapping[str, Mapping[str, object]],
-                                       d.get("outcomes") or {}).items()},
-        )
+        """A document that came from the store or has passed validation (store/exchange.py)."""
+        out: RunDoc = decoder(RunDoc, strict=False)(d)
+        return out
+
+
+@dataclass(frozen=True)
+class ResultSet:
+    """A run document named on the command line, and where it came from."""
+
+    doc: RunDoc
+    source: str  # "run ID" (database) or a file path
+    tag: str = ""  # set when several are merged (analyse/merge.py)
+
+
+def _workload_meta(d: Mapping[str, object]) -> WorkloadMeta:
+    out: WorkloadMeta = decoder(WorkloadMeta, strict=False)(d)
+    return out
+
+
+_WORKLOAD = _workload_meta
+
+
+# --------------------------------------------------------------------------- what a run can produce
+
+
+def check_document(doc: RunDoc) -> None:
+    """What a run guarantees beyond each field's type and rule (which the codec checks):
+    raises `codec.Invalid` at the `$.path` of the first field that breaks it.
+
+    Samples belong to declared workloads and targets; no two timed samples that count take
+    the same place in a round; a metric named like a built-in one means exactly it; the
+    primary metric is in every counted sample; a run ends after it starts.
+    """
+    run = doc.run
+    if run.finished is not None and parse_time(run.finished) < parse_time(run.started):
+        raise Invalid(f"finished {run.finished!r:.40} is before started {run.started!r:.40}"
+                      ).at(".finished").at(".run")
+    for wid, meta in doc.workloads.items():
+        at = f".run.config.workloads.{wid}"
+        for name, m in meta.metrics.items():
+            _check_not_shadowing(name, m, f"{at}.metrics.{name}")
+        if meta.primary not in meta.metrics and meta.primary not in BUILTIN_METRICS:
+            raise Invalid(f"metric {meta.primary!r:.40} is not declared in its metrics"
+                          ).at(f"{at}.primary")
+    places: set[tuple[str, str, int, int]] = set()
+    for i, s in enumerate(doc.samples):
+        _check_sample(doc, s, f".samples[{i}]")
+        if s.kind == "timed" and s.discarded is None:
+            if s.key in places:
+                raise Invalid(f"a second timed sample of {s.target!r:.40} in round {s.round} at "
+                              f"position {s.position} of workload {s.workload!r:.40}",
+                              "export the run again; an edited file must keep one sample per "
+                              "target, round and position").at(f".samples[{i}].position")
+            places.add(s.key)
+    for i, a in enumerate(doc.artifacts):
+        if a.sizes and not a.files:
+            raise Invalid("is missing or empty although sizes are given"
+                          ).at(f".artifacts[{i}].files")
+
+
+def _check_not_shadowing(name: str, m: Metric, at: str) -> None:
+    """A workload's metric named like a built-in one is that one: never another unit or
+    direction (a `wall` where higher is better would invert every verdict)."""
+    own = BUILTIN_METRICS.get(name)
+    if own is not None and (m.unit, m.better) != (own.unit, own.better):
+        raise Invalid(f"metric {name!r} is measured by abibench itself ({own.unit}, "
+                      f"{own.better} is better) and cannot be redefined",
+                      "rename the workload's metric").at(at)
+
+
+def _check_sample(doc: RunDoc, s: Sample, at: str) -> None:
+    meta = doc.workloads.get(s.workload)
+    if meta is None:
+        raise Invalid(f"workload {s.workload!r:.40} is not in run.config.workloads"
+                      ).at(f"{at}.workload")
+    if s.target not in meta.targets:
+        raise Invalid(f"target {s.target!r:.40} is not one of the workload's targets"
+                      ).at(f"{at}.target")
+    for name in s.metrics:
+        if name in BUILTIN_METRICS:
+            raise Invalid(f"metric {name!r} is measured by abibench itself: a program's "
+                          "metrics cannot hold it", "rename the metric").at(f"{at}.metrics.{name}")
+    if s.counters is not None:
+        n = len(s.counters.events)
+        if len(s.counters.totals) != n:
+            raise Invalid(f"expected one total per event ({n}), found "
+                          f"{len(s.counters.totals)}").at(f"{at}.counters.totals")
+        for j, fn in enumerate(s.counters.functions):
+            if len(fn.counts) > n:
+                raise Invalid(f"expected at most one count per event ({n})"
+                              ).at(f"{at}.counters.functions[{j}]")
+    if s.counted and s.value(meta.primary) is None:
+        raise Invalid(f"the primary metric {meta.primary!r:.40} is missing from a counted "
+                      "sample").at(f"{at}.metrics")
+
+
+def export_schema() -> JSONDict:
+    """The JSON Schema of the export document, derived from the records (docs/schema.json,
+    written by `python -m abibench.records > docs/schema.json`; a test keeps it current)."""
+    head: JSONDict = {"format": {"const": EXPORT_FORMAT}, "version": {"const": EXPORT_VERSION}}
+    out: JSONDict = {"$id": "abibench-run", "title": "An abibench run document",
+                     **json_schema(RunDoc, head)}
+    return out
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    sys.stdout.write(json.dumps(export_schema(), indent=1, ensure_ascii=False) + "\n")

@@ -432,16 +432,16 @@ def verdict(
                  else (1.0 / r.ratio, 1.0 / r.ci_high, 1.0 / r.ci_low))
         percent = (1.0 - share[0]) * 100.0
         low, high = (1.0 - share[2]) * 100.0, (1.0 - share[1]) * 100.0
-    elif above:
-        percent = (r.ratio - 1.0) * 100.0
-        low, high = (r.ci_low - 1.0) * 100.0, (r.ci_high - 1.0) * 100.0
+        said = f"{short(percent)}% {words[0]} [{short(low)}%, {short(high)}%]"
     else:
         # Express the advantage relative to the loser, so "25% faster" means
         # the loser needs 1.25x the winner's time (or delivers 1/1.25 the rate).
-        percent = (1.0 / r.ratio - 1.0) * 100.0
-        low, high = (1.0 / r.ci_high - 1.0) * 100.0, (1.0 / r.ci_low - 1.0) * 100.0
+        factor = ((r.ratio, r.ci_low, r.ci_high) if above
+                  else (1.0 / r.ratio, 1.0 / r.ci_high, 1.0 / r.ci_low))
+        percent, low, high = ((f - 1.0) * 100.0 for f in factor)
+        said = advantage(*factor, words[0])
     return Verdict(
-        text=f"{winner} is {short(percent)}% {words[0]} [{short(low)}%, {short(high)}%]",
+        text=f"{winner} is {said}",
         significant=True,
         winner=winner,
         percent=percent,
@@ -635,16 +635,57 @@ def median_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float,
     return float(part[lo_i]), float(part[hi_i])
 
 
+def _signed(goodness: float) -> float:
+    """A's advantage (> 0) or b's (< 0) in %, each relative to the loser: 1.316 -> +31.6,
+    1 / 1.316 -> -31.6. Continuous and increasing, so it maps a CI's ends to the CI's ends."""
+    if not (math.isfinite(goodness) and goodness > 0):
+        return math.nan
+    return (goodness - 1) * 100 if goodness >= 1 else -(1 / goodness - 1) * 100
+
+
 def percent_better(ratio: float, low: float, high: float, better: str,
                    reduction: bool = False) -> tuple[float, float, float]:
     """(percent, low, high) of a relative to b, positive when a is better.
 
-    A time is a speed-up (b's time over a's, minus one); a ``reduction`` such as
-    memory is the share of b's value that a saves, as the verdict words it.
+    A gain (a speed, a rate) is the winner's advantage relative to the loser, signed by who
+    wins, the figure the verdict states: i386 at 0.76 of x86_64's rate is -31.6 ("x86_64 is
+    31.6% faster", "i386: 31.6% slower"), never -24.0 (issue 29). A ``reduction`` such as memory
+    is the share of b's value that a saves, as the verdict words it.
     """
-    if better == "higher":
-        return (ratio - 1) * 100, (low - 1) * 100, (high - 1) * 100
-    if reduction:
+    if reduction and better == "lower":
         return (1 - ratio) * 100, (1 - high) * 100, (1 - low) * 100
-    inv = [1 / x if x else math.nan for x in (ratio, high, low)]
-    return (inv[0] - 1) * 100, (inv[1] - 1) * 100, (inv[2] - 1) * 100
+    if better == "higher":
+        return _signed(ratio), _signed(low), _signed(high)
+    return -_signed(ratio), -_signed(high), -_signed(low)
+
+
+def advantage(factor: float, low: float, high: float, word: str, spec: str = ".1f") -> str:
+    """How much better a winner is, said one way in every report: ``factor`` is the loser's cost
+    over the winner's (>= 1), ``low``/``high`` its CI (nan: none). Below 2 as a percentage,
+    "31.6% faster [28.0%, 35.1%]"; from 2 on as a multiple, "15.9× faster [15.2×, 16.6×]",
+    because "1492.5% faster" is a number a reader cannot take in."""
+    ci = math.isfinite(low) and math.isfinite(high)
+    if factor >= 2:
+        def times(f: float) -> str:
+            return f"{short(f, '.1f')}×"
+        return f"{times(factor)} {word}" + (f" [{times(low)}, {times(high)}]" if ci else "")
+
+    def pct(f: float) -> str:
+        return f"{short((f - 1) * 100, spec)}%"
+    return f"{pct(factor)} {word}" + (f" [{pct(low)}, {pct(high)}]" if ci else "")
+
+
+def difference(percent: float, low: float, high: float, words: tuple[str, str],
+               reduction: bool = False) -> str:
+    """A signed difference of :func:`percent_better` in words from a's side: "31.6% faster
+    [28.0%, 35.1%]", "31.6% slower [...]", "15.9× slower"; a reduction as a share, "25.0%
+    smaller". The bounds are in the direction of the word; "-" when there is no difference."""
+    if not math.isfinite(percent):
+        return "-"
+    sign = 1.0 if percent >= 0 else -1.0
+    word = words[0] if sign > 0 else words[1]
+    lo, hi = sorted((sign * low, sign * high))
+    if reduction:
+        ci = f" [{short(lo)}%, {short(hi)}%]" if math.isfinite(lo) and math.isfinite(hi) else ""
+        return f"{short(sign * percent)}% {word}{ci}"
+    return advantage(1 + sign * percent / 100, 1 + lo / 100, 1 + hi / 100, word)

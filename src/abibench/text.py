@@ -12,16 +12,27 @@ What a removed character becomes:
 * a whole escape sequence (CSI, OSC, DCS, SOS, PM, APC, an nF or two-byte ESC sequence, and
   their 8-bit forms) becomes nothing: it is an instruction to the terminal, not text, and what
   it wraps (a hyperlink's visible text, say) stays;
-* a lone control character (C0 but newline and tab, DEL, C1, a stray ESC) and a bidirectional
-  override or isolate becomes :data:`MARKER`, U+FFFD, the character that already stands for
-  undecodable bytes in a program's output: the reader sees that something unprintable was there.
+* a lone control character (C0 but newline and tab, DEL, C1, a stray ESC, NUL), a bidirectional
+  embedding, override, isolate or mark (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F, U+061C)
+  and an invisible character that can hide or split text (U+200B zero width space, U+00AD soft
+  hyphen, U+2060-U+2064 and U+206A-U+206F, U+180E, U+FEFF, the tag characters U+E0000-U+E007F
+  that smuggle ASCII past a reader) becomes :data:`MARKER`, U+FFFD, the character that already
+  stands for undecodable bytes in a program's output: the reader sees that something was there.
+  The zero width joiner and non-joiner stay: emoji and several scripts need them, and they
+  cannot hide a character.
 
-A CR LF line end is a line end, kept as LF. Both functions are pure and never fail.
+A CR LF line end is a line end, kept as LF, and so are the Unicode line and paragraph separators
+(U+2028, U+2029), which some viewers break lines at and others do not: a line break every format
+treats the same way. Both functions are pure and never fail.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import functools
 import re
+from typing import Any, TypeVar, cast
 
 MARKER = "\ufffd"
 
@@ -39,18 +50,92 @@ _SEQUENCE = re.compile(
     # (ESC c resets the terminal, ESC 7 saves the cursor, an unterminated ESC [ or ESC ] ...).
     r"|\x1b[\x20-\x2f]*[\x30-\x7e]"
 )
-# C0 except tab and newline, DEL, C1, and the bidirectional embeddings, overrides and isolates.
-_LONE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# C0 except tab and newline, DEL, C1, the bidirectional embeddings, overrides, isolates and marks,
+# and the invisible characters that can hide text (see the module's docstring).
+_LONE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f"
+                   "\u061c\u200b\u00ad\u2060-\u2064\u206a-\u206f\u180e\ufeff"
+                   "\U000e0000-\U000e007f]")
+_SEPARATORS = str.maketrans({"\u2028": "\n", "\u2029": "\n"})
+# Whether clean() would change a text at all: a quick test that lets clean_all skip most strings.
+_TOUCHED = re.compile(_LONE.pattern[:-1] + "\r\u2028\u2029]")
 # What a terminal, or str.splitlines, would start a new line at.
 _BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 
 
 def clean(text: str) -> str:
     """``text`` without escape sequences and control characters; newlines and tabs are kept."""
-    text = text.replace("\r\n", "\n")
+    text = text.replace("\r\n", "\n").translate(_SEPARATORS)
     return _LONE.sub(MARKER, _SEQUENCE.sub("", text))
 
 
 def one_line(text: str) -> str:
     """:func:`clean` for a place that must stay one line: every line break and tab is a space."""
     return clean(_BREAK.sub(" ", text).replace("\t", " "))
+
+
+T = TypeVar("T")
+
+
+def clean_all(value: T) -> T:
+    """``value`` with :func:`clean` applied to every string it holds, however deep: in a
+    dataclass's fields (frozen or not), lists, tuples (named ones too), sets and dicts (keys
+    included). What holds no string that changes comes back as the same object; what does comes
+    back as a copy, and the original is left as it was.
+
+    This is how a whole structure (the analysis's Report) is made safe in one step: a field
+    added to it later is cleaned without anyone remembering to, because nothing is listed.
+    Numbers, booleans, None and objects of other kinds (str subclasses such as markup a renderer
+    built itself) pass unchanged."""
+    return cast(T, _walk(value, {}))
+
+
+# Values that hold no text: returned as they are without a call (most of a Report's values).
+_SCALARS = frozenset({int, float, bool, type(None), complex, bytes})
+
+
+def _walk(value: object, seen: dict[int, object]) -> object:
+    kind: Any = type(value)
+    if kind is str:
+        text = cast(str, value)
+        return clean(text) if _TOUCHED.search(text) else text
+    if kind in _SCALARS or isinstance(value, str):
+        return value
+    key = id(value)
+    if key in seen:  # shared (or cyclic) objects are cleaned once and stay shared
+        return seen[key]
+    out: object = value
+    if kind in _DATACLASSES or (dataclasses.is_dataclass(value) and not isinstance(value, type)):
+        _DATACLASSES.add(kind)
+        changes = {}
+        for name in _field_names(kind):
+            old = getattr(value, name)
+            if type(old) in _SCALARS:
+                continue
+            new = _walk(old, seen)
+            if new is not old:
+                changes[name] = new
+        if changes:
+            out = copy.copy(value)
+            for name, new in changes.items():
+                # object.__setattr__: a frozen dataclass is copied, never changed in place.
+                object.__setattr__(out, name, new)
+    elif isinstance(value, list | tuple | set | frozenset):
+        items = [v if type(v) in _SCALARS else _walk(v, seen) for v in value]
+        if any(new is not old for new, old in zip(items, value, strict=True)):
+            out = kind(*items) if hasattr(value, "_fields") else kind(items)  # a NamedTuple
+    elif isinstance(value, dict):
+        pairs = [(_walk(k, seen), v if type(v) in _SCALARS else _walk(v, seen))
+                 for k, v in value.items()]
+        if any(nk is not k or nv is not v
+               for (nk, nv), (k, v) in zip(pairs, value.items(), strict=True)):
+            out = kind(pairs)
+    seen[key] = out
+    return out
+
+
+_DATACLASSES: set[type] = set()  # types already seen to be dataclasses
+
+
+@functools.cache
+def _field_names(kind: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(kind))

@@ -18,10 +18,12 @@ from .paths import NATIVE_DIR
 
 
 @cache
-def native_tool(name: str, cache_root: Path) -> Path:
-    """The binary of native/<name>.c, built with the host compiler on first use."""
+def native_tool(name: str, cache_root: Path, static: bool = False) -> Path:
+    """The binary of native/<name>.c, built with the host compiler on first use; `static`: linked
+    statically (a booted guest's init, run/vm.py, has no C library beside it)."""
     src = NATIVE_DIR / f"{name}.c"
-    digest = hashlib.sha256(src.read_bytes()).hexdigest()[:16]
+    link = ("-static",) if static else ()
+    digest = hashlib.sha256(src.read_bytes() + " ".join(link).encode()).hexdigest()[:16]
     exe = cache_root / "tools" / digest / f"abibench-{name}"
     if exe.is_file():
         return exe
@@ -31,8 +33,8 @@ def native_tool(name: str, cache_root: Path) -> Path:
                         "build-essential")
     exe.parent.mkdir(parents=True, exist_ok=True)
     tmp = exe.with_suffix(f".tmp{os.getpid()}")
-    proc = subprocess.run([cc, "-O2", "-Wall", "-pthread", "-o", str(tmp), str(src)], capture_output=True,
-                          text=True, check=False)
+    proc = subprocess.run([cc, "-O2", "-Wall", "-pthread", *link, "-o", str(tmp), str(src)],
+                          capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise HostError(f"cannot build abibench's {name} tool: {proc.stderr.strip()[:300]}")
     os.replace(tmp, exe)

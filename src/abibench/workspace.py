@@ -31,7 +31,7 @@ import signal
 import stat
 import tempfile
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -184,7 +184,24 @@ def owned_dir(kind: str, parent: Path | None = None, mode: int = 0o700) -> Itera
     try:
         yield path
     finally:
-        shutil.rmtree(path, ignore_errors=True)
+        remove_tree(path)
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a directory abibench made, read-only ones inside it too (a run's pinned copy of
+    its programs, run/pinned.py): an entry a user other than root may not delete is retried
+    once its directory is writable again. Errors are ignored, as for any cleanup."""
+    def again(func: Callable[[str], object], failed: str,
+              exc: tuple[type[BaseException], BaseException, object]) -> None:
+        parent = os.path.dirname(failed)
+        # Only directories inside the tree are made writable, never the one it lives in.
+        if not isinstance(exc[1], PermissionError) or not parent.startswith(f"{path}"):
+            return
+        with contextlib.suppress(OSError):
+            os.chmod(parent, 0o700)
+            func(failed)
+
+    shutil.rmtree(path, onerror=again)
 
 
 def _stale(entry: Path) -> bool:
@@ -212,7 +229,7 @@ def _sweep(parent: Path, legacy: bool = False) -> list[Path]:
             continue
         if _stale(entry):
             kill_marked(entry.name)
-            shutil.rmtree(entry, ignore_errors=True)
+            remove_tree(entry)
             removed.append(entry)
     return removed
 

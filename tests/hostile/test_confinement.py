@@ -117,19 +117,26 @@ def test_the_x86_64_build_cannot_replace_the_i386_one(cli: Cli, write_profile: P
 
 def test_a_program_replaced_during_the_run_is_no_result(
         cli: Cli, write_profile: ProfileWriter, cli_env: dict[str, str], tmp_path: Path) -> None:
-    # The program overwrites its own file in the build cache on its first run: the check after
-    # the last sample catches it, the target fails, and the run says so. (A cache of its own:
-    # the shared one must not hold a corrupted entry.)
-    env = {**cli_env, "ABIBENCH_CACHE": str(tmp_path / "cache")}
+    # The program overwrites its own file ({bin}/metric) on its first run. {bin} is the run's
+    # own read-only copy (run/pinned.py), not the build cache: the check after that very
+    # sample catches it, the target fails, and the run says so. (A cache of its own: the
+    # shared one must not hold a corrupted entry if the copy ever failed.)
+    cache = tmp_path / "cache"
+    env = {**cli_env, "ABIBENCH_CACHE": str(cache)}
     prof = write_profile("selfmod", command='["sh", "-c", "{bin}/metric 0; cp /bin/true '
                          '{bin}/metric; true"]')
     r = cli("run", str(prof), *RUN, env=env)
     assert r.returncode == 1, r.stdout[-1000:]
-    assert "changed since it was built" in r.stdout + r.stderr
-    # And the next run builds it again instead of trusting the modified cache entry.
+    assert "changed since it was built, between samples 0 and 1" not in r.stdout + r.stderr
+    assert "changed since it was built, by the end of its first sample" in r.stdout + r.stderr
+    # The build cache was never written through {bin}: the next run reuses the entry, which
+    # is still byte for byte the built program.
     again = cli("run", str(prof), *RUN, "--json", env=env)
     doc = json.loads(again.stdout)
-    assert doc["artifacts"] and not any(a["cached"] for a in doc["artifacts"])
+    assert doc["artifacts"] and all(a["cached"] for a in doc["artifacts"])
+    for a in doc["artifacts"]:
+        (built,) = cache.glob(f"builds/selfmod/{a['abi']}-*/bin/metric")
+        assert hashlib.sha256(built.read_bytes()).hexdigest() == a["digests"]["metric"]
 
 
 @pytest.mark.parametrize("replace_by", ["nothing", "a link to the canary's directory", "a file"],

@@ -26,7 +26,7 @@ def _sample(run_id: str, **kw: object) -> Sample:
     base: dict[str, object] = dict(
         run_id=run_id, workload="w", target="i386", round=1, position=0, warmup=False,
         status="ok", exit_code=0, wall_s=1.5, user_s=1.0, sys_s=0.1, max_rss_kb=2048,
-        stdout_digest="d", check="c", metrics={"rate": 3.0})
+        stdout_digest="d", check="c", metrics={"rate": 3.0}, started_at="2026-01-01T00:00:01")
     base.update(kw)
     return Sample(**base)  # type: ignore[arg-type]
 
@@ -279,13 +279,13 @@ def test_version_5_database_gains_tree_memory(tmp_path: Path) -> None:
             db.execute(statement)
     db.execute("INSERT INTO meta VALUES ('schema_version', '5')")
     db.execute("INSERT INTO runs(id, started, finished, status, tool_version, host_json, "
-               "config_json) VALUES ('v5', 's', NULL, 'complete', '0', '{}', "
+               "config_json) VALUES ('v5', '2026-01-01T00:00:00', NULL, 'complete', '0', '{}', "
                "'{\"workloads\": {\"w\": {\"primary\": \"wall\", \"metrics\": {}, "
                "\"targets\": [\"i386\"]}}}')")
     db.execute("INSERT INTO samples(run_id, workload, target, round, position, warmup, status, "
                "exit_code, wall_s, user_s, sys_s, max_rss_kb, stdout_digest, metrics_json, "
                "started_at, env_pad, design, repeat) VALUES ('v5','w','i386',1,0,0,'ok',0,1,1,"
-               "0,10,'d','{}','',0,'sequential',1)")
+               "0,10,'d','{}','2026-01-01T00:00:01',0,'sequential',1)")
     db.commit()
     db.close()
     store = Store(path)
@@ -575,7 +575,7 @@ def test_a_database_of_the_previous_schema_migrates_and_keeps_emulated_and_board
     config = {"workloads": {"w": {"primary": "wall", "metrics": {},
                                   "targets": ["i386", "armhf"]}}}
     db.execute("INSERT INTO runs(id, started, finished, status, tool_version, host_json, "
-               "config_json) VALUES ('old', 's', NULL, 'complete', '0', '{}', ?)",
+               "config_json) VALUES ('old', '2026-01-01T00:00:00', NULL, 'complete', '0', '{}', ?)",
                (json.dumps(config),))
     db.execute("INSERT INTO samples(run_id, workload, target, round, position, warmup, status, "
                "exit_code, wall_s, user_s, sys_s, max_rss_kb, stdout_digest, metrics_json, "

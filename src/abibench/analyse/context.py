@@ -7,11 +7,14 @@ be imported from other machines, so everything is turned into text here and neve
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..records import JSON, Artifact, HostContext, Run
+from ..probe.noise import NoiseProfile
+from ..records import JSON, Artifact, HostContext, Outcome, Run
 from ..stats import short
 
 
@@ -51,7 +54,7 @@ def _kib(value: float) -> str:
 KNOWN_HOST = ("hostname", "cpu_model", "cpus_online", "mem_total_kb", "machine",
               "kernel_release", "kernel_version", "kernel_bits", "kernel_x32", "governor", "turbo",
               "virtualization", "load_average", "os_release", "libc", "compilers", "python",
-              "probe")
+              "probe", "noise")  # noise: its own table, calibration_rows
 
 
 def _abi_flags(artifacts: Sequence[Artifact]) -> str:
@@ -176,4 +179,68 @@ def provenance_rows(artifact: Artifact) -> list[tuple[str, str]]:
                          f" needs {libs}"))
     for key in sorted(k for k in d if k not in KNOWN_ARTIFACT):
         rows.append((key, _kv(d[key])))
+    return rows
+
+
+# The run stage writes a workload's sampling design, and why it chose it, at the end of the
+# workload's stop reason: "precision reached ... [sampled sequential: pairs one after ...]".
+_DESIGN = re.compile(r"\[sampled ([^:\]]+): (.*)\]\s*$", re.S)
+
+
+def design_of(outcome: Outcome | None) -> tuple[str, str] | None:
+    """(design, why) of a workload's sampling, from its outcome; None when it was not recorded."""
+    m = _DESIGN.search(outcome.stop_reason) if outcome else None
+    return (m.group(1), m.group(2)) if m else None
+
+
+def _pct(value: float) -> str:
+    return f"{short(value * 100, '.1f')}%" if math.isfinite(value) else "-"
+
+
+def _noise_values(noise: NoiseProfile | None) -> list[tuple[str, str]]:
+    """What the calibration measured, as (label, value) rows."""
+    if noise is None:
+        return []
+    one = noise.pair_noise(1.0)
+    rows = [("measured", f"{short(noise.duration_s, '.0f')} s on {len(noise.cpus)} CPUs"),
+            ("CPU speed spread", f"{_pct(noise.cv)} between 10 ms slices, "
+                                 f"{_pct(noise.window_cv(1.0))} between 1 s windows"),
+            ("speed stays put for", noise.stays_words()),
+            ("CPUs together", noise.cross_words())]
+    if one is not None:
+        rows.append(("two 1 s samples differ (sd)",
+                     f"{_pct(one.sequential)} one after the other, {_pct(one.simultaneous)} on "
+                     f"two CPUs at once, {_pct(one.covariate)} against a loop"))
+    rows.append(("other processes", f"{short(noise.foreign_cpu, '.1f')} CPUs busy"))
+    return rows
+
+
+def _noise_of(host: HostContext) -> NoiseProfile | None:
+    raw = host.get("noise")
+    if not isinstance(raw, dict):
+        return None
+    try:
+        return NoiseProfile.from_dict(raw)
+    except (ValueError, TypeError):
+        return None  # an imported profile of another shape: the host table says nothing of it
+
+
+class OutcomeSet(SetLike, Protocol):
+    @property
+    def outcomes(self) -> dict[str, Outcome]: ...
+
+
+def calibration_rows(sets: Sequence[OutcomeSet]) -> list[ContextRow]:
+    """The noise calibration as a table, one value per result set: what it measured (the
+    machine's noise), and what sampling design it chose for each workload, and why (issue 29:
+    it was printed as the profile's raw JSON)."""
+    measured = [dict(_noise_values(_noise_of(s.host))) for s in sets]
+    labels = list(dict.fromkeys(k for m in measured for k in m))
+    rows = [ContextRow(k, tuple(m.get(k, "-") for m in measured)) for k in labels]
+    workloads = list(dict.fromkeys(w for s in sets for w in s.outcomes))
+    for wid in workloads:
+        chosen = [design_of(s.outcomes.get(wid)) for s in sets]
+        if any(chosen):
+            rows.append(ContextRow(f"design for {wid}", tuple(
+                f"{c[0]}: {c[1]}" if c else "-" for c in chosen)))
     return rows

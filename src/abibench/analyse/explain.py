@@ -261,11 +261,6 @@ def _pct(x: float) -> str:
     return stats.short(x, ".0f")
 
 
-def _faster(cost: float) -> float:
-    """How much faster the winner is, in %, from the loser's cost over the winner's (>= 1)."""
-    return (cost - 1) * 100
-
-
 def _narrow(a: str, b: str) -> bool:
     """Whether a has 32-bit pointers and b 64-bit ones (an ILP32 ABI against LP64)."""
     abi_a, abi_b = ABIS.get(abi_of(a)), ABIS.get(abi_of(b))
@@ -316,7 +311,7 @@ def choose_words(x: Explanation) -> tuple[str, str, str | None]:
     lt = tpi if winner == x.b else tpi.inverted()
     fewer_insn = li.low > 1 + SAME_WORK  # every ratio the attempts allow: fewer by > 1%
     share = math.log(li.low) / math.log(lc) if fewer_insn else 0.0
-    head = f"{winner} is {_pct(_faster(lc))}% faster"
+    head = f"{winner} is {stats.advantage(lc, math.nan, math.nan, 'faster', '.0f')}"
     if fewer_insn and share >= MAINLY:
         text = (f"{head} mainly because it executes {_pct((1 - 1 / li.value) * 100)}% fewer "
                 f"instructions" + _top_contributor(x.functions, x.a, winner, loser))

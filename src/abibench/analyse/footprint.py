@@ -59,6 +59,17 @@ class Difference:
     percent: float  # (ratio - 1) * 100: negative when a needs less
     text: str
 
+    @property
+    def percent_ci(self) -> tuple[float, float]:
+        """The CI of ``percent``."""
+        return (self.ratio.ci_low - 1) * 100, (self.ratio.ci_high - 1) * 100
+
+    @property
+    def significant(self) -> bool:
+        """Whether the ratio's CI excludes 1 (no change), the rule of every other verdict."""
+        lo, hi = self.ratio.ci_low, self.ratio.ci_high
+        return math.isfinite(lo) and math.isfinite(hi) and not lo <= 1.0 <= hi
+
 
 def series(doc: RunDoc, *, prefix: str = PREFIX, size_param: str = SIZE_PARAM,
            time_metric: str = TIME_METRIC) -> list[Series]:

@@ -17,16 +17,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ..errors import UsageError
-from ..records import Run, RunConfig, RunDoc, RunWarning, WorkloadMeta, abi_of, pick_reference
+from ..records import (
+    ResultSet,
+    Run,
+    RunConfig,
+    RunDoc,
+    RunWarning,
+    WorkloadMeta,
+    abi_of,
+    pick_reference,
+)
+
+__all__ = ["ResultSet"]  # it lives in records (the store makes them); merging is here
 
 ROUND_STRIDE = 1_000_000
-
-
-@dataclass(frozen=True)
-class ResultSet:
-    doc: RunDoc
-    source: str  # "run ID" (database) or a file path
-    tag: str = ""
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ provenance.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 
 from .. import __version__, stats
@@ -20,6 +20,7 @@ from ..errors import UsageError
 from ..records import (
     BUILTIN_METRICS,
     MEMORY_METRICS,
+    MEMORY_NAMES,
     Artifact,
     Better,
     HostContext,
@@ -28,15 +29,24 @@ from ..records import (
     RunDoc,
     Sample,
     better_of,
+    measured_memory,
     pair_by_round,
     pick_reference,
 )
+from ..text import clean_all
 from . import footprint, xbench
 from .advise import Advice, Deployment, advise
-from .context import ContextRow, context_rows, provenance_rows
+from .context import ContextRow, calibration_rows, context_rows, provenance_rows
 from .explain import Explanation, explain
 from .merge import ResultSet, Series, merge, single_series
-from .results import SuiteSummary, TargetRow, WorkloadResult, analyse, suite_summary
+from .results import (
+    PRIMARY_WORDS,
+    SuiteSummary,
+    TargetRow,
+    WorkloadResult,
+    analyse,
+    suite_summary,
+)
 from .sizes import SizeRow, size_notes, size_rows
 
 
@@ -99,6 +109,14 @@ class Diff:
     significant: bool
     verdict: str
     valid: bool
+    # The difference in words from ``label``'s side, the one way every report states it
+    # (stats.difference): "31.6% slower [28.0%, 35.1%]", "15.9× faster [...]", "25.0% smaller".
+    phrase: str = ""
+
+    @property
+    def headline(self) -> str:
+        """The phrase without its CI: "31.6% slower", "15.9× faster" (a chart's bar label)."""
+        return self.phrase.split(" [", 1)[0]
 
     @property
     def tone(self) -> str:
@@ -177,8 +195,13 @@ class WorkloadBlock:
                 for lbl in labels]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Report:
+    """Everything every renderer shows. Frozen, and cleaned as it is made (``__post_init__``):
+    every string in it, however deep and whatever its source (profile titles, ids, units, metric
+    names, labels, tags, program output, imported fields, host values, reasons, warnings), has
+    passed :func:`abibench.text.clean`, so that a renderer only escapes for its own syntax."""
+
     kind: str  # run | comparison
     title: str
     heading: str  # the first line of the terminal view
@@ -201,6 +224,14 @@ class Report:
     # when a memory budget was given (analyse/advise.py).
     explanations: list[Explanation] = field(default_factory=list)
     advice: Advice | None = None
+    # The noise calibration: what it measured, the design it chose per workload and why.
+    calibration: list[ContextRow] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        # The one place untrusted text is cleaned for every format (issue 26): the walk covers
+        # every field, so a field added later cannot reach a renderer raw.
+        for f in fields(self):
+            object.__setattr__(self, f.name, clean_all(getattr(self, f.name)))
 
     def explanations_of(self, workload: str) -> list[Explanation]:
         return [x for x in self.explanations if x.workload == workload]
@@ -223,9 +254,9 @@ class Report:
 # --------------------------------------------------------------------------- verdict words
 
 
+__all__ = ["MEMORY_NAMES"]  # how reports name the built-in memory metrics (records' registry)
+
 MEMORY_UNITS = ("B", "bytes", "KiB", "MiB", "GiB", "kB", "KB", "MB", "GB")
-# How reports name the memory abibench measures itself.
-MEMORY_NAMES = {"max_rss": "peak RSS", "tree_peak_rss": "tree peak RSS"}
 TIME_UNITS = ("s", "ms", "us", "µs", "ns", "cycles")
 
 
@@ -256,7 +287,8 @@ def _secondary_diff(counted: list[Sample], wid: str, metric: str, unit: str, bet
                       as_reduction=reduction)
     pct = stats.percent_better(r.ratio, r.ci_low, r.ci_high, better, reduction=reduction)
     return Diff(wid, metric, unit, better, False, label, ref, r.ratio, r.ci_low, r.ci_high,
-                r.p_value, *pct, v.significant, v.text, valid)
+                r.p_value, *pct, v.significant, v.text, valid,
+                stats.difference(*pct, words, reduction))
 
 
 # --------------------------------------------------------------------------- building
@@ -269,8 +301,7 @@ def _block(res: WorkloadResult, doc: RunDoc, reference: str | None) -> WorkloadB
     order = [res.primary] + [m for m in meta.metrics
                              if m != res.primary and m not in BUILTIN_METRICS]
     panels: list[Panel] = []
-    trees = any(s.tree_peak_rss_kb is not None for s in counted)
-    for metric in [*order, "max_rss", *(["tree_peak_rss"] if trees else [])]:
+    for metric in [*order, *measured_memory(counted)]:
         info = meta.metric(metric)
         better = better_of("lower" if metric in MEMORY_METRICS else info.better)
         bars = []
@@ -289,7 +320,8 @@ def _block(res: WorkloadResult, doc: RunDoc, reference: str | None) -> WorkloadB
         pct = stats.percent_better(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high, res.better)
         diffs.append(Diff(res.id, res.primary, res.unit, res.better, True, c.a, c.b,
                           c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high, c.p_adjusted, *pct,
-                          c.verdict.significant, c.verdict.text, valid))
+                          c.verdict.significant, c.verdict.text, valid,
+                          stats.difference(*pct, PRIMARY_WORDS)))
     if reference is not None:
         for metric in order[1:]:
             info = meta.metrics[metric]
@@ -366,7 +398,8 @@ def from_run(doc: RunDoc, source: str = "", heading: str | None = None,
         heading=heading or f"run {doc.run.id} ({doc.run.status})", sets=sets,
         series=series, workloads=blocks, suites=suite_summary(results),
         warnings=doc.run_warnings(), samples=rows, counts=_counts(rows),
-        context=context_rows(sets), provenance=_provenance(sets, series), generated=_now(),
+        context=context_rows(sets), calibration=calibration_rows([doc]),
+        provenance=_provenance(sets, series), generated=_now(),
         footprint_series=curves, footprint_diffs=footprint.differences(curves),
         index=index_of(doc), explanations=explain(doc, results),
         advice=advise(doc, results, deployment) if deployment is not None else None)
@@ -403,6 +436,7 @@ def from_sets(sets: list[ResultSet], baseline: str | None = None,
         workloads=blocks, suites=suite_summary(results),
         warnings=merged.doc.run_warnings() + merged.warnings, samples=rows,
         counts=_counts(rows), context=context_rows(infos),
+        calibration=calibration_rows([rs.doc for rs in sets]),
         provenance=_provenance(infos, merged.series), generated=_now(),
         explanations=explain(merged.doc, results),
         advice=advise(merged.doc, results, deployment) if deployment is not None else None)

@@ -25,10 +25,15 @@ from ..records import (
     better_of,
     emulated_words,
     family_of,
+    measured_memory,
     pick_reference,
 )
 from ..text import one_line
+from .sizes import larger_pct
 from .sweepids import once_per_sweep
+
+# How a primary metric's verdict names the winner's advantage and the loser's.
+PRIMARY_WORDS = ("faster", "slower")
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,13 @@ class TargetRow:
     # emulator's own), and rss_kb minus it, the estimate of the program's own peak.
     baseline_rss_kb: float | None = None
     net_rss_kb: float | None = None
+    # Against the 64-bit ABI of its own family (armhf against aarch64), computed here so that
+    # every format shows the same figure: its instructions over the reference's, and how much
+    # larger the reference's file is than its own, in % (as the sizes table says it).
+    insn_reference: str | None = None
+    insn_ratio: float | None = None
+    size_reference: str | None = None
+    size_larger_pct: float | None = None
 
     @property
     def counter(self) -> str:
@@ -81,6 +93,11 @@ class PairVerdict:
     p_adjusted: float
     values_a: tuple[float, ...] = ()
     values_b: tuple[float, ...] = ()
+
+    @property
+    def change_percent(self) -> float:
+        """a's value against b's, in % (a memory change: -25 is a quarter less)."""
+        return (self.ratio.ratio - 1) * 100
 
 
 @dataclass(frozen=True)
@@ -133,6 +150,10 @@ class SuiteSummary:
     excluded: tuple[str, ...]  # miscompared workloads: never averaged in
     text: str
 
+    @property
+    def significant(self) -> bool:
+        return suite_significant(self.geomean)
+
 
 @dataclass
 class WorkloadResult:
@@ -180,13 +201,27 @@ def sampling_conditions(counted: Sequence[Sample]) -> str:
     return text
 
 
+def where_they_differ(values: Sequence[str], width: int = 24) -> list[str]:
+    """Each check value shown from a little before the first character where they differ: a
+    value that starts alike on every ABI (a counter's label, a known answer's text) shows its
+    difference rather than its label."""
+    common = next((i for i, chars in enumerate(zip(*values, strict=False))
+                   if len(set(chars)) > 1), min(map(len, values), default=0))
+    start = max(0, common - 8) if common > width - 8 else 0
+    return [("…" if start else "") + one_line(v[start:start + width]) for v in values]
+
+
 def validate_outputs(samples: Sequence[Sample], labels: Sequence[str],
-                     validates: bool | None = None) -> tuple[str, str]:
+                     validates: bool | None = None,
+                     no_validation: str | None = None) -> tuple[str, str]:
     """ok, miscompare or unchecked, and the detail: every ok sample's check value compared.
 
     `validates` says whether the profile asks for a comparison at all (None: not recorded,
-    as in runs of older versions), so "unchecked" names the true reason.
+    as in runs of older versions), so "unchecked" names the true reason; `no_validation` is
+    the profile's own reason (validate = "none: REASON"), which then is the detail.
     """
+    if no_validation is not None:
+        return "unchecked", f"not validated: {one_line(no_validation)}"
     checks: dict[str, set[str]] = {}
     for s in samples:
         if s.status == "ok" and s.check is not None and s.discarded is None:
@@ -200,7 +235,8 @@ def validate_outputs(samples: Sequence[Sample], labels: Sequence[str],
             return "miscompare", f"{t} gave {len(values)} different outputs across its own runs"
     distinct = {t: next(iter(v)) for t, v in checks.items()}
     if len(set(distinct.values())) > 1:
-        shown = ", ".join(f"{t}={v[:24]}" for t, v in distinct.items())
+        shown = ", ".join(f"{t}={v}" for t, v in zip(distinct, where_they_differ(
+            list(distinct.values())), strict=True))
         return "miscompare", f"outputs differ between ABIs: {shown}"
     missing = [t for t in labels if t not in checks]
     # "name~digest": a [validate] close file within its tolerance of the run's first output
@@ -277,6 +313,7 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
                 emulated=label in emulated, baseline_rss_kb=base_median,
                 net_rss_kb=rss_median - base_median if rss_median is not None
                 and base_median is not None else None))
+        rows = family_ratios(rows, (references or {}).get(wid))
         res = WorkloadResult(id=wid, title=meta.title or wid, primary=meta.primary,
                              unit=primary.unit, better=primary.better, rows=rows,
                              stop_reason=doc.outcomes[wid].text() if wid in doc.outcomes else "")
@@ -303,7 +340,8 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
         res.warnings.extend(f"{t}: no instruction count: the counting run failed ({why})"
                             for t, why in uncounted.items())
         res.validation, res.validation_detail = validate_outputs(doc.of_workload(wid), labels,
-                                                                 meta.validates)
+                                                                 meta.validates,
+                                                                 meta.no_validation)
         # One line per machine: each names the CPU its times are not measurements of.
         by_cpu: dict[str, list[str]] = {}
         for name in sorted(emulated, key=labels.index):
@@ -317,10 +355,8 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
         # An emulator's speed says nothing about an ABI on its own hardware: only targets the
         # host ran itself are compared in time (and in peak memory, which under an emulator
         # includes the emulator's: compared net of it within the family, above).
-        memory = [("max_rss", better_of("lower"), ("smaller", "larger"), True, res.memory)]
-        if trees:
-            memory.append(("tree_peak_rss", better_of("lower"), ("smaller", "larger"), True,
-                           res.memory))
+        memory = [(m, better_of("lower"), ("smaller", "larger"), True, res.memory)
+                  for m in measured_memory(counted)]
         measured = [r.label for r in rows if r.n >= 2 and not r.emulated]
         if len(measured) >= 2:
             wanted = (references or {}).get(wid)
@@ -330,7 +366,7 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
                     continue
                 # Memory is a reduction ("30% smaller" = 0.70x), time a speed-up.
                 for metric, better, words, reduction, bucket in (
-                        (meta.primary, primary.better, ("faster", "slower"), False,
+                        (meta.primary, primary.better, PRIMARY_WORDS, False,
                          res.comparisons), *memory):
                     pair = doc.paired(wid, metric, other, ref)
                     try:
@@ -349,6 +385,26 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
         results.append(res)
     _apply_holm(results)
     return results
+
+
+def family_ratios(rows: list[TargetRow], reference: str | None = None) -> list[TargetRow]:
+    """Each row with its instruction ratio and file size difference to the 64-bit ABI of
+    its family (or, for a series with no family among the rows, ``reference``)."""
+    insns = {r.label: r.instructions for r in rows if r.instructions}
+    sizes = {r.label: r.size for r in rows if r.size}
+    out = []
+    for row in rows:
+        iref = family_reference(row.label, list(insns))
+        sref = family_reference(row.label, list(sizes)) or (reference if reference in sizes
+                                                            else None)
+        n, ref_n = row.instructions, insns.get(iref or "")
+        size, ref_size = row.size, sizes.get(sref or "")
+        out.append(replace(
+            row, insn_reference=iref,
+            insn_ratio=n / ref_n if n and ref_n and iref != row.label else None,
+            size_reference=sref,
+            size_larger_pct=larger_pct(ref_size, size) if sref != row.label else None))
+    return out
 
 
 def _count_verdicts(rows: list[TargetRow]) -> list[CountVerdict]:
@@ -488,11 +544,14 @@ def suite_summary(results: list[WorkloadResult]) -> list[SuiteSummary]:
 
 def _suite_text(a: str, b: str, gm: stats.GeoMean) -> str:
     # gm is a's cost relative to b: > 1 means b is better.
-    if math.isnan(gm.ci_low) or gm.ci_low <= 1.0 <= gm.ci_high:
+    if not suite_significant(gm):
         return "no significant difference overall"
     if gm.value > 1:
-        return (f"{b} is {stats.short((gm.value - 1) * 100)}% faster overall "
-                f"[{stats.short((gm.ci_low - 1) * 100)}%, {stats.short((gm.ci_high - 1) * 100)}%]")
-    return (f"{a} is {stats.short((1 / gm.value - 1) * 100)}% faster overall "
-            f"[{stats.short((1 / gm.ci_high - 1) * 100)}%, "
-            f"{stats.short((1 / gm.ci_low - 1) * 100)}%]")
+        return f"{b} is {stats.advantage(gm.value, gm.ci_low, gm.ci_high, 'faster')} overall"
+    return (f"{a} is {stats.advantage(1 / gm.value, 1 / gm.ci_high, 1 / gm.ci_low, 'faster')} "
+            "overall")
+
+
+def suite_significant(gm: stats.GeoMean) -> bool:
+    """Whether the suite's geometric mean differs from 1: its CI excludes 1."""
+    return not (math.isnan(gm.ci_low) or gm.ci_low <= 1.0 <= gm.ci_high)

@@ -32,7 +32,9 @@ class SizeRow:
         return out
 
 
-def _pct(ref: int | None, this: int | None) -> float | None:
+def larger_pct(ref: int | None, this: int | None) -> float | None:
+    """How much larger the reference (64-bit) build is than this one, in %: one way of stating
+    a size difference, in the sizes table and beside each target alike."""
     if not ref or not this:
         return None
     return round(100.0 * (ref / this - 1.0), 2)
@@ -83,8 +85,8 @@ def size_rows(artifacts: Sequence[Artifact],
                     file=sz.get("file"), text=sz.get("text"), data=sz.get("data"),
                     bss=sz.get("bss"), stripped=sz.get("stripped"),
                     reference=ref if ref != label else None,
-                    file_larger_pct=_pct(ref_sz.get("file"), sz.get("file")),
-                    stripped_larger_pct=_pct(ref_sz.get("stripped"), sz.get("stripped"))))
+                    file_larger_pct=larger_pct(ref_sz.get("file"), sz.get("file")),
+                    stripped_larger_pct=larger_pct(ref_sz.get("stripped"), sz.get("stripped"))))
     return rows
 
 

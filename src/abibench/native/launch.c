@@ -30,6 +30,7 @@
  *   wall_ns=N user_us=N sys_us=N maxrss_kb=N minflt=N majflt=N nvcsw=N nivcsw=N errno=N
  *   escaped=N repeat=N t0_ns=N t1_ns=N busy_ticks=N steal_ticks=N hz=N cov_iters=N cov_ns=N
  *   (then tree_peak_kb=N subreaper=0|1: 0 when the kernel or emulator refused it)
+ *   stops=N: how often the program was stopped (SIGSTOP, SIGTSTP...) while it ran
  *   tree_peak_kb=N (-1 without -m, or when the group's peak could not be read)
  * wall_ns and the rusage are summed over the runs (the caller divides by repeat); maxrss_kb is
  * the largest.  wall_ns covers spawn to reap of each run and nothing of the launcher's own work,
@@ -565,7 +566,7 @@ int main(int argc, char **argv) {
     int64_t cov_t0 = now_ns();
     int64_t t0 = now_ns(), t_first = t0, t1 = t0, wall = 0;
     int64_t deadline = timeout_ms > 0 ? t0 + (int64_t)timeout_ms * 1000000LL : 0;
-    int status = 0, escaped = 0, exec_errno = 0;
+    int status = 0, escaped = 0, exec_errno = 0, stops = 0, stop_seen = 0;
     long long runs = 0;
     struct rusage ru_sum;
     memset(&ru_sum, 0, sizeof ru_sum);
@@ -596,7 +597,20 @@ int main(int argc, char **argv) {
             int st = 0, done = 0;
             struct rusage r;
             pid_t w;
-            while ((w = wait4(-1, &st, WNOHANG, &r)) > 0) {
+            /* WUNTRACED: a stop of the program (SIGSTOP, SIGTSTP, SIGTTIN/OU) is reported
+             * too, and counted: its wall time then holds the time it stood still, so the
+             * caller stores the sample as no measurement.  A stop the program was continued
+             * from before we looked is reported only as its SIGCONT (WCONTINUED, which the
+             * kernel reports only for a process that was stopped): that counts as well. */
+            while ((w = wait4(-1, &st, WNOHANG | WUNTRACED | WCONTINUED, &r)) > 0) {
+                if (WIFSTOPPED(st) || WIFCONTINUED(st)) {
+                    if (w == pid && WIFSTOPPED(st)) { stops++; stop_seen = 1; }
+                    if (w == pid && WIFCONTINUED(st)) {
+                        if (!stop_seen) stops++;
+                        stop_seen = 0;
+                    }
+                    continue;
+                }
                 if (w == pid) { status = st; ru = r; done = 1; }
             }
             if (done) break;
@@ -663,13 +677,13 @@ int main(int argc, char **argv) {
             "status=%s code=%d signal=%d wall_ns=%lld user_us=%lld sys_us=%lld maxrss_kb=%ld "
             "minflt=%ld majflt=%ld nvcsw=%ld nivcsw=%ld errno=%d escaped=%d repeat=%lld "
             "t0_ns=%lld t1_ns=%lld busy_ticks=%lld steal_ticks=%lld hz=%ld cov_iters=%lld "
-            "cov_ns=%lld tree_peak_kb=%lld subreaper=%d\n",
+            "cov_ns=%lld tree_peak_kb=%lld subreaper=%d stops=%d\n",
             what, code, sig, (long long)wall, (long long)tv_us(ru_sum.ru_utime),
             (long long)tv_us(ru_sum.ru_stime), ru_sum.ru_maxrss, ru_sum.ru_minflt,
             ru_sum.ru_majflt, ru_sum.ru_nvcsw, ru_sum.ru_nivcsw, exec_errno, escaped,
             runs ? runs : 1, (long long)t_first, (long long)t1, busy1 - busy0, steal1 - steal0,
             sysconf(_SC_CLK_TCK), (long long)(cov1 - cov0) * cov_iters,
-            (long long)(cov_t1 - cov_t0), tree_peak_kb, subreaper);
+            (long long)(cov_t1 - cov_t0), tree_peak_kb, subreaper, stops);
     if (fclose(out) != 0) { perror("abibench-launch: result"); return 125; }
     return 0;
 }

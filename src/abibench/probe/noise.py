@@ -156,19 +156,25 @@ class NoiseProfile:
                             None if cross is None else num(cross), pairs,
                             num(d.get("foreign_cpu", 0.0)), int(num(d.get("chunk_iters", 0))))
 
+    def stays_words(self) -> str:
+        """How long the speed stays where it is, in words: "0.12 s", "under 10 ms"."""
+        tau = self.correlation_time_s
+        return (f"over {self.duration_s:.0f} s" if not math.isfinite(tau) else
+                "under 10 ms" if tau < SLICE_S else f"{tau:.2f} s")
+
+    def cross_words(self) -> str:
+        """Whether the CPUs change speed together, in words with the correlation."""
+        r = self.cross_cpu
+        return ("one CPU" if r is None else
+                f"the CPUs change speed together (r={r:.2f})" if r >= 0.3 else
+                f"the CPUs change speed in turn, one slows as the other speeds up (r={r:.2f})"
+                if r <= -0.3 else f"the CPUs change speed independently (r={r:.2f})")
+
     def summary(self) -> str:
         """One line for probe, the report and the stopping reasons."""
-        tau = self.correlation_time_s
-        tau_text = (f"over {self.duration_s:.0f} s" if not math.isfinite(tau) else
-                    "under 10 ms" if tau < SLICE_S else f"{tau:.2f} s")
-        r = self.cross_cpu
-        cross = ("one CPU" if r is None else
-                 f"the CPUs change speed together (r={r:.2f})" if r >= 0.3 else
-                 f"the CPUs change speed in turn, one slows as the other speeds up (r={r:.2f})"
-                 if r <= -0.3 else f"the CPUs change speed independently (r={r:.2f})")
         text = (f"CPU speed varies {self.cv * 100:.1f}% between 10 ms slices, "
                 f"{self.window_cv(1.0) * 100:.1f}% between 1 s windows; it stays put for "
-                f"{tau_text}; {cross}")
+                f"{self.stays_words()}; {self.cross_words()}")
         one = self.pair_noise(1.0)
         if one is not None:
             text += (f"; two 1 s samples one after the other differ by "

@@ -225,7 +225,7 @@ def diff_svg(diffs: Sequence[Diff], colours: dict[str, str], reference: str, sal
                         alpha=1.0 if d.significant else 0.55,
                         hatch=None if d.significant else "///", xerr=err, capsize=3,
                         error_kw={"elinewidth": 1.0, "ecolor": "#222222"})
-                tag = f"{fmt.number(d.percent, '+.1f')}%" + ("" if d.valid else " INVALID")
+                tag = d.headline + ("" if d.valid else " INVALID")
                 edge = d.pct_high if d.percent >= 0 else d.pct_low
                 if not _drawable(edge) or err is None:
                     edge = d.percent
@@ -239,7 +239,8 @@ def diff_svg(diffs: Sequence[Diff], colours: dict[str, str], reference: str, sal
         ax.set_ylim(len(tests) - 0.5, -0.5)  # the first test at the top
         ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:+.0f}%"))
-        ax.set_xlabel(_wrap(f"% relative to {reference} (+ means better; higher is better)", 44))
+        ax.set_xlabel(_wrap(f"% advantage, relative to the loser (+: better than {reference}; "
+                            f"-: {reference} better)", 44))
         ax.set_title(_wrap(f"Every test relative to {reference}", 44) +
                      "\nwhiskers: 95% CI; hatched: not significant", fontsize=9.5)
         handles = [Patch(color=colours.get(lbl, GREY), label=_wrap(lbl, 28)) for lbl in labels]

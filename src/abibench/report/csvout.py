@@ -18,7 +18,7 @@ RESULT_COLUMNS = (
     "unit", "better", "primary", "state", "n", "median", "median_ci_low", "median_ci_high",
     "mean", "stdev", "min", "max", "outliers", "reference", "ratio", "ratio_ci_low",
     "ratio_ci_high", "p_value", "p_adjustment", "percent_better", "percent_low", "percent_high",
-    "significant", "verdict", "validation", "peak_rss_kb", "file_bytes", "text_bytes",
+    "significant", "verdict", "validation", "validation_detail", "peak_rss_kb", "file_bytes", "text_bytes",
     "data_bytes", "bss_bytes", "stripped_bytes")
 
 SAMPLE_COLUMNS = (
@@ -74,7 +74,8 @@ def result_rows(report: Report) -> list[dict[str, object]]:
                     "unit": panel.unit, "better": panel.better, "primary": panel.primary,
                     "state": bar.state, "n": bar.n, "median": bar.median,
                     "median_ci_low": bar.low, "median_ci_high": bar.high,
-                    "reference": b.reference, "validation": res.validation}
+                    "reference": b.reference, "validation": res.validation,
+                    "validation_detail": res.validation_detail}
                 if r is not None:
                     row.update(peak_rss_kb=r.rss_kb, file_bytes=r.size, text_bytes=r.text,
                                data_bytes=r.data, bss_bytes=r.bss, stripped_bytes=r.stripped)

@@ -14,6 +14,13 @@ from ..stats import short
 
 number = short  # format(value, spec); "-" when not finite; exponent form when huge
 
+# How every format explains the difference it shows beside a median (stats.difference).
+DIFFERENCE_NOTE = ("how it differs from the reference, with its 95% CI, said as the winner's "
+                   "advantage relative to the loser, the figure its verdict gives: a percentage "
+                   "below a factor of 2, a multiple (N×) from 2 on")
+CALIBRATION_NOTE = ("What abibench measured about this machine's noise before it sampled, and "
+                    "the sampling design it chose for each workload from it, with the reason.")
+
 
 def si(value: float | None, unit: str = "") -> str:
     """Three significant digits with an SI prefix: 12.3M lookups/s, 1.52 s, 845 ms."""
@@ -78,11 +85,6 @@ def ratio(value: float, low: float, high: float) -> str:
     return with_ci(value, low, high, ".3f")
 
 
-def percent_ci(percent: float, low: float, high: float) -> str:
-    """A signed percentage with its CI, "+12.3% [+10.1%, +14.4%]"."""
-    return with_ci(percent, low, high, "+.1f", "%")
-
-
 def count(n: int, noun: str) -> str:
     """'1 workload', '5 workloads': reports are read by people, not parsed."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
@@ -121,6 +123,4 @@ def index_rows(index: xbench.Index) -> list[tuple[str, str, list[str]]]:
 
 def footprint_percent(d: footprint.Difference) -> str:
     """The largest-N peak RSS change of a against b with its 95% CI."""
-    r = d.ratio
-    return with_ci(d.percent, (r.ci_low - 1) * 100, (r.ci_high - 1) * 100, "+.1f", "%",
-                   no_ci=" (no CI)")
+    return with_ci(d.percent, *d.percent_ci, "+.1f", "%", no_ci=" (no CI)")

@@ -18,8 +18,8 @@ from collections.abc import Iterable, Sequence
 from html import escape
 
 from ..analyse.footprint import Difference
-from ..analyse.report import MEMORY_NAMES, Cell, Diff, Report, WorkloadBlock
-from ..analyse.results import PairVerdict, family_reference
+from ..analyse.report import MEMORY_NAMES, Cell, Report, WorkloadBlock
+from ..analyse.results import PairVerdict
 from ..analyse.sweeps import curves
 from . import charts, csvout, sweepview, why
 from . import formatting as fmt
@@ -131,10 +131,6 @@ EMBED_SAMPLES_MAX = 50_000
 TONE = {"invalid": "bad", "better": "pos", "worse": "neg", "unclear": "muted"}
 
 
-def _pct_ci(d: Diff) -> str:
-    return fmt.percent_ci(d.percent, d.pct_low, d.pct_high)
-
-
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40] or "w"
@@ -178,10 +174,9 @@ class _Page:
         for sm in r.suites:
             gm = sm.geomean
             ci = fmt.ratio(gm.value, gm.ci_low, gm.ci_high)
-            sig = not (math.isnan(gm.ci_low) or gm.ci_low <= 1.0 <= gm.ci_high)
             parts.append(h("p", h("strong", f"Suite ({fmt.count(len(sm.workloads), 'workload')}): "),
                            f"geometric mean of {sm.a}/{sm.b} cost ratios {ci} → ",
-                           h("strong" if sig else "span", sm.text),
+                           h("strong" if sm.significant else "span", sm.text),
                            h("span", f" — left out (outputs differ): {', '.join(sm.excluded)}",
                              class_="bad") if sm.excluded else None))
         if not r.suites:
@@ -223,9 +218,9 @@ class _Page:
             cells += [self.glance_cell(c, res.unit) for c in b.cells(labels)]
             rows.append(cells)
         head: list[object] = ["workload", *[self.swatch(lbl) for lbl in labels]]
-        note = h("p", "Median of the primary metric; below it the difference to the reference "
-                      "with its 95% CI, + meaning better (coloured: significant after Holm "
-                      "correction; grey: no significant difference).", class_="muted")
+        note = h("p", f"Median of the primary metric; below it {fmt.DIFFERENCE_NOTE} "
+                      "(coloured: significant after Holm correction; grey: no significant "
+                      "difference).", class_="muted")
         return join([_table(head, rows, num=set(range(1, len(labels) + 1))), note])
 
     @staticmethod
@@ -236,7 +231,7 @@ class _Page:
             return h("span", c.row.shown_state, class_="muted")
         note: object = h("span", "reference", class_="muted") if c.reference else None
         if c.diff is not None:
-            note = h("span", _pct_ci(c.diff), class_=TONE[c.diff.tone])
+            note = h("span", c.diff.phrase, class_=TONE[c.diff.tone])
         return join([fmt.si(c.median, unit), h("br"), note])
 
     # ----------------------------------------------------------------- context
@@ -256,6 +251,12 @@ class _Page:
                 for c in r.context]
         parts.append(h("div", h("table", h("thead", h("tr", *[h("th", x) for x in heads])),
                                  h("tbody", *body)), class_="tablewrap"))
+        if r.calibration:
+            cal = [h("tr", h("th", c.label), *[h("td", v, class_="wrap") for v in c.values])
+                   for c in r.calibration]
+            parts += [h("h3", "Noise calibration"), h("p", fmt.CALIBRATION_NOTE, class_="muted"),
+                      h("div", h("table", h("thead", h("tr", *[h("th", x) for x in heads])),
+                                 h("tbody", *cal)), class_="tablewrap")]
         return h("section", *parts, id="context")
 
     # ----------------------------------------------------------------- workloads
@@ -359,21 +360,21 @@ class _Page:
             return h("section", *parts, id="differences")
         ref = refs[0] if len(refs) == 1 else "the reference of each test"
         svg = charts.diff_svg(diffs, self.colours, ref, salt="diff")
-        parts.append(h("figure", Html(svg), h("figcaption", f"% difference to {ref} for every "
-                                              "metric of every workload; + means better "
-                                              "(higher is better), whiskers: 95% CI, hatched: "
-                                              "no significant difference"), class_="wide"))
+        parts.append(h("figure", Html(svg), h("figcaption", f"difference to {ref} for every "
+                                              "metric of every workload, + meaning better: "
+                                              f"{fmt.DIFFERENCE_NOTE}; hatched: no significant "
+                                              "difference"), class_="wide"))
         rows = []
         for d in diffs:
             cls = TONE[d.tone]
             rows.append([d.workload, join([h("code", d.metric), " (primary)" if d.primary
                                            else ""]),
                          f"{d.unit}, {better_words(d.better)}", self.swatch(d.label),
-                         d.reference, h("span", _pct_ci(d), class_=cls),
+                         d.reference, h("span", d.phrase, class_=cls),
                          h("span", ("INVALID — " if not d.valid else "") + d.verdict,
                            class_=cls)])
         parts.append(_table(["workload", "metric", "unit", "target", "reference",
-                             "difference (+ better)", "verdict"], rows, num={5}))
+                             "difference [95% CI]", "verdict"], rows, num={5}))
         parts.append(h("p", "Primary metrics carry Holm-corrected p-values across the run; the "
                             "other metrics are shown with their own CI and uncorrected "
                             "p-values.", class_="muted"))
@@ -443,9 +444,7 @@ class _Page:
                     if metric != "max_rss" and value is None:
                         continue
                     c = mem.get(row.label)
-                    pct = "-"
-                    if c is not None and math.isfinite(c.ratio.ratio):
-                        pct = f"{fmt.number((c.ratio.ratio - 1) * 100, '+.1f')}%"
+                    pct = "-" if c is None else f"{fmt.number(c.change_percent, '+.1f')}%"
                     rows.append([res.id, name, self.swatch(row.label), row.n or "-",
                                  fmt.kib(value),
                                  "reference" if row.label == b.reference and mem else
@@ -524,14 +523,11 @@ class _Page:
         rows = []
         for b in self.r.workloads:
             res = b.result
-            sizes = {r.label: r.size for r in res.rows if r.size}
             for row in res.rows:
                 # against the 64-bit ABI of its own family: armhf against aarch64
-                own = family_reference(row.label, list(sizes)) or b.reference
-                ref = sizes.get(own) if own else None
-                vs = (f"{fmt.number((row.size / ref - 1) * 100, '+.1f')}% vs {own}"
-                      if ref and row.size and row.label != own
-                      else ("reference" if row.label == own and row.size else "-"))
+                vs = (f"{row.size_reference} {fmt.number(row.size_larger_pct, '+.1f')}% larger"
+                      if row.size_larger_pct is not None
+                      else ("reference" if row.label == row.size_reference else "-"))
                 rows.append([res.id, self.swatch(row.label), fmt.size(row.size),
                              fmt.size(row.text), fmt.size(row.data), fmt.size(row.bss),
                              fmt.size(row.stripped), vs])
@@ -539,7 +535,7 @@ class _Page:
                  h("p", "Sizes of each workload's main binary (smaller is better): file, its "
                         "text/data/bss segments, and the file stripped.", class_="muted"),
                  _table(["workload", "target", "file", "text", "data", "bss", "stripped",
-                         "file vs reference"], rows, num={2, 3, 4, 5, 6, 7}),
+                         "64-bit larger"], rows, num={2, 3, 4, 5, 6, 7}),
                  *(h("p", n, class_="muted") for n in dict.fromkeys(
                      n for s in self.r.sets for n in s.size_notes)), id="sizes")
 
@@ -620,8 +616,7 @@ class _Page:
 
 def _footprint_class(d: Difference) -> str:
     """Coloured only when the CI excludes no change: green when the ABI needs less memory."""
-    lo, hi = d.ratio.ci_low, d.ratio.ci_high
-    if not (math.isfinite(lo) and math.isfinite(hi)) or lo <= 1.0 <= hi:
+    if not d.significant:
         return "muted"
     return "pos" if d.percent < 0 else "neg"
 

@@ -36,6 +36,8 @@ def to_json(report: Report) -> JSONDict:
         "series": [{"label": s.label, "set": s.tag, "target": s.target, "abi": s.abi,
                     "host": s.host, "kernel_bits": s.kernel_bits} for s in report.series],
         "context": [{"label": r.label, "values": list(r.values)} for r in report.context],
+        "calibration": [{"label": r.label, "values": list(r.values)}
+                        for r in report.calibration],
         # seed 000's size factor: every artifact per ABI, % the 64-bit build is larger
         "sizes": [{"set": s.tag, **r.to_dict()} for s in report.sets for r in s.sizes],
         "suite": [{"a": sm.a, "b": sm.b, "geomean": sm.geomean.value,

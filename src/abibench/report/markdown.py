@@ -35,7 +35,7 @@ def _code(text: object) -> str:
 
 
 def _pct(d: Diff) -> str:
-    return fmt.percent_ci(d.percent, d.pct_low, d.pct_high)
+    return _esc(d.phrase)
 
 
 def _glance_cell(c: Cell, unit: str) -> str:
@@ -97,8 +97,8 @@ def render(report: Report) -> str:
         glance.append([_esc(b.result.id),
                        *[_glance_cell(c, b.result.unit) for c in b.cells(labels)]])
     out += ["### Results at a glance", "",
-            "Median of each workload's primary metric; in brackets the difference to the "
-            "reference with its 95% CI (+ means better).", ""]
+            f"Median of each workload's primary metric; in brackets {fmt.DIFFERENCE_NOTE}.",
+            ""]
     out += _table(["workload", *[_esc(lbl) for lbl in labels]], glance,
                   right=set(range(1, len(labels) + 1)))
     warnings = list(r.warnings)
@@ -111,6 +111,10 @@ def render(report: Report) -> str:
     out += ["## Host context", ""]
     out += _table(heads, [[f"**{_esc(c.label)}**", *[_esc(v) for v in c.values]]
                           for c in r.context])
+    if r.calibration:
+        out += ["### Noise calibration", "", fmt.CALIBRATION_NOTE, ""]
+        out += _table(heads, [[f"**{_esc(c.label)}**", *[_esc(v) for v in c.values]]
+                              for c in r.calibration])
 
     out += ["## Workloads", ""]
     for item in sweepview.sections(r):  # a sweep's instances are one curve
@@ -130,9 +134,9 @@ def render(report: Report) -> str:
     diffs = [d for b in r.workloads for d in b.diffs if math.isfinite(d.percent)]
     if diffs:
         out += ["## Every test relative to the reference", "",
-                "+ means better than the reference (higher is better); primary metrics with "
-                "Holm-corrected p-values, the others uncorrected.", ""]
-        out += _table(["workload", "metric", "target", "reference", "difference (+ better)",
+                f"Each target against the reference: {fmt.DIFFERENCE_NOTE}; primary metrics "
+                "with Holm-corrected p-values, the others uncorrected.", ""]
+        out += _table(["workload", "metric", "target", "reference", "difference [95% CI]",
                        "verdict"],
                       [[_esc(d.workload), _code(d.metric) + (" (primary)" if d.primary else ""),
                         _esc(d.label), _esc(d.reference), _pct(d),

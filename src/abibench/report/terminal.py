@@ -18,9 +18,8 @@ from rich.table import Table
 from ..analyse.advise import Advice
 from ..analyse.explain import Explanation
 from ..analyse.report import MEMORY_NAMES, Cell, Report, SetInfo, WorkloadBlock
-from ..analyse.results import PairVerdict, family_reference
+from ..analyse.results import PairVerdict, TargetRow
 from ..analyse.xbench import GROUPS, Index
-from ..records import is_reference
 from ..text import one_line
 from . import formatting as fmt
 from . import sweepview, why
@@ -58,12 +57,9 @@ def _ratio(c: PairVerdict) -> str:
     return fmt.ratio(c.ratio.ratio, c.ratio.ci_low, c.ratio.ci_high)
 
 
-def _instr_ratio(counted: list[tuple[str, int]]) -> str:
-    ref = next(((lbl, n) for lbl, n in counted if is_reference(lbl)), None)
-    if ref is None:
-        return ""
-    parts = [f"{lbl}/{ref[0]} {fmt.number(n / ref[1], '.3f')}" for lbl, n in counted
-             if lbl != ref[0]]
+def _instr_ratio(rows: Sequence[TargetRow]) -> str:
+    parts = [f"{r.label}/{r.insn_reference} {fmt.number(r.insn_ratio, '.3f')}" for r in rows
+             if r.insn_ratio is not None]
     return f" (ratios: {', '.join(parts)})" if parts else ""
 
 
@@ -95,6 +91,7 @@ def _run(report: Report, con: Console) -> None:
                 con.print(f"  [red]left out (outputs differ):[/] {e(', '.join(sm.excluded))}")
     _footprint(report, con)
     _sizes(report, con)
+    _calibration(report, con)
     if report.index is not None:
         con.print()
         for line in index_lines(report.index):
@@ -163,13 +160,11 @@ def render_advice(report: Report) -> str:
     return buf.getvalue()
 
 
-def _insn_cells(label: str, insns: dict[str, int]) -> list[str]:
-    n = insns.get(label)
-    if n is None:
+def _insn_cells(row: TargetRow) -> list[str]:
+    if not row.instructions:
         return ["-", ""]
-    ref = family_reference(label, list(insns))
-    ratio = "" if ref is None or ref == label else fmt.number(n / insns[ref], ".3f")
-    return [f"{n:,}", ratio]
+    ratio = "" if row.insn_ratio is None else fmt.number(row.insn_ratio, ".3f")
+    return [f"{row.instructions:,}", ratio]
 
 
 def _workload(b: WorkloadBlock, con: Console, explanations: Sequence[Explanation] = ()) -> None:
@@ -208,7 +203,7 @@ def _workload(b: WorkloadBlock, con: Console, explanations: Sequence[Explanation
             fmt.kib(row.rss_kb), *([fmt.kib(row.tree_kb)] if trees else []),
             *([fmt.kib(row.net_rss_kb) if row.emulated else "-"] if emulated else []),
             fmt.size(row.size), fmt.size(row.text),
-            *(_insn_cells(row.label, insns) if insns else []),
+            *(_insn_cells(row) if insns else []),
             e(explained[row.label].short) if row.label in explained else
             ("reference" if explained and row.label == b.reference else ""))
     con.print(table)
@@ -238,19 +233,15 @@ def _workload(b: WorkloadBlock, con: Console, explanations: Sequence[Explanation
                f"not exact: repeated runs of {', '.join(differed)} differed")
         who = _counters([(r.label, r.counter) for r in res.rows if r.instructions])
         con.print(f"  instructions executed ({e(how)}; {e(who)}): " + e(", ".join(
-            f"{lbl} {n:,}" for lbl, n in counted) + _instr_ratio(counted)))
+            f"{lbl} {n:,}" for lbl, n in counted) + _instr_ratio(res.rows)))
     for cv in res.counts:
         con.print(f"  {e(cv.a)}/{e(cv.b)} instructions {fmt.number(cv.ratio, '.3f')} → "
                   f"[bold]{e(cv.text)}[/]")
     for x in explanations:
         for i, line in enumerate(explanation_lines(x, functions=3)):
             con.print(("  why: " if i == 0 else "  ") + e(line))
-    sizes = {r.label: r.size for r in res.rows if r.size}
-    parts = []
-    for lbl, sz in sizes.items():
-        ref = family_reference(lbl, list(sizes))
-        if ref is not None and ref != lbl:
-            parts.append(f"{lbl} {fmt.number(100 * (sz / sizes[ref] - 1), '+.1f')}% vs {ref}")
+    parts = [f"{r.size_reference} {fmt.number(r.size_larger_pct, '+.1f')}% larger than "
+             f"{r.label}" for r in res.rows if r.size_larger_pct is not None]
     if parts:
         con.print(f"  file size: {e(', '.join(parts))}")
     if res.validation == "miscompare":
@@ -309,6 +300,22 @@ def _sizes(report: Report, con: Console) -> None:
         con.print(f"  {e(note)}")
 
 
+def _calibration(report: Report, con: Console) -> None:
+    """The noise calibration: what it measured, and the design chosen per workload and why."""
+    if not report.calibration:
+        return
+    con.print()
+    con.print(f"[bold]noise calibration[/]: {fmt.CALIBRATION_NOTE}")
+    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold",
+                  show_header=len(report.sets) > 1)
+    table.add_column("")
+    for s in report.sets:
+        table.add_column(e(s.tag or "this run"))
+    for row in report.calibration:
+        table.add_row(e(row.label), *map(e, row.values))
+    con.print(table)
+
+
 def _index_score(score: float, lo: float, hi: float) -> str:
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return f"{fmt.number(score, '6.1f')} (no CI)"
@@ -356,9 +363,7 @@ def _cell(c: Cell, unit: str) -> str:
     d = c.diff
     if d is None or not math.isfinite(d.percent):
         return value
-    ci = (f" [{fmt.number(d.pct_low, '+.1f')}, {fmt.number(d.pct_high, '+.1f')}]"
-          if math.isfinite(d.pct_low) and math.isfinite(d.pct_high) else "")
-    return value + f"\n[{TONE[d.tone]}]{fmt.number(d.percent, '+.1f')}%{e(ci)}[/]"
+    return value + f"\n[{TONE[d.tone]}]{e(d.phrase)}[/]"
 
 
 def _set_line(s: SetInfo) -> str:
@@ -382,14 +387,15 @@ def _comparison(report: Report, con: Console) -> None:
         cells += [_cell(c, res.unit) for c in b.cells(labels)]
         table.add_row(*cells)
     con.print(table)
-    con.print("[dim]median of the primary metric; below it the difference to the reference "
-              "(+ means better) with its 95% CI; colour: significant after Holm correction[/]")
+    con.print(f"[dim]median of the primary metric; below it {fmt.DIFFERENCE_NOTE}; colour: "
+              "significant after Holm correction[/]")
     for b in report.workloads:
         if b.result.validation == "miscompare":
             con.print(f"[red bold]MISCOMPARE[/] {e(b.result.id)}: "
                       f"{e(b.result.validation_detail)}")
         for w in [*b.result.warnings, *b.notes]:
             con.print(f"[yellow]warning:[/] {e(b.result.id)}: {e(w)}")
+    _calibration(report, con)
     for sm in report.suites:
         gm = sm.geomean
         con.print(f"[bold]suite[/] {e(sm.a)} vs {e(sm.b)} "

@@ -29,6 +29,7 @@ from functools import cache
 from pathlib import Path
 
 from ..errors import HostError, UsageError
+from ..files import open_regular
 from ..probe.memory import TreeAccounting
 from ..tools import native_tool
 from ..workspace import owned_dir
@@ -72,6 +73,9 @@ class RawResult:
     # Why the sample failed although the program may have exited 0 (a browser whose page
     # failed: run/browser.py); None when nothing beyond the exit status is wrong.
     failure: str | None = None
+    # How often the program was stopped (SIGSTOP, SIGTSTP) while it ran: its wall time holds
+    # the time it stood still, so the sample is stored but is no measurement (run/samples.py).
+    stops: int = 0
 
     def foreign_cpu_s(self, ours_s: float = 0.0) -> float:
         """CPU time that processes other than this sample (and `ours_s` more of abibench's
@@ -256,22 +260,24 @@ class _Launched:
                str(int(job.timeout_s * job.how.repeat * 1000)),
                resolve_program(job.argv[0]), *job.argv[1:]]
         try:
-            stdin_fh = job.stdin.open("rb") if job.stdin is not None else None
+            # Only a regular file, opened without waiting (a FIFO) or following a link planted
+            # since the path was checked: files.open_regular, again right before the sample.
+            stdin_fd = open_regular(job.stdin, None, follow=False) if job.stdin else None
         except OSError as exc:
             raise UsageError(f"cannot open standard input {job.stdin}: {exc.strerror}; check "
-                             "[run] stdin") from None
+                             "[run] stdin: it must name a regular file") from None
         with self.out_path.open("wb") as out, self.err_path.open("wb") as err:
             try:
                 # The launcher checks it is still our child: if we died before it could ask
                 # the kernel to tell it so (PR_SET_PDEATHSIG), it runs nothing.
                 self.proc = subprocess.Popen(
-                    cmd, stdin=stdin_fh or subprocess.DEVNULL, stdout=out,
+                    cmd, stdin=subprocess.DEVNULL if stdin_fd is None else stdin_fd, stdout=out,
                     stderr=subprocess.STDOUT if job.merge_stderr else err,
                     cwd=job.cwd, env={**job.env, PARENT_ENV: str(os.getpid())},
                     pass_fds=(gate,) if gate is not None else ())
             finally:
-                if stdin_fh is not None:
-                    stdin_fh.close()
+                if stdin_fd is not None:
+                    os.close(stdin_fd)
         if self.tree_memory == "sampled":
             self.sampler = PssSampler(self.proc.pid).start()
             stack.callback(self.sampler.stop)
@@ -341,6 +347,7 @@ def raw_result(r: dict[str, str], digest: str, text: str, stderr_tail: str) -> R
         covariate_cpu_s=cov_ns / 1e9 if cov_iters > 0 else 0.0,
         tree_peak_kb=tree if tree >= 0 else None,
         subreaper=r.get("subreaper", "1") != "0",
+        stops=int(r.get("stops", "0")),
     )
 
 

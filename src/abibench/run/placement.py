@@ -14,7 +14,7 @@ import os
 import shlex
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..abi import FAMILY_CPU, check_artifact
@@ -23,9 +23,10 @@ from ..hashing import sha256_file
 from ..obtain.sysroot import Sysroot, debian_arch, resolve_inside
 from ..paths import MICRO_DIR
 from ..probe.memory import tree_accounting
-from ..records import Artifact, Target
+from ..records import Artifact, Sample, Target
 from ..workloads.confine import confined
 from ..workloads.profile import Workload, substitute
+from .pinned import ProgramGuard, pin_artifact
 from .runtime import AbiRuntime
 from .sandbox import SysrootRunner
 from .servers import LOOPBACK, MariaDBDatadir, MariaDBServer, ServerError
@@ -66,22 +67,31 @@ class Placement:
     # {work} as it was made, every link resolved: the root of what a sample touches there, so
     # that a program which puts a link in its place cannot lead abibench elsewhere.
     work_real: Path = field(init=False)
+    # What the program files are (run/pinned.py), vouched for after every sample.
+    guard: ProgramGuard = field(init=False)
+    # Where the program files were built, when they run from the run's own copy (pinned.py).
+    origin: tuple[Path, ...] = ()
 
     def __post_init__(self) -> None:
         self.work_real = self.work.resolve()
+        self.guard = ProgramGuard.record(self.program_files())
 
     @staticmethod
     def create(wl: Workload, target: Target, art: Artifact, tmp: Path, inputs: dict[str, Path],
                stack: contextlib.ExitStack, runtime: AbiRuntime | None = None) -> Placement:
         label = target.label.replace("/", "_")
         if art.sysroot is None:
+            # The program runs from the run's own read-only copy, never from the build cache
+            # or a --binary's directory, which others may change (run/pinned.py).
+            origin = tuple(Path(art.bin_dir) / f for f in art.files)
+            art = pin_artifact(art, tmp / f"{label}.program")
             work = tmp / label
             work.mkdir(exist_ok=True)
             # An emulated program sees the host's files (qemu-user's guest root only holds
             # its C library), so its paths are the host's.
             pl = Placement(wl, target, art, work, str(work), inputs,
                            {k: str(v) for k, v in inputs.items()}, stack=stack,
-                           runtime=runtime or AbiRuntime())
+                           runtime=runtime or AbiRuntime(), origin=origin)
             if pl.emulated:
                 pl.guest_bin = emulated_bin(art, pl.runtime, tmp / f"{label}.emulated-bin")
             return pl
@@ -138,6 +148,10 @@ class Placement:
         if self.guest_bin is not None and not (self.direct if direct is None else direct):
             # A shell command runs on the host: its programs are the emulator's scripts.
             return self.host_values(server)
+        return self._inner_values(server)
+
+    def _inner_values(self, server: ServerRun | None = None) -> dict[str, str]:
+        """Placeholders as a program the target runs sees them: in a sysroot, its own paths."""
         program = f"{self.art.bin_dir}/{self.art.files[0]}" if self.art.files else ""
         return {**self._base(), "bin": self.art.bin_dir, "work": self.inner_work,
                 **self.inner_inputs, "port": str(server.port if server else 0),
@@ -167,12 +181,16 @@ class Placement:
             return emu.wrap(argv) if emu is not None and self.direct else argv
         return self.runner.wrap(argv)
 
-    def step_argv(self, template: tuple[str, ...]) -> list[str]:
+    def step_argv(self, template: tuple[str, ...],
+                  server: ServerRun | None = None) -> list[str]:
         """[run] after as it runs: where the program ran (in the sysroot; under the emulator
-        when it starts a built program), a host tool otherwise."""
+        when it starts a built program), a host tool otherwise; a [server] workload's step
+        reaches the sample's server at {host}:{port}."""
         if self.runner is not None:
-            return self.runner.wrap([substitute(a, self.values()) for a in template])
-        values = self.host_values()
+            # In the sysroot, with its paths, also for a [server] workload (whose command is a
+            # host client, but whose after step is the target's own client)
+            return self.runner.wrap([substitute(a, self._inner_values(server)) for a in template])
+        values = self.host_values(server)
         emu = self.runtime.emulator
         if emu is not None and self.emulated and template and template[0].startswith("{bin}/"):
             return emu.wrap([substitute(a, {**values, "bin": self.art.bin_dir})
@@ -231,6 +249,10 @@ class Placement:
             out.append(resolve_inside(self.runner.sysroot.path, inner))
         return out
 
+    def built_files(self) -> list[Path]:
+        """The program files where they were built or unpacked (not the run's copy)."""
+        return list(self.origin) if self.origin else self.program_files()
+
     def emulation_problem(self) -> str | None:
         """Why this target cannot run under its emulator, or None: a server or a browser
         workload runs Debian's programs in a sysroot, which abibench does not emulate."""
@@ -244,7 +266,8 @@ class Placement:
         """Is what would run the very program that was built? None, or why not.
 
         Checked before the first sample and after the last: the digest recorded when it was
-        built or unpacked, and the ELF header against the target's ABI.
+        built or unpacked, and the ELF header against the target's ABI. (Between them, every
+        sample is vouched for by the cheaper identity check: vouch.)
         """
         for name, path in zip(self.art.files, self.program_files(), strict=True):
             want = self.art.digests.get(name)
@@ -260,6 +283,15 @@ class Placement:
             except AbiMismatchError as exc:
                 return str(exc)
         return None
+
+    def vouch(self, sample: Sample) -> Sample:
+        """Every sample of this target, before it is stored: the program that ran must still be
+        the one recorded at the start (run/pinned.py). If it is not, the sample failed, with
+        the one line saying between which samples the program changed."""
+        changed = self.guard.vouch()
+        if changed is None or sample.status == "interrupted":
+            return sample
+        return replace(sample, status="failed", error=changed, check=None, metrics={})
 
     def env(self, base: dict[str, str], pad: str) -> dict[str, str]:
         if self.runner is None or self.wl.server is not None:

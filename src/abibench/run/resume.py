@@ -14,9 +14,9 @@ from pathlib import Path
 
 from ..abi import get_abi
 from ..errors import UsageError
-from ..hashing import sha256_file
+from ..hashing import sha256_regular
 from ..records import RunDoc
-from ..workloads.profile import Workload, load_profile
+from ..workloads.profile import MAX_PROFILE_BYTES, Workload, load_profile
 from .schedule import Plan
 from .suite import Request
 
@@ -56,7 +56,7 @@ def _workload(doc: RunDoc, wid: str) -> Workload:
         raise UsageError(f"workload {wid}'s profile {path} is gone: restore it, or start a new "
                          "run")
     want = meta.extra.get("profile_sha256")
-    if want is not None and sha256_file(path) != want:
+    if want is not None and sha256_regular(path, MAX_PROFILE_BYTES) != want:
         raise UsageError(f"workload {wid}'s profile {path} changed since run {doc.run.id} "
                          "started: a resumed run measures the same workloads; start a new run")
     wl = load_profile(path)

@@ -10,15 +10,25 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
-from ..hashing import sha256_file
+from ..files import TooLarge, read_regular
+from ..hashing import sha256_regular
 from ..records import Sample
 from ..text import one_line
 from ..workloads.parsers import BUILTIN_PARSERS, close_enough
 from ..workloads.profile import MetricRule, Workload
 from .launcher import RawResult
+
+# A [validate] file is hashed after every sample: never more than this (a 20 GB sparse file
+# is refused by its size, not read). A close file is read whole, with the run's first one
+# kept in memory to compare against: less.
+VALIDATE_LIMIT = 1 << 30
+CLOSE_LIMIT = 256 << 20
+T = TypeVar("T")
 
 
 class ParseError(ValueError):
@@ -59,17 +69,17 @@ def parse_metrics(rules: Sequence[MetricRule], stdout: str) -> dict[str, float]:
             continue
         if m.regex is None:
             continue
-        found = m.regex.search(stdout)
-        if not found and m.optional:
+        found = m.regex.find(stdout)  # RE2: linear in the output, whatever the pattern
+        if found is None and m.optional:
             continue
-        if not found:
+        if found is None:
             raise ParseError(f"metric '{m.name}' not found in the output (pattern "
                              f"{m.regex.pattern!r})")
         try:
-            number = float(found.group(1))
+            number = float(found)
         except ValueError:
-            raise ParseError(f"metric '{m.name}': {found.group(1)!r:.40} is not a number") from None
-        values[m.name] = _finite(m.name, found.group(1), number, m.scale)
+            raise ParseError(f"metric '{m.name}': {found!r:.40} is not a number") from None
+        values[m.name] = _finite(m.name, found, number, m.scale)
     return values
 
 
@@ -77,37 +87,67 @@ def validation_value(wl: Workload, stdout: str) -> str | None:
     """What must be equal across ABIs; None when the profile asks for no validation."""
     if wl.stdout_match is None:
         return None
-    found = wl.stdout_match.search(stdout)
-    if not found:
+    found = wl.stdout_match.find(stdout)
+    if found is None:
         raise ParseError(f"validation pattern {wl.stdout_match.pattern!r} not found in the output")
-    return found.group(1)
+    return found
+
+
+def _bounded(path: Path, limit: int, read: Callable[[Path, int], T]) -> T:
+    """An output file a program wrote, read or hashed only when it is a regular file of at most
+    `limit` bytes (files.open_regular); anything else fails the sample with one line."""
+    try:
+        return read(path, limit)
+    except FileNotFoundError:
+        raise ParseError(f"output file {path} to validate was not written") from None
+    except TooLarge as exc:
+        raise ParseError(f"output file {path} to validate holds {exc.size} bytes or more, over "
+                         f"the {limit >> 20} MiB abibench compares: validate a smaller output")\
+            from None
+    except OSError as exc:
+        raise ParseError(f"output file {path} to validate cannot be read: "
+                         f"{exc.strerror or exc}; a [validate] file must be a regular file the "
+                         "program writes") from None
+
+
+def after_value(wl: Workload, after_out: str | None) -> str | None:
+    """[validate] after_match's group 1 in what the [run] after step printed; None when the
+    profile has no after_match. Not found: the sample fails (a known answer that is not)."""
+    if wl.after_match is None:
+        return None
+    found = wl.after_match.find(after_out or "")
+    if found is None:
+        last = one_line((after_out or "").strip().splitlines()[-1] if (after_out or "").strip()
+                        else "nothing")
+        shown = last if len(last) <= 120 else "…" + last[-119:]  # an answer ends its line
+        raise ParseError(f"validation pattern {wl.after_match.pattern!r:.200} not found in what "
+                         f"the [run] after step printed (last line: {shown!r})")
+    return found
 
 
 def check_value(wl: Workload, raw: RawResult, files: list[Path],
                 close: Sequence[tuple[str, Path]] = (), refs: dict[str, bytes] | None = None,
-                ) -> str | None:
+                after_out: str | None = None) -> str | None:
     """Everything the profile asks to be identical across ABIs, as one comparable string.
 
     `close` are the [validate] close files of this sample as (template, path); `refs` holds the
     run's first output of each template (filled here on first use). An output within the
     tolerance of that first one gets the same string; one outside it a different string.
+    `after_out` is what the [run] after step printed.
     """
     parts = []
-    match = validation_value(wl, raw.stdout)
-    if match is not None:
-        parts.append(match)
+    for value in (validation_value(wl, raw.stdout), after_value(wl, after_out)):
+        if value is not None:
+            parts.append(value)
     if wl.stdout_digest:
         parts.append(f"stdout:{raw.stdout_digest[:16]}")
     for f in files:
-        if not f.is_file():
-            raise ParseError(f"output file {f} to validate was not written")
-        parts.append(f"{f.name}:{sha256_file(f)[:16]}")
+        digest = _bounded(f, VALIDATE_LIMIT, partial(sha256_regular, follow=False))
+        parts.append(f"{f.name}:{digest[:16]}")
     for template, f in close:
         if wl.close is None or refs is None:
             break
-        if not f.is_file():
-            raise ParseError(f"output file {f} to validate was not written")
-        data = f.read_bytes()
+        data = _bounded(f, CLOSE_LIMIT, partial(read_regular, follow=False))
         ref = refs.setdefault(template, data)
         ok, largest, frac = close_enough(ref, data, wl.close.max_diff, wl.close.max_fraction,
                                          wl.close.format)
@@ -118,13 +158,25 @@ def check_value(wl: Workload, raw: RawResult, files: list[Path],
     return " ".join(parts) if parts else None
 
 
+def stopped_reason(stops: int) -> str | None:
+    """Why a sample whose program was stopped while it ran does not count; None when it was
+    not. It is stored as it was measured (the stop is a fact of the run), marked discarded."""
+    if stops <= 0:
+        return None
+    times = "once" if stops == 1 else f"{stops} times"
+    return (f"the program was stopped {times} while it ran (SIGSTOP or SIGTSTP): its wall time "
+            "holds the time it stood still, so it is no measurement")
+
+
 def sample_from(raw: RawResult, wl: Workload, run_id: str, target: str, rnd: int, pos: int,
                 warmup: bool, started: str, pad: int, files: list[Path],
                 close: Sequence[tuple[str, Path]] = (),
                 refs: dict[str, bytes] | None = None, design: str = "sequential",
-                cpu: int | None = None, ours_s: float = 0.0, emulated: bool = False) -> Sample:
+                cpu: int | None = None, ours_s: float = 0.0, emulated: bool = False,
+                after_out: str | None = None) -> Sample:
     """`ours_s`: CPU time of abibench's own beside this sample (the other program of a
-    simultaneous pair), which is not foreign to it."""
+    simultaneous pair), which is not foreign to it; `after_out`: what the [run] after step
+    printed."""
     status, error, metrics, check = "ok", None, {}, None
     if raw.status == "timeout":
         status, error = "timeout", f"timed out after {wl.timeout:g}s"
@@ -137,7 +189,7 @@ def sample_from(raw: RawResult, wl: Workload, run_id: str, target: str, rnd: int
     else:
         try:
             metrics = parse_metrics(wl.metrics, raw.stdout)
-            check = check_value(wl, raw, files, close, refs)
+            check = check_value(wl, raw, files, close, refs, after_out)
         except ParseError as exc:
             status, error = "failed", str(exc)
     times = {"wall": raw.wall_s, "user": raw.user_s, "sys": raw.sys_s}
@@ -147,6 +199,7 @@ def sample_from(raw: RawResult, wl: Workload, run_id: str, target: str, rnd: int
         status, error, metrics = "failed", f"{', '.join(bad)} is not a finite number", {}
         times = {k: v if math.isfinite(v) else 0.0 for k, v in times.items()}
     return Sample(run_id=run_id, workload=wl.id, target=target, round=rnd, position=pos,
+                  discarded=stopped_reason(raw.stops),
                   warmup=warmup, status=status, exit_code=raw.exit_code, wall_s=times["wall"],
                   user_s=times["user"], sys_s=times["sys"], max_rss_kb=raw.max_rss_kb,
                   stdout_digest=raw.stdout_digest, check=check, metrics=metrics, error=error,

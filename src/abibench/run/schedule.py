@@ -45,7 +45,7 @@ from .runtime import AbiRuntime
 from .samples import sample_from
 from .servers import ServerError
 from .signals import signals_as_interrupt
-from .steps import untimed_step
+from .steps import untimed_output, untimed_step
 from .stopping import Precision, noise_floor, precision
 
 
@@ -103,6 +103,8 @@ class ScheduleResult:
     timed_out: bool = False
     interrupted: bool = False
     changed: list[str] = field(default_factory=list)  # targets whose program changed mid-run
+    # target -> its samples stopped (SIGSTOP, SIGTSTP) while they ran: stored, never counted
+    stopped: dict[str, int] = field(default_factory=dict)
     # target -> processes its samples left alive, killed by the launcher: not a failure, but
     # something ran beside the next sample until it was killed, so the run records it.
     escaped: dict[str, int] = field(default_factory=dict)
@@ -145,7 +147,7 @@ def _shared_programs(places: dict[str, Placement]) -> dict[str, str]:
     owner: dict[Path, str] = {}
     out: dict[str, str] = {}
     for label, pl in places.items():
-        for path in pl.program_files():
+        for path in pl.built_files():
             real = path.resolve()
             if real in owner and owner[real] != label:
                 out[label] = (f"{path} is the same file as {owner[real]}'s program: two targets "
@@ -347,7 +349,7 @@ class Session:
                                      timeout_s=pl.timeout(self.wl.timeout), launch=self.launch,
                                      stdin=prep.stdin, how=how, tree=self._tree(),
                                      merge_stderr=self.wl.merge_stderr)
-                after = self._after(pl, raw)
+                after = self._after(pl, raw, srv)
                 # Again: the program may have removed {work} or put a link where an output
                 # belongs, and nothing is read through it.
                 prep.files, prep.close = pl.output_files(srv)
@@ -363,7 +365,7 @@ class Session:
             self._interrupted()
             raise
         self._keep(raw, prep, number, warm, started, "sequential" if warm else self.design.name,
-                   how.cpu, after_error=after)
+                   how.cpu, after=after)
 
     def _simultaneous(self, order: list[Target], number: int) -> None:
         """Both targets at the same moment, each pinned to its CPU (swapped every round)."""
@@ -395,7 +397,7 @@ class Session:
             # The other program of the pair is abibench's own work, not a neighbour's.
             ours = (other.user_s + other.sys_s) * other.repeat
             self._keep(raw, prep, number, False, started, "simultaneous", how.cpu, ours,
-                       after_error=after)
+                       after=after)
 
     def _tree(self) -> TreeAccounting | None:
         """How the program's whole tree is measured ([run] memory = "tree"); for a server
@@ -404,25 +406,31 @@ class Session:
             return None
         return tree_accounting()
 
-    def _after(self, pl: Placement, raw: RawResult) -> str | None:
-        """[run] after, untimed, once the sample worked; why it failed, or None."""
+    def _after(self, pl: Placement, raw: RawResult,
+               srv: ServerRun | None = None) -> tuple[str | None, str]:
+        """[run] after, untimed, once the sample worked: why it failed (or None), and what it
+        printed ([validate] after_match reads it)."""
         if not self.wl.after or not raw.ok:
-            return None
-        return untimed_step(pl.step_argv(self.wl.after), pl.work, pl.env(self.base_env, ""),
-                            pl.timeout(self.wl.timeout), "[run] after step")
+            return None, ""
+        return untimed_output(pl.step_argv(self.wl.after, srv), pl.work,
+                              pl.env(self.base_env, ""), pl.timeout(self.wl.timeout),
+                              "[run] after step")
 
     def _keep(self, raw: RawResult, prep: _Prepared, number: int, warm: bool, started: str,
               design: str, cpu: int | None, ours_s: float = 0.0,
-              after_error: str | None = None) -> None:
+              after: tuple[str | None, str] = (None, "")) -> None:
         # When the after step failed, what it left (a partial decode) is neither validated
         # nor taken as the run's reference output.
+        after_error, after_out = after
         files, close = ([], []) if after_error else (prep.files, prep.close)
         sample = sample_from(raw, self.wl, self.run_id, prep.target.label, number, prep.pos, warm,
                              started, prep.pad, files, close, self.close_refs,
                              design=design, cpu=cpu, ours_s=ours_s,
-                             emulated=self.places[prep.target.label].emulated)
+                             emulated=self.places[prep.target.label].emulated,
+                             after_out=None if after_error else after_out)
         if after_error and sample.status == "ok":
             sample = replace(sample, status="failed", error=after_error, check=None)
+        sample = self._vouched(prep.target.label, sample)
         if self.watch_board:
             now = board.read_now()
             sample = replace(sample, clock_mhz=now.clock_mhz, temp_c=now.temp_c,
@@ -437,6 +445,16 @@ class Session:
         if sample.status != "ok":
             self.outcome.failed[prep.target.label] = sample.error or sample.status
             self.outcome.timed_out |= sample.status == "timeout"
+
+    def _vouched(self, label: str, sample: Sample) -> Sample:
+        """Every sample passes here before it is stored: the program that ran is still the one
+        built (run/pinned.py), else the sample failed and the target with it."""
+        sample = self.places[label].vouch(sample)
+        if self.places[label].guard.broken and label not in self.outcome.changed:
+            self.outcome.changed.append(label)
+        if sample.discarded is not None:
+            self.outcome.stopped[label] = self.outcome.stopped.get(label, 0) + 1
+        return sample
 
     def _interrupted(self) -> None:
         self.outcome.interrupted = True
@@ -503,6 +521,9 @@ class Session:
                     continue
                 if counted_run is not None:
                     sample, raw, reads = counted_run
+                    sample = self._vouched(target.label, sample)
+                    if sample.status != "ok" and self.places[target.label].guard.broken:
+                        outcome.failed[target.label] = sample.error or sample.status
                     outcome.count_escaped(target.label, raw)
                     if reads:
                         outcome.clock_bound[target.label] = reads
@@ -518,8 +539,9 @@ class Session:
         for target in self.active:
             # Again after the last sample: a program replaced mid-run is no result.
             changed = self.places[target.label].verify()
-            if changed:
+            if changed and target.label not in outcome.failed:
                 outcome.failed[target.label] = changed
+            if changed and target.label not in outcome.changed:
                 outcome.changed.append(target.label)
         active = [t for t in self.active if t.label not in outcome.failed]
         if outcome.failed:

@@ -28,7 +28,7 @@ from ..errors import (
     HostError,
     UsageError,
 )
-from ..hashing import sha256_file
+from ..hashing import sha256_regular
 from ..obtain import debsource, hostlibs, qemuplugin
 from ..obtain.build import DEFAULT_CFLAGS, build
 from ..obtain.helpers import helpers_for
@@ -52,8 +52,9 @@ from ..records import (
     Target,
     TargetStatus,
     WorkloadMeta,
+    recorded_builtins,
 )
-from ..workloads.profile import Workload
+from ..workloads.profile import MAX_PROFILE_BYTES, Workload
 from ..workspace import clean_stale
 from .budget import allocate, open_rounds
 from .continuation import continuation
@@ -130,13 +131,12 @@ def new_run_id() -> str:
 
 def _workload_meta(wl: Workload, targets: list[str]) -> WorkloadMeta:
     metrics = [r.metric for r in wl.metrics]
-    builtin = ("wall", "max_rss", *(["tree_peak_rss"] if wl.memory == "tree" else []))
-    metrics += [wl.metric(n) for n in dict.fromkeys((*builtin, wl.primary))]
+    metrics += [wl.metric(n) for n in dict.fromkeys((*recorded_builtins(wl), wl.primary))]
     return WorkloadMeta(id=wl.id, primary=wl.primary, targets=tuple(targets),
                         metrics={m.name: m for m in metrics}, title=wl.title,
                         params=dict(wl.params), seeds=tuple(wl.seeds), path=str(wl.path),
-                        validates=wl.validates,
-                        extra={"profile_sha256": sha256_file(wl.path)})
+                        validates=wl.validates, no_validation=wl.no_validation,
+                        extra={"profile_sha256": sha256_regular(wl.path, MAX_PROFILE_BYTES)})
 
 
 def _resolve_cc(req: Request, status: AbiStatus) -> str | None:
@@ -612,6 +612,11 @@ def _record_outcome(store: RunSink, run_id: str, wl: Workload, outcome: Schedule
         store.add_warning(run_id, RunWarning(
             f"{label}: its samples left {n} {'process' if n == 1 else 'processes'} running "
             "when they ended (killed by the launcher)", workload=wl.id, target=label))
+    for label, n in sorted(outcome.stopped.items()):
+        store.add_warning(run_id, RunWarning(
+            f"{label}: {n} {'sample was' if n == 1 else 'samples were'} stopped (SIGSTOP or "
+            "SIGTSTP) while the program ran: stored, but not counted, as their times hold the "
+            "time the program stood still", workload=wl.id, target=label))
     for label in sorted(outcome.uncaught):
         store.add_warning(run_id, RunWarning(
             f"{label}: processes that leave a sample's process group could not be caught here "

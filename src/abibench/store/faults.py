@@ -22,6 +22,7 @@ from ..errors import (
     EXIT_STORE_READONLY,
     EXIT_USAGE,
     StoreError,
+    StoreLost,
 )
 
 TIMEOUT_ENV = "ABIBENCH_DB_TIMEOUT"
@@ -73,6 +74,49 @@ def locked(path: Path, timeout: float) -> StoreError:
     return StoreError(f"results database {path} is locked by another process (waited "
                       f"{timeout:g}s; {TIMEOUT_ENV} sets how long): let that process finish or "
                       "choose another with --db", EXIT_STORE_LOCKED)
+
+
+def lost(path: Path, detail: str) -> StoreLost:
+    """The file at path is no longer the database this process writes (see `identity_problem`)."""
+    reason = f"results database {path} {detail} while this process wrote it"
+    return StoreLost(f"{reason}: what it commits no longer reaches a database anyone can "
+                     "open at that path; choose a --db nothing else deletes or overwrites", reason)
+
+
+# The first 16 bytes of every SQLite 3 database file.
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+Identity = tuple[int, int]  # (st_dev, st_ino): which file a path or a descriptor is
+
+
+def identity_of(st: os.stat_result) -> Identity:
+    return (st.st_dev, st.st_ino)
+
+
+def identity_problem(path: Path, fd: int, wal: Identity | None) -> str | None:
+    """Why the file at path is no longer the one open as fd (and its log the one recorded at
+    open), or None while it is: deleted, renamed away, replaced by another file, or overwritten
+    in place so that its header is no SQLite header. What SQLite writes after any of these goes
+    to a file no other process will open (or into garbage), so every commit asks this."""
+    opened = os.fstat(fd)
+    try:
+        now = os.stat(path)
+    except FileNotFoundError:
+        return "was deleted (or moved away)"
+    if identity_of(now) != identity_of(opened):
+        return "was replaced by another file"
+    if opened.st_nlink == 0:
+        return "was deleted (or moved away)"
+    if os.pread(fd, len(SQLITE_MAGIC), 0) != SQLITE_MAGIC:
+        return "was overwritten (its first bytes are no longer a SQLite header)"
+    if wal is not None:
+        log = path.with_name(path.name + "-wal")
+        try:
+            if identity_of(os.stat(log)) != wal:
+                return f"had its log {log} replaced"
+        except FileNotFoundError:
+            return f"had its log {log} deleted"
+    return None
 
 
 def _writable(path: Path) -> bool:

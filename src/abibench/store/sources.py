@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..analyse.merge import ResultSet
 from ..errors import UsageError
+from ..records import ResultSet
 from .exchange import load_file
 from .sql import SqlStore
 

@@ -26,7 +26,6 @@ from ..records import (
     EXPORT_FORMAT,
     EXPORT_VERSION,
     Artifact,
-    CounterProfile,
     HostContext,
     Outcome,
     Run,
@@ -41,11 +40,15 @@ from .schema import (
     ADDED_DEFAULTS,
     COLUMNS,
     KEYS,
+    NEXT_STORED,
+    SAMPLE_COLUMNS,
     SCHEMA_VERSION,
     SEQ_TABLES,
     TABLES,
     Dialect,
     migrations,
+    sample_of,
+    sample_row,
     schema,
     upsert,
 )
@@ -107,11 +110,14 @@ def guarded(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P
 
 
 def writer(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
-    """A method that writes: refused on a store opened read-only, guarded like every other."""
+    """A method that writes: refused on a store opened read-only, guarded like every other,
+    and followed by the backend's check that what it committed reached the database."""
     def run(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
         if self.readonly:
             raise self.refuse_write()
-        return method(self, *args, **kwargs)
+        done = method(self, *args, **kwargs)
+        self.after_commit()
+        return done
 
     return guarded(functools.wraps(method)(run))
 
@@ -127,6 +133,7 @@ class SqlStore:
     # Whether the schema has the columns later versions added (an older one opened read-only
     # is read as it is).
     _owner_columns: bool = True
+    _stored_column: bool = True  # whether runs record the order they were stored in
 
     # --------------------------------------------------------------- what a backend provides
 
@@ -157,6 +164,10 @@ class SqlStore:
 
     def close(self) -> None:
         raise NotImplementedError
+
+    def after_commit(self) -> None:
+        """Raise StoreLost when what was just committed did not reach the database its users
+        open (a file deleted or replaced under this process); a server has nothing to check."""
 
     lock_rows = ""  # appended to a SELECT whose rows the transaction then updates
 
@@ -198,6 +209,10 @@ class SqlStore:
                     added = _ADD_COLUMN.match(statement)
                     if added is None or added.groups() in missing:
                         self.execute(statement)
+            # A field added to Sample since: its column, derived from the field.
+            for column in SAMPLE_COLUMNS:
+                if not self.has_column("samples", column.name):
+                    self.execute(f"ALTER TABLE samples ADD COLUMN {column.definition(self.dialect)}")
             self.execute(upsert("meta", ("key", "value")), ("schema_version", str(SCHEMA_VERSION)))
             self.execute("COMMIT")
         except BaseException:
@@ -206,6 +221,7 @@ class SqlStore:
 
     def after_open(self) -> None:
         self._owner_columns = self.has_column("runs", "owner_pid")
+        self._stored_column = self.has_column("runs", "stored")
         self._seqs: dict[tuple[str, str], int] = {}
 
     @contextlib.contextmanager
@@ -220,6 +236,7 @@ class SqlStore:
         except BaseException:
             self.rollback()
             raise
+        self.after_commit()
 
     def _guard(self, call: Callable[[], object]) -> None:
         try:
@@ -271,7 +288,8 @@ class SqlStore:
         who = owner.current() if owned else None
         self.execute(
             "INSERT INTO runs(id, started, finished, status, tool_version, host_json, config_json, "
-            "owner_pid, owner_start, owner_boot, owner_host) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            f"owner_pid, owner_start, owner_boot, owner_host, stored) VALUES "
+            f"(?,?,?,?,?,?,?,?,?,?,?,{NEXT_STORED})",
             (run.id, run.started, run.finished, run.status, run.tool_version,
              json.dumps(host.to_dict()), json.dumps(run.config.to_dict()),
              *(_owner_values(who))))
@@ -338,14 +356,7 @@ class SqlStore:
         columns = COLUMNS["samples"]
         self.execute(
             f"INSERT INTO samples({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})",
-            (s.run_id, self._seq("samples", s.run_id, seq), s.workload, s.target, s.round,
-             s.position, int(s.warmup), s.status, s.exit_code, s.wall_s, s.user_s, s.sys_s,
-             s.max_rss_kb, s.stdout_digest, s.check, json.dumps(s.metrics), s.error,
-             s.started_at, s.env_pad, s.instructions, s.kind, s.discarded, s.design, s.cpu,
-             s.repeat, s.foreign_cpu_s, s.steal_s, s.covariate, s.minflt, s.majflt,
-             None if s.counters is None else json.dumps(s.counters.to_dict()),
-             s.tree_peak_rss_kb, s.tree_memory, int(s.emulated), s.clock_mhz, s.temp_c,
-             s.throttled))
+            sample_row(s, self._seq("samples", s.run_id, seq)))
 
     @writer
     def discard_samples(self, run_id: str, workload: str, rounds: Iterable[int],
@@ -387,7 +398,10 @@ class SqlStore:
                            " OR ".join(f"{table}.{c} IS DISTINCT FROM excluded.{c}" for c in rest))
         else:
             query = upsert(table, columns, ())
-        return sum(max(self.execute(query, row).rowcount, 0) for row in rows)
+        changed = sum(max(self.execute(query, row).rowcount, 0) for row in rows)
+        if table == "runs":
+            self.execute(f"UPDATE runs SET stored = {NEXT_STORED} WHERE stored IS NULL")
+        return changed
 
     @writer
     def delete_run(self, run_id: str) -> None:
@@ -422,12 +436,19 @@ class SqlStore:
         if not ids:
             raise UsageError(f"no runs in {self.label}: run `abibench run` first")
         if ref in (None, "latest", "last"):
-            return ids[-1]
+            return self._latest()
         matches = [i for i in ids if i == ref] or [i for i in ids if ref and i.startswith(ref)]
         if len(matches) != 1:
             raise UsageError(f"run '{ref}' {'is ambiguous' if matches else 'not found'} in "
                              f"{self.label}: see `abibench runs`")
         return matches[0]
+
+    def _latest(self) -> str:
+        """The run stored last here (a database that predates the order: the latest date)."""
+        stored = "COALESCE(stored, 0) DESC, " if self._stored_column else ""
+        row = self.execute(f"SELECT id FROM runs ORDER BY {stored}started DESC, id DESC "
+                           "LIMIT 1").fetchone()
+        return str(row["id"])
 
     @guarded
     def runs(self) -> list[RunListing]:
@@ -460,26 +481,7 @@ class SqlStore:
     @guarded
     def samples(self, run_id: str) -> list[Sample]:
         rows = self.execute("SELECT * FROM samples WHERE run_id=? ORDER BY id", (run_id,))
-        return [
-            Sample(run_id=r["run_id"], workload=r["workload"], target=r["target"],
-                   round=r["round"], position=r["position"], warmup=bool(r["warmup"]),
-                   status=r["status"], exit_code=r["exit_code"], wall_s=r["wall_s"],
-                   user_s=r["user_s"], sys_s=r["sys_s"], max_rss_kb=r["max_rss_kb"],
-                   stdout_digest=r["stdout_digest"], check=r["check_value"],
-                   metrics=json.loads(r["metrics_json"]), error=r["error"],
-                   started_at=r["started_at"], env_pad=r["env_pad"],
-                   instructions=r["instructions"], kind=field_of(r, "kind"),
-                   discarded=field_of(r, "discarded"), design=field_of(r, "design"),
-                   cpu=field_of(r, "cpu"), repeat=field_of(r, "repeat"),
-                   foreign_cpu_s=field_of(r, "foreign_cpu_s"), steal_s=field_of(r, "steal_s"),
-                   covariate=field_of(r, "covariate"), minflt=field_of(r, "minflt"),
-                   majflt=field_of(r, "majflt"), counters=_counters(field_of(r, "counters_json")),
-                   tree_peak_rss_kb=field_of(r, "tree_peak_rss_kb"),
-                   tree_memory=field_of(r, "tree_memory"),
-                   emulated=bool(field_of(r, "emulated")), clock_mhz=field_of(r, "clock_mhz"),
-                   temp_c=field_of(r, "temp_c"), throttled=field_of(r, "throttled"))
-            for r in rows
-        ]
+        return [sample_of(r) for r in rows]
 
     @guarded
     def load_run(self, run_id: str) -> RunDoc:
@@ -518,10 +520,6 @@ class SqlStore:
             "outcomes": outcomes,
             "samples": [s.to_dict() for s in self.samples(run_id)],
         }
-
-
-def _counters(text: str | None) -> CounterProfile | None:
-    return None if text is None else CounterProfile.from_dict(json.loads(text))
 
 
 def _owner_values(who: Owner | None) -> tuple[int | None, int | None, str | None, str | None]:

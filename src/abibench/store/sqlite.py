@@ -14,6 +14,7 @@ how SQLite differs.
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -42,6 +43,9 @@ class Store(SqlStore):
     """
 
     dialect = SQLITE
+    _fd: int | None = None  # the database file, opened for `after_commit`'s check
+    _wal: faults.Identity | None = None  # its -wal log as it was opened
+    _shm: faults.Identity | None = None  # and the log's -shm index
 
     def __init__(self, path: Path, readonly: bool = False, timeout: float | None = None) -> None:
         # Checked before anything is created: this store makes the file's directory.
@@ -74,13 +78,32 @@ class Store(SqlStore):
         try:
             # Checked before anything writes: a damaged file is left exactly as it was.
             self._check_intact(db)
-            db.execute("PRAGMA journal_mode=WAL")
+            wal = db.execute("PRAGMA journal_mode=WAL").fetchone()[0] == "wal"
             self.db = db
             self.migrate()
+            self._remember_file(wal)
         except BaseException:
             db.close()
             raise
         return db
+
+    def _remember_file(self, wal: bool) -> None:
+        """Which file (and log) this connection writes, to tell at every commit whether it is
+        still the one at the path. SQLite keeps its own descriptor private; this one is opened
+        right after SQLite opened and wrote the file, and stays open with it."""
+        try:
+            self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise faults.from_os(exc, self.path) from exc
+        # The log and its index exist from the migration's commit on, and SQLite keeps them
+        # while it is open.
+        self._wal, self._shm = (_identity(self.path, "-wal"), _identity(self.path, "-shm")) \
+            if wal else (None, None)
+        problem = faults.identity_problem(self.path, self._fd, self._wal)
+        if problem is not None:  # replaced between SQLite's open and ours
+            os.close(self._fd)
+            self._fd = None
+            raise faults.lost(self.path, problem)
 
     def _open_readonly(self) -> sqlite3.Connection:
         if not self.path.is_file():
@@ -151,13 +174,67 @@ class Store(SqlStore):
     def has_column(self, table: str, column: str) -> bool:
         return any(r["name"] == column for r in self.db.execute(f"PRAGMA table_info({table})"))
 
+    def after_commit(self) -> None:
+        if self._fd is None:  # read-only, or still opening (the migration)
+            return
+        try:
+            problem = faults.identity_problem(self.path, self._fd, self._wal)
+        except OSError as exc:
+            raise faults.from_os(exc, self.path) from exc
+        if problem is not None:
+            raise faults.lost(self.path, problem)
+
+    def save_as(self, target: Path) -> None:
+        """Copy everything this connection can still read into a new database at target (a
+        deleted or replaced file stays readable through the descriptor SQLite holds)."""
+        copy = self._connect(str(target))
+        try:
+            self.db.backup(copy)
+        finally:
+            copy.close()
+
+    def _orphaned_side_files(self) -> list[Path]:
+        """This connection's log and index when the database file they go with is no longer
+        at the path: left there, they would be read into whatever file is put there next."""
+        if self._fd is None:
+            return []
+        try:
+            here = faults.identity_of(os.stat(self.path))
+        except FileNotFoundError:
+            here = None
+        if here == faults.identity_of(os.fstat(self._fd)):
+            return []
+        return [self.path.with_name(self.path.name + suffix)
+                for suffix, mine in (("-wal", self._wal), ("-shm", self._shm))
+                if mine is not None and _identity(self.path, suffix) == mine]
+
     def close(self) -> None:
+        orphans = self._orphaned_side_files()
         # Everything was committed call by call; a final checkpoint that fails (a full disk)
         # leaves the log beside the file, and the next open reads it.
         db: sqlite3.Connection | None = getattr(self, "db", None)  # None: opening failed
         if db is not None:
+            if orphans:
+                # Into the file itself, wherever it was moved (SQLite does not checkpoint a
+                # moved file on close): the log it leaves behind then holds nothing.
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             with contextlib.suppress(sqlite3.Error):
                 db.close()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        for side in orphans:
+            with contextlib.suppress(FileNotFoundError):
+                side.unlink()
+
+
+def _identity(path: Path, suffix: str) -> faults.Identity | None:
+    """Which file the database's side file (-wal, -shm) is; None when there is none."""
+    try:
+        return faults.identity_of(os.stat(path.with_name(path.name + suffix)))
+    except FileNotFoundError:
+        return None
 
 
 def _rollback(db: sqlite3.Connection) -> None:

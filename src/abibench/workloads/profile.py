@@ -15,13 +15,15 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import ProfileError
-from ..files import TooLarge, read_regular
+from ..files import TooLarge, existing_kind_problem, read_regular
 from ..ids import id_problem, sweep_value_problem
 from ..outputs import protect
 from ..paths import MICRO_DIR, PAGES_DIR, PROFILES_DIR
 from ..records import BUILTIN_METRICS, Better, Metric
+from ..text import one_line
 from .confine import ROOT_WORDS, confined, inside, template_problem
 from .parsers import BUILTIN_PARSERS
+from .pattern import Pattern, PatternError
 
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 PLACEHOLDER_RE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
@@ -50,7 +52,7 @@ class MetricRule:
     name: str
     unit: str
     better: Better
-    regex: re.Pattern[str] | None  # None for builtin parsers
+    regex: Pattern | None  # None for builtin parsers; matched by RE2 (workloads/pattern.py)
     scale: float = 1.0
     builtin: str | None = None  # a named parser of workloads/parsers.py
     key: str | None = None  # which value of the builtin parser's result
@@ -91,16 +93,20 @@ class CloseSpec:
 class ValidateSpec:
     """What must be identical across ABIs: the parts of [validate]."""
 
-    stdout_match: re.Pattern[str] | None = None
+    stdout_match: Pattern | None = None
     stdout_digest: bool = False
     files: tuple[str, ...] = ()
     # close = { files = [...], max_diff = 1, max_fraction = 0.01 }: files that must match the
     # run's first output byte for byte within a tolerance (floating-point renders)
     close: CloseSpec | None = None
+    # after_match: a pattern in what the [run] after step printed, group 1 compared like
+    # stdout_match's (a known answer computed by the same build, the rows a server kept)
+    after_match: Pattern | None = None
 
     @property
     def any(self) -> bool:
-        return bool(self.stdout_match or self.stdout_digest or self.files or self.close)
+        return bool(self.stdout_match or self.stdout_digest or self.files or self.close
+                    or self.after_match)
 
 
 @dataclass(frozen=True)
@@ -153,7 +159,7 @@ class Workload:
     source: SourceSpec
     command: tuple[str, ...]
     timeout: float
-    stdout_match: re.Pattern[str] | None
+    stdout_match: Pattern | None
     metrics: tuple[MetricRule, ...]
     primary: str
     inputs: dict[str, dict[str, str | int | float]] = field(default_factory=dict)  # {kind, ...}
@@ -194,11 +200,17 @@ class Workload:
     # [run] stderr = "stdout": the program's stderr goes into its stdout, which metrics and
     # validation read (ioquake3 prints its console, the timedemo result included, on stderr)
     merge_stderr: bool = False
+    # [validate] after_match: a pattern in the [run] after step's standard output
+    after_match: Pattern | None = None
+    # validate = "none: REASON": the profile says why its output cannot be checked; every
+    # report prints the reason where the output check would be
+    no_validation: str | None = None
 
     @property
     def validates(self) -> bool:
         """Whether this instance asks for anything to be compared across ABIs."""
-        return bool(self.stdout_match or self.stdout_digest or self.validate_files or self.close)
+        return bool(self.stdout_match or self.stdout_digest or self.validate_files or self.close
+                    or self.after_match)
 
     def metric(self, name: str) -> Metric:
         for m in self.metrics:
@@ -226,7 +238,7 @@ class Workload:
             if all(self.params.get(k) == v for k, v in when.items()):
                 return replace(self, stdout_match=spec.stdout_match,
                                stdout_digest=spec.stdout_digest, validate_files=spec.files,
-                               close=spec.close)
+                               close=spec.close, after_match=spec.after_match)
         return self
 
 
@@ -321,12 +333,16 @@ class _Loader:
             raise self.fail(key, f"'{key}' must be a list of strings, like {key} = [\"a\", \"b\"]")
         return tuple(value)
 
-    def regex(self, table: Mapping[str, object], key: str) -> re.Pattern[str]:
+    def regex(self, table: Mapping[str, object], key: str) -> Pattern:
+        """A pattern matched against program output: compiled here, by RE2, so that one it
+        cannot match in linear time (a backreference, a lookaround) is refused at load."""
         pattern = self.str_(table, key)
         try:
-            rx = re.compile(pattern)
-        except re.error as exc:
-            raise self.fail(key, f"bad regular expression in '{key}': {exc}") from None
+            rx = Pattern.compile(pattern)
+        except PatternError as exc:
+            raise self.fail(key, f"bad regular expression in '{key}': {one_line(str(exc))} "
+                            "(patterns are matched in linear time by RE2, which has no "
+                            "backreferences or lookaround: rewrite it without them)") from None
         if rx.groups < 1:
             raise self.fail(key, f"'{key}' needs one capture group (...) around the value")
         return rx
@@ -463,13 +479,22 @@ def load_profile(path: Path) -> Workload:
     except ValueError as exc:
         raise ld.fail("timeout", str(exc)) from None
 
-    validate = ld.table(data, "validate", required=False)
+    raw_validate = data.get("validate")
+    no_validation = None
+    if raw_validate is not None and not isinstance(raw_validate, dict):
+        no_validation = no_validation_reason(ld, raw_validate)
+    validate = ld.table(data, "validate", required=False) if no_validation is None else {}
     for key in validate:
         if key not in (*VALIDATE_KEYS, "when"):
             raise ld.fail(key, f"[validate] has no key '{key}' (it takes "
                           f"{', '.join(VALIDATE_KEYS)} and [[validate.when]])")
     base_validation = _validate_spec(ld, validate)
     validate_when = _validate_when(ld, validate, params)
+    after = ld.strlist(run, "after")
+    if not after and (base_validation.after_match
+                      or any(spec.after_match for _, spec in validate_when)):
+        raise ld.fail("after_match", "after_match reads what the [run] after step prints: add "
+                      "[run] after = [\"...\"]")
 
     inputs: dict[str, dict[str, str | int | float]] = {}
     for name, spec in ld.table(data, "inputs", required=False).items():
@@ -584,7 +609,7 @@ def load_profile(path: Path) -> Workload:
         primary=primary,
         inputs=inputs,
         setup=ld.strlist(run, "setup"),
-        after=ld.strlist(run, "after"),
+        after=after,
         stdin=stdin,
         repeat=repeat,
         threads=threads,
@@ -596,6 +621,8 @@ def load_profile(path: Path) -> Workload:
         stdout_digest=base_validation.stdout_digest,
         validate_files=base_validation.files,
         close=base_validation.close,
+        after_match=base_validation.after_match,
+        no_validation=no_validation,
         sweep=sweep,
         debian_packages=ld.strlist(deb, "packages"),
         debian_bin=ld.str_(deb, "bin", required=False, default="/usr/bin"),
@@ -687,7 +714,10 @@ def expand_sweep(wl: Workload) -> list[Workload]:
     return instances
 
 
-VALIDATE_KEYS = ("stdout_match", "stdout_digest", "files", "close")
+VALIDATE_KEYS = ("stdout_match", "stdout_digest", "files", "close", "after_match")
+# validate = "none: REASON": the one form of `validate` that is not a table
+NO_VALIDATION_RE = re.compile(r"none:[ \t]*(\S[^\n]*)")
+MAX_REASON = 300
 CLOSE_FORMATS = ("u8", "s16le")
 
 
@@ -697,6 +727,8 @@ def _validate_spec(ld: _Loader, table: Mapping[str, object],
     spec = base or ValidateSpec()
     stdout_match = ld.regex(table, "stdout_match") if "stdout_match" in table \
         else spec.stdout_match
+    after_match = ld.regex(table, "after_match") if "after_match" in table \
+        else spec.after_match
     stdout_digest = table.get("stdout_digest", spec.stdout_digest)
     if not isinstance(stdout_digest, bool):
         raise ld.fail("stdout_digest", "stdout_digest = true or false")
@@ -717,7 +749,24 @@ def _validate_spec(ld: _Loader, table: Mapping[str, object],
         close = CloseSpec(ld.strlist(raw_close, "files", required=True), max_diff,
                           float(max_fraction), str(fmt))
     files = ld.strlist(table, "files") if "files" in table else spec.files
-    return ValidateSpec(stdout_match, stdout_digest, files, close)
+    return ValidateSpec(stdout_match, stdout_digest, files, close, after_match)
+
+
+def no_validation_reason(ld: _Loader, value: object) -> str:
+    """The reason of validate = "none: REASON"; any other value of a `validate` key that is not
+    a [validate] table is refused with its line."""
+    text = value.strip() if isinstance(value, str) else ""
+    m = NO_VALIDATION_RE.fullmatch(text)
+    reason = one_line(m.group(1)).strip() if m else ""
+    if not reason:
+        shown = one_line(repr(value))[:60]
+        raise ld.fail("validate", f"validate = {shown} is not a form abibench knows: write a "
+                      "[validate] table, or validate = \"none: <why this output cannot be "
+                      "checked>\"")
+    if len(reason) > MAX_REASON:
+        raise ld.fail("validate", f"validate = \"none: ...\": the reason has {len(reason)} "
+                      f"characters; say it in at most {MAX_REASON}")
+    return reason
 
 
 def _validate_when(ld: _Loader, validate: Mapping[str, object],
@@ -787,6 +836,7 @@ def _check_paths(ld: _Loader, wl: Workload) -> None:
         if problem:
             raise ld.fail(key, f"{key} entry '{template}' {problem} (abibench only touches "
                           f"paths inside {ROOT_WORDS[kind]})")
+    _check_stdin_kind(ld, wl)
     if not wl.source.build:
         roots = (wl.path.parent, MICRO_DIR)
         for f, p in zip(wl.source.files, _source_paths(wl), strict=True):
@@ -815,6 +865,23 @@ def _protect_build_tree(wl: Workload) -> None:
             seen += 1
             if seen >= _TREE_FILES_PROTECTED:
                 return
+
+
+def _check_stdin_kind(ld: _Loader, wl: Workload) -> None:
+    """[run] stdin that names a file already there (in the profile's directory): it must be a
+    regular file. A FIFO would block the run before its first sample, a device would never
+    end. (Checked again when the sample opens it: files.open_regular.)"""
+    if wl.stdin is None:
+        return
+    try:
+        at_load = substitute(wl.stdin, {"profile_dir": str(wl.path.parent), **wl.params})
+    except ProfileError:
+        return  # {work}, {bin} or an input: it exists only in the run
+    path = Path(at_load) if Path(at_load).is_absolute() else wl.path.parent / at_load
+    problem = existing_kind_problem(path)
+    if problem is not None:
+        raise ld.fail("stdin", f"stdin '{wl.stdin}' is {problem}, not a regular file: name a "
+                      "file (a FIFO would block the run, a device would never end)")
 
 
 def _extra_sources(ld: _Loader, src: Mapping[str, object]) -> tuple[tuple[str, str, str | None], ...]:

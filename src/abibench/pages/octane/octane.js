@@ -81,8 +81,13 @@
             load_ms: Math.round(t1 - t0), run_ms: Math.round(performance.now() - t1),
             user_agent: navigator.userAgent,
           };
+          // Every selected sub-test must have scored: one that neither scored nor threw
+          // (a file that defined no suite) is as much a failure as one that threw.
+          const unscored = (wanted || NAMES).filter((n) => !(n in results) && !(n in errors));
           if (Object.keys(errors).length) {
             abibench.fail(new Error(`Octane reported errors: ${JSON.stringify(errors)}`), out);
+          } else if (unscored.length) {
+            abibench.fail(new Error(`Octane gave no score for ${unscored.join(', ')}`), out);
           } else {
             abibench.finish(out);
           }

@@ -1,0 +1,84 @@
+"""A workload's history as one self-contained HTML page: a chart per series (each run a point,
+levels between change points as lines, new levels marked) and the table.
+
+The page has the report's guarantees (report/html.py): no scripts, the same Content-Security-
+Policy, every string escaped, charts checked by charts.check_svg; matplotlib is loaded only
+when this format is asked for.
+"""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
+
+from ..analyse.history import History, levels
+from ..text import one_line
+from . import charts
+from .history import change_sentences, rows
+from .html import CSP, STYLE, Html, h, join
+
+
+def series_svg(hist: History, series: str, salt: str) -> str:
+    """One series over the runs: points per run, each level a horizontal line, red rings where
+    a level starts. A ratio gets a line at 1 (both ABIs alike)."""
+    is_ratio = "/" in series
+    with matplotlib.rc_context(charts._rc(salt)):
+        fig = Figure(figsize=(6.4, 2.6), layout="constrained")
+        ax = fig.add_subplot()
+        pts = [(i, p.values[series]) for i, p in enumerate(hist.points)
+               if series in p.values and 0 < p.values[series] < charts.DRAWABLE]
+        if pts:
+            xs, ys = zip(*pts, strict=True)
+            ax.plot(xs, ys, "o", color=charts.colour(hist.series.index(series)), markersize=4)
+            for lo, hi, level in levels(hist, series):
+                ax.hlines(level, lo - 0.3, hi + 0.3, color=charts.GREY, linewidth=1.2)
+            starts = [c.run_index for c in hist.changes if c.series == series]
+            marked = [(i, v) for i, v in pts if i in starts]
+            if marked:
+                mx, my = zip(*marked, strict=True)
+                ax.plot(mx, my, "o", markersize=10, markerfacecolor="none",
+                        markeredgecolor=charts.INVALID, label="new level")
+                ax.legend(fontsize=7.5, frameon=False, loc="best")
+            if is_ratio:
+                ax.axhline(1.0, color=charts.GREY, linewidth=0.6, linestyle=":")
+            top = max(ys)
+            ax.set_ylim(0, top * 1.15 if top > 0 and math.isfinite(top) else 1.0)
+        else:
+            ax.text(0.5, 0.5, "no values", ha="center", va="center", color=charts.GREY,
+                    transform=ax.transAxes)
+        ax.set_xticks(range(len(hist.points)))
+        ax.set_xticklabels([charts._wrap(one_line(p.axes.get(hist.by) or "-"), 14)
+                            for p in hist.points], fontsize=7.5)
+        ax.set_xlabel(f"runs, oldest first, by {hist.by}")
+        what = "ratio (other/reference)" if is_ratio else f"{hist.metric} {hist.unit}".strip()
+        ax.set_ylabel(charts._wrap(one_line(what), 24), fontsize=8)
+        ax.yaxis.set_major_formatter(FuncFormatter(charts._tick))
+        ax.set_title(charts._wrap(one_line(f"{hist.workload}: {series}"), 60), fontsize=9.5)
+        return charts._to_svg(fig, f"{hist.workload}: {series} over {len(hist.points)} runs")
+
+
+def render(hist: History, csp: bool = True) -> str:
+    head_row, body = rows(hist)
+    title = f"abibench history: {hist.workload}"
+    table = h("table", h("thead", h("tr", *[h("th", c) for c in head_row])),
+              h("tbody", *[h("tr", *[h("td", c) for c in r]) for r in body]))
+    figures = [Html(series_svg(hist, s, f"{hist.workload}-{i}"))
+               for i, s in enumerate(hist.series)]
+    head = join([
+        h("meta", charset="utf-8"),
+        h("meta", http_equiv="Content-Security-Policy", content=CSP) if csp else None,
+        h("meta", name="referrer", content="no-referrer"),
+        h("title", title), h("style", Html(STYLE))])
+    said = change_sentences(hist) or ["no change point"]
+    main = h("main", h("section", h("h2", "Changes"), h("ul", *[h("li", x) for x in said]),
+                       *[h("p", n) for n in hist.notes]),
+             h("section", h("h2", "Series"), *figures),
+             h("section", h("h2", "Runs"), table),
+             h("footer", "Grey lines: each level's geometric mean; red rings: the first run of a "
+                         "new level (docs/method.md, change points). No scripts, no external "
+                         "resources."))
+    body_html = join([h("header", h("h1", title)), main])
+    return "<!DOCTYPE html>\n" + h("html", h("head", head), h("body", body_html), lang="en") + "\n"

@@ -1,0 +1,49 @@
+"""`compare --against`, `--fail-on-slowdown` and `history` on imported synthetic runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from abibench.errors import EXIT_OK, EXIT_SLOWDOWN, EXIT_USAGE
+from tests.conftest import synthetic_doc
+
+
+def _write(tmp: Path, run: int, x86_64: float, tag: str) -> Path:
+    d: dict[str, Any] = synthetic_doc(
+        run_id=f"2026010{run}-000000-aaaa", workloads={"alpha": {"i386": 90.0, "x86_64": x86_64}},
+        started=f"2026-01-0{run}T00:00:00+00:00", seed=run)
+    d["host"]["label"] = tag
+    path = tmp / f"run{run}.json"
+    path.write_text(json.dumps(d))
+    return path
+
+
+def test_the_gate_fails_a_planted_slowdown_and_passes_an_unchanged_rerun(
+        cli: Any, tmp_path: Path) -> None:
+    files = [_write(tmp_path, 1, 100.0, "v1"), _write(tmp_path, 2, 100.0, "v1"),
+             _write(tmp_path, 3, 90.0, "v2"), _write(tmp_path, 4, 90.0, "v2")]
+    assert cli("import", *map(str, files)).returncode == EXIT_OK
+
+    same = cli("compare", "20260102", "--against", "20260101", "--fail-on-slowdown", "5%")
+    assert same.returncode == EXIT_OK, same.stderr
+    assert "not significant" in same.stdout and same.stderr == ""
+
+    slow = cli("compare", "20260103", "--against", "v1", "--fail-on-slowdown", "5%")
+    assert slow.returncode == EXIT_SLOWDOWN
+    assert "baseline 20260102-000000-aaaa" in slow.stdout  # the tag's newest run
+    assert "x86_64 11." in slow.stdout and "% slower than baseline [+" in slow.stdout
+    assert "i386/x86_64 gap 0.90" in slow.stdout
+    (line,) = slow.stderr.splitlines()
+    assert line.startswith("abibench: slowdown: alpha x86_64")
+
+    hist = cli("history", "alpha")
+    assert hist.returncode == EXIT_OK, hist.stderr
+    assert "version v1 -> v2" in hist.stdout
+    assert hist.stdout.count("change in ") == 2  # the ratio and x86_64's rate, not i386's
+
+    # A tag no run has: one line, exit 2 (each abibench process costs seconds: one case here;
+    # the library's refusals are tested in tests/analyse/test_baseline_history.py).
+    bad = cli("compare", "20260103", "--against", "v9", "--fail-on-slowdown", "5%")
+    assert bad.returncode == EXIT_USAGE and len(bad.stderr.splitlines()) == 1, bad.stderr
