@@ -1,8 +1,8 @@
 """Which workloads are instances of a [sweep], and which one the suite counts.
 
 A profile's `[sweep] n = [...]` runs one instance per value, with ids like `list[n=10000]`
-(workloads/profile.py `expand_sweep`; ids.py keeps brackets, ',' and '=' out of plain ids and
-sweep values, so such an id is always an instance). Pure functions of ids, imported by
+(workloads/profile.py `expand_sweep`; a profile's own id holds no brackets, and ids.py keeps
+'[', ']', ',' and '=' out of sweep values, so such an id is always an instance). Pure functions of ids, imported by
 analyse/results.py (the suite mean) and analyse/sweeps.py (the curves).
 """
 
