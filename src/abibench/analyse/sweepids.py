@@ -2,8 +2,9 @@
 
 A profile's `[sweep] n = [...]` runs one instance per value, with ids like `list[n=10000]`
 (workloads/profile.py `expand_sweep`; a profile's own id holds no brackets, and ids.py keeps
-'[', ']', ',' and '=' out of sweep values, so such an id is always an instance). Pure functions of ids, imported by
-analyse/results.py (the suite mean) and analyse/sweeps.py (the curves).
+'[', ']', ',' and '=' out of sweep values, so such an id is always an instance).
+Pure functions of ids, imported by analyse/results.py (the suite mean) and analyse/sweeps.py
+(the curves).
 """
 
 from __future__ import annotations

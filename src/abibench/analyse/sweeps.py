@@ -2,7 +2,8 @@
 
 A profile's `[sweep] n = [...]` runs one instance per value, with ids like `list[n=10000]`
 (workloads/profile.py `expand_sweep`; a profile's own id holds no brackets, and ids.py keeps
-'[', ']', ',' and '=' out of sweep values, so such an id is always an instance). Instances of a one-parameter sweep are
+'[', ']', ',' and '=' out of sweep values, so such an id is always an instance).
+Instances of a one-parameter sweep are
 grouped by their profile's id here:
 
 * reports show one section per sweep with one row per value: each ABI's ratio to the reference
