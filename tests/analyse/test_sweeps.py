@@ -123,3 +123,8 @@ def test_a_sweep_is_one_section_with_its_ratio_table(cli: Cli, tmp_path: Path,
     # The samples stay per instance: the curve is a view, not a different record.
     assert {s["workload"] for s in doc["samples"]} == {"curve[n=5]", "curve[n=20]",
                                                         "curve[n=50]"}
+    for w in ("curve[n=5]", "curve[n=20]", "curve[n=50]"):
+        for t in ("i386", "x86_64"):
+            ok = [s for s in doc["samples"] if (s["workload"], s["target"]) == (w, t)
+                  and s["status"] == "ok" and not s["warmup"]]
+            assert len(ok) >= 3, (w, t, len(ok))
