@@ -33,6 +33,7 @@ CASES: dict[str, Callable[..., Any]] = {
         own.test_a_logs_cause_is_few_sanitised_lines_ending_with_its_last_error,
     "each ABI once": own.test_an_abi_list_names_each_abi_once,
     "a C++ file makes a C++ link": own.test_any_cxx_file_makes_the_build_a_cxx_link,
+    "every ABI names its C++ packages": own.test_every_abi_names_the_cxx_packages_of_its_compiler,
     "a prebuilt program's runnability is its own":
         own.test_a_prebuilt_programs_runnability_is_its_own,
     "an instance id names its sweep":

@@ -206,3 +206,30 @@ def test_any_cxx_file_makes_the_build_a_cxx_link(files: list[str], cc: str) -> N
         assert Path(driver).parent == Path(cc).parent  # the same toolchain
     else:
         assert driver == cc
+
+
+def test_a_missing_cxx_driver_names_the_package(cli: Cli, tmp_path: Path) -> None:
+    # A C compiler with no C++ driver beside it (a gcc installed without g++).
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "onlygcc").symlink_to("/usr/bin/gcc")
+    (tmp_path / "maps.cpp").write_text(CXX)
+    prof = tmp_path / "maps.toml"
+    prof.write_text('id = "maps"\ntitle = "t"\n[source]\nfiles = ["maps.cpp"]\n'
+                    'artifacts = ["maps"]\n[run]\ncommand = ["{bin}/maps"]\n')
+    r = cli("run", str(prof), "--abi", "i386,x86_64", "--cc", str(bindir / "onlygcc"), *RUN)
+    assert r.returncode == 1, r.stderr[-1500:]
+    last = r.stderr.splitlines()[-1]
+    assert f"no C++ compiler {bindir / 'onlyg++'} for i386" in last, last
+    assert "apt-get install g++-12-multilib" in last, last
+
+
+@settings(max_examples=40 * SCALE, deadline=None)
+@given(st.sampled_from(sorted(ABIS)), st.sampled_from(["x86_64", "aarch64", "i686", "s390x"]))
+def test_every_abi_names_the_cxx_packages_of_its_compiler(name: str, machine: str) -> None:
+    abi = ABIS[name]
+    pkgs = abi.cxx_packages(machine)
+    assert pkgs and all(p.startswith("g++") for p in pkgs)
+    # One g++ package per gcc package of the same compiler, never another toolchain's.
+    gcc = [p for p in abi.compiler_packages(machine) if p.startswith("gcc-")]
+    assert len(pkgs) == max(len(set(gcc)), 1)

@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import json
 import os
+import platform
 import re
 import shlex
 import shutil
@@ -220,6 +221,11 @@ def _build_in(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
     log_path = staging / "build.log"
     values = _values(wl, abi, cc, cflags, staging, extras)
     commands = _commands(wl, abi, cc, cflags, values)
+    if not wl.source.build and commands[0][0] != cc and shutil.which(commands[0][0]) is None:
+        # The C++ driver of a C toolchain is a package of its own: say which, not "exit 1".
+        raise BuildError(f"{wl.base_id or wl.id}: no C++ compiler {commands[0][0]} for "
+                         f"{abi.name} (its [source] files include C++): apt-get install "
+                         f"{' '.join(abi.cxx_packages(platform.machine()))}")
     cwd = staging / "src"
     if tree is not None:
         # A scratch copy: builds write into their tree, and the cached tree must stay pristine.
