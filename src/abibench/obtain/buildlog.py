@@ -33,6 +33,9 @@ def cause(text: str, limit: int = CAUSE_LINES) -> list[str]:
     return [_cut(line) for line in chosen[-limit:]] if limit > 0 else []
 
 
+CONTEXT = 60  # characters kept before the word that makes a long line meaningful
+
+
 def cause_of(log: Path, limit: int = CAUSE_LINES) -> list[str]:
     """:func:`cause` of the end of a log file; nothing when it cannot be read."""
     try:
@@ -46,4 +49,14 @@ def cause_of(log: Path, limit: int = CAUSE_LINES) -> list[str]:
 
 
 def _cut(line: str) -> str:
-    return line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 1] + "…"
+    """At most LINE_CHARS characters of a line, keeping the part that names the error (a
+    compiler's line starts with a long path; the "error:" can be far along)."""
+    if len(line) <= LINE_CHARS:
+        return line
+    m = _MEANINGFUL.search(line)
+    start = max(0, m.start() - CONTEXT) if m and m.end() > LINE_CHARS - 1 else 0
+    head = "…" if start else ""
+    body = line[start: start + LINE_CHARS - len(head)]
+    if start + len(body) < len(line):
+        body = body[:-1] + "…"
+    return head + body
