@@ -119,6 +119,14 @@ class Abi:
         """What apt installs so that this host (`uname -m`) compiles for this ABI."""
         return self.multilib_packages if machine in self.native_on else self.cross_packages
 
+    def cxx_packages(self, machine: str) -> tuple[str, ...]:
+        """What apt installs so that this host also compiles C++ for this ABI: Debian's g++
+        package beside each gcc package of `compiler_packages` (gcc-12-multilib ->
+        g++-12-multilib, gcc-arm-linux-gnueabihf -> g++-arm-linux-gnueabihf); plain g++ where
+        the host's own compiler needs no extra package."""
+        gcc = [p for p in self.compiler_packages(machine) if p.startswith("gcc-")]
+        return tuple(dict.fromkeys("g++-" + p[len("gcc-"):] for p in gcc)) or ("g++",)
+
 
 # x32 and i386 are both ELFCLASS32; only e_machine (EM_X86_64 vs EM_386) tells them apart.
 ABIS: dict[str, Abi] = {
@@ -341,7 +349,16 @@ def parse_abi_list(text: str) -> list[Abi]:
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
         raise UsageError("empty --abi list: give names like i386,x86_64")
-    return [get_abi(n) for n in names]
+    abis = [get_abi(n) for n in names]
+    # Measured twice, an ABI would be compared with itself, and the same name given twice is
+    # never what was meant: say which, rather than keeping one silently.
+    seen: set[str] = set()
+    for abi in abis:
+        if abi.name in seen:
+            raise UsageError(f"--abi names {abi.name} twice: give each ABI once, e.g. "
+                             f"--abi {','.join(dict.fromkeys(a.name for a in abis))}")
+        seen.add(abi.name)
+    return abis
 
 
 def check_artifact(path: Path, abi: Abi) -> ElfInfo:

@@ -55,7 +55,7 @@ from .store.sql import SqlStore
 from .store.url import is_url, sqlite_file
 from .text import one_line
 from .toplevel import guarded
-from .workloads.oneliner import parse_binary, parse_metric, profile_text
+from .workloads.oneliner import parse_binary, parse_check, parse_metric, profile_text
 from .workloads.profile import (
     ID_RE,
     builtin_profiles,
@@ -195,6 +195,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --binary: the workload's id")
     r.add_argument("--check-stdout", action="store_true",
                    help="with --binary: the programs' standard output must be identical")
+    r.add_argument("--check", default=None, metavar="REGEX",
+                   help="with --binary: group 1 of REGEX in standard output (e.g. "
+                   "'checksum: (\\S+)') must be identical on every ABI")
     r.add_argument("--timeout", type=_duration, default=600.0,
                    help="with --binary: a sample's time limit (default 600s)")
 
@@ -318,7 +321,8 @@ def _plan_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--workload", action="append", default=[], help="same as a positional id")
     r.add_argument("--suite", default=None, help="run every workload of this suite (default: "
                    "'default')")
-    r.add_argument("--abi", default=None, help="comma-separated ABIs (default: every ABI of this "
+    r.add_argument("--abi", default=None, action="append",
+                   help="comma-separated ABIs, or --abi repeated (default: every ABI of this "
                    "host's family)")
     r.add_argument("--family", default=None, metavar="FAMILY",
                    help="every ABI of one machine family (x86, arm, sparc, mips, ppc, s390), or "
@@ -527,7 +531,7 @@ def _asked_abis(args: argparse.Namespace) -> list[Abi]:
         if args.abi is not None:
             raise UsageError("--abi and --family both choose the ABIs: give one of them")
         return family_abis(args.family)
-    return parse_abi_list(args.abi or _default_abis())
+    return parse_abi_list(",".join(args.abi) if args.abi else _default_abis())
 
 
 def _default_abis() -> str:
@@ -559,7 +563,8 @@ def _binary_profile(args: argparse.Namespace, store: RunStore) -> Path:
         raise UsageError(f"--name {name[:60]}: use at most {ID_MAX} lowercase letters, digits, "
                          "'.', '_' or '-'")
     text = profile_text(name, [(a, str(Path(p).absolute())) for a, p in binaries],
-                        args.program_args, metrics, args.check_stdout, f"{args.timeout:g}s")
+                        args.program_args, metrics, args.check_stdout, f"{args.timeout:g}s",
+                        parse_check(args.check) if args.check is not None else None)
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
     path = store.local_dir / "profiles" / file_name("--name", name, f"-{digest}.toml")
     write_atomic(path, text.encode())
@@ -581,7 +586,7 @@ PLAN_OPTIONS = ("workloads", "workload", "suite", "abi", "family", "rounds", "mi
                 "precision", "max_time", "budget", "design", "warmup", "cflags", "cc", "provenance",
                 "allow_version_skew", "set", "seed", "counters", "keep_going", "binary", "metric",
                 "label", "fleet",
-                "name", "check_stdout", "timeout", "program_args")
+                "name", "check_stdout", "check", "timeout", "program_args")
 
 
 def _resume_request(args: argparse.Namespace, store: RunStore) -> tuple[Request, RunDoc]:
@@ -608,9 +613,9 @@ def cmd_run(args: argparse.Namespace, store: RunStore) -> int:
         selection = [str(_binary_profile(args, store))]
         abis = [get_abi(parse_binary(b)[0]) for b in args.binary]
     else:
-        if args.metric or args.name or args.check_stdout or args.program_args:
-            raise UsageError("--metric, --name, --check-stdout and program arguments after -- "
-                             "go with --binary")
+        if args.metric or args.name or args.check_stdout or args.check or args.program_args:
+            raise UsageError("--metric, --name, --check-stdout, --check and program arguments "
+                             "after -- go with --binary")
         abis = _asked_abis(args)
     workloads = load_workloads(selection or None, args.suite, _parse_sets(args.set))
     budget = args.budget if args.budget is not None else \

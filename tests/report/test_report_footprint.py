@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from abibench.analyse import report as analysis
+from abibench.analyse import sweeps
 from abibench.records import RunDoc
 from abibench.report import charts, html, markdown, terminal
 from abibench.report import formatting as fmt
@@ -88,7 +89,8 @@ def test_html_has_both_sections_with_honest_escaped_charts(report: analysis.Repo
     assert "Memory footprint curves" in page and "XBench-style index" in page
     svgs = re.findall(r"<svg .*?</svg>", page, flags=re.S)
     panels = sum(len(b.panels) for b in report.workloads)
-    assert len(svgs) == panels + 1 + 2 * 2  # + difference chart + two per structure
+    # + difference chart + two per structure + one curve per swept structure (sweepview.py)
+    assert len(svgs) == panels + 1 + 2 * 2 + len(sweeps.curves(report))
     footprint = page[page.index('<section id="footprint">'):]
     footprint = footprint[:footprint.index("</section>")]
     curves = re.findall(r"<svg .*?</svg>", footprint, flags=re.S)

@@ -30,6 +30,7 @@ from ..records import (
 )
 from ..text import one_line
 from .sizes import larger_pct
+from .sweepids import once_per_sweep
 
 # How a primary metric's verdict names the winner's advantage and the loser's.
 PRIMARY_WORDS = ("faster", "slower")
@@ -516,9 +517,10 @@ def _apply_holm(results: list[WorkloadResult]) -> None:
 
 
 def suite_summary(results: list[WorkloadResult]) -> list[SuiteSummary]:
-    """One geometric mean per ABI pair over the primary metrics of every valid workload."""
+    """One geometric mean per ABI pair over the primary metrics of every valid workload; a
+    sweep counts once, by its largest value (analyse/sweepids.py)."""
     pairs: dict[tuple[str, str], list[tuple[WorkloadResult, PairVerdict]]] = {}
-    for r in results:
+    for r in once_per_sweep(results, lambda r: r.id):
         for c in r.comparisons:
             pairs.setdefault((c.a, c.b), []).append((r, c))
     out = []

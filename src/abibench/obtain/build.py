@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import json
 import os
+import platform
 import re
 import shlex
 import shutil
@@ -31,7 +32,7 @@ from ..records import Artifact, JSONDict
 from ..workloads.confine import inside
 from ..workloads.profile import Workload, resolve_source_files, substitute
 from ..workspace import owned_dir
-from . import buildbox, debsource
+from . import buildbox, buildlog, debsource
 from .libraries import inspect_artifacts
 from .toolchain import install_roots, named_tools, rustup_home, tool_of, versions
 
@@ -78,6 +79,18 @@ def cxx_for(cc: str) -> str:
     return "g++"
 
 
+# What gcc itself takes for C++ (its -x c++ suffixes, less the rare .c++ and .cp).
+CXX_SUFFIXES = (".cc", ".cpp", ".cxx", ".C")
+
+
+def compiler_of(wl: Workload, cc: str) -> str:
+    """The compiler driver that compiles and links `[source] files`: the C++ one beside `cc`
+    when any file is C++ (g++ links libstdc++; gcc would not), else `cc`."""
+    if any(f.endswith(CXX_SUFFIXES) for f in wl.source.files):
+        return cxx_for(cc)
+    return cc
+
+
 @dataclass(frozen=True)
 class Recipe:
     """Everything one build of (workload, ABI) is made of, known before it runs."""
@@ -103,8 +116,8 @@ def _commands(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
         return [[substitute(a, values) for a in wl.source.build]]
     files = [str(p) for p in resolve_source_files(wl)]
     ldflags = [substitute(a, values) for a in wl.source.ldflags]
-    return [[cc, *abi.cflags, *cflags, "-o", str(Path(values["out"]) / wl.source.artifacts[0]),
-             *files, *ldflags]]
+    out = str(Path(values["out"]) / wl.source.artifacts[0])
+    return [[compiler_of(wl, cc), *abi.cflags, *cflags, "-o", out, *files, *ldflags]]
 
 
 def recipe_of(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
@@ -114,7 +127,7 @@ def recipe_of(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
     the toolchains its commands name (with their versions), its sandbox and environment."""
     inputs = tuple(buildbox.declared_inputs(wl))
     commands = _commands(wl, abi, cc, cflags, _values(wl, abi, cc, cflags, staging, extras))
-    tools = [cc] if not wl.source.build else named_tools(commands)
+    tools = [commands[0][0]] if not wl.source.build else named_tools(commands)
     env = buildbox.environment(staging, {}, buildbox.sandbox_problem() is None)
     roots = install_roots(tools, env["PATH"], os.environ)
     if any(tool_of(t) in ("rustc", "cargo") for t in tools):
@@ -208,6 +221,11 @@ def _build_in(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
     log_path = staging / "build.log"
     values = _values(wl, abi, cc, cflags, staging, extras)
     commands = _commands(wl, abi, cc, cflags, values)
+    if not wl.source.build and commands[0][0] != cc and shutil.which(commands[0][0]) is None:
+        # The C++ driver of a C toolchain is a package of its own: say which, not "exit 1".
+        raise BuildError(f"{wl.base_id or wl.id}: no C++ compiler {commands[0][0]} for "
+                         f"{abi.name} (its [source] files include C++): apt-get install "
+                         f"{' '.join(abi.cxx_packages(platform.machine()))}")
     cwd = staging / "src"
     if tree is not None:
         # A scratch copy: builds write into their tree, and the cached tree must stay pristine.
@@ -227,8 +245,8 @@ def _build_in(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
             if rc != 0:
                 failed_log = final.parent / f"{abi.name}-{key[:16]}.failed.log"
                 shutil.copy(log_path, failed_log)
-                raise BuildError(f"{wl.id}: build for {abi.name} failed (exit {rc})"
-                                 f"{_undeclared(wl, recipe, log_path)}; log: {failed_log}")
+                raise BuildError(failure_message(wl, abi.name, rc, log_path, failed_log,
+                                                 _undeclared(wl, recipe, log_path)))
     seconds = time.monotonic() - t0
 
     for name in wl.source.data:
@@ -264,7 +282,7 @@ def _build_in(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
         workload=wl.id, abi=abi.name, provenance="source", bin_dir=str(final / "bin"),
         files=wl.source.artifacts, cache_key=key, cached=False,
         # The compiler abibench passed when the recipe used it, else the tools it named.
-        compiler=cc if cc in recipe.toolchain else ", ".join(recipe.toolchain),
+        compiler=commands[0][0] if not wl.source.build else ", ".join(recipe.toolchain),
         compiler_version="; ".join(recipe.toolchain.values()),
         cflags=cflags if flags else (), abi_flags=abi.cflags if flags else (),
         commands=tuple(_display(c, staging, final) for c in commands),
@@ -279,6 +297,16 @@ def _build_in(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
         toolchain=recipe.toolchain,
         isolation=recipe.box.isolation,
     )
+
+
+def failure_message(wl: Workload, abi: str, rc: int, log_path: Path, kept: Path,
+                    undeclared: str = "") -> str:
+    """One line: which build failed, why in its log's own words, and where the whole log is.
+
+    Named for the profile (a sweep's instances share their build), so it is said once."""
+    why = " | ".join(buildlog.cause_of(log_path))
+    return (f"{wl.base_id or wl.id}: build for {abi} failed (exit {rc})"
+            f"{undeclared}{': ' + why if why else ''}; log: {kept}")
 
 
 def _undeclared(wl: Workload, recipe: Recipe, log_path: Path) -> str:

@@ -195,3 +195,27 @@ def probe_abi(abi: Abi, workdir: Path, machine: str | None = None,
 def probe_all(abis: list[Abi] | None = None, cache_root: Path | None = None) -> list[AbiStatus]:
     with owned_dir("probe") as tmp:
         return [probe_abi(a, tmp, cache_root=cache_root) for a in (abis or list(ABIS.values()))]
+
+
+def program_cannot_run(abi: Abi, interpreter: str | None, status: AbiStatus,
+                       machine: str | None = None, loader_exists: bool | None = None) -> str | None:
+    """Why one given program of `abi` cannot run here, or None when it can.
+
+    The ABI's probe builds and runs a test program, so it fails for want of a compiler or a
+    multilib C library; a program someone already built needs neither. A static one (no
+    interpreter) needs only a kernel that executes its ELF class and machine; a dynamic one
+    needs its own loader too (its libraries are checked by the artifact's inspection). A kernel
+    that refuses it anyway fails the first sample, with exec's reason."""
+    if status.can_run:
+        return None
+    machine = machine or platform.machine()
+    if machine not in abi.run_on:
+        return status.reason or f"this {machine} kernel cannot run {abi.name}"
+    if abi.kernel_option and host.kernel_config(abi.kernel_option) == "n":
+        return f"kernel lacks {abi.name} support ({abi.kernel_option} not set)"
+    if interpreter is not None:
+        exists = Path(interpreter).exists() if loader_exists is None else loader_exists
+        if not exists:
+            return (f"its loader {interpreter} is not installed: apt-get install "
+                    f"{abi.libc_package()}")
+    return None

@@ -20,7 +20,8 @@ from html import escape
 from ..analyse.footprint import Difference
 from ..analyse.report import MEMORY_NAMES, Cell, Report, WorkloadBlock
 from ..analyse.results import PairVerdict
-from . import charts, csvout, why
+from ..analyse.sweeps import curves
+from . import charts, csvout, sweepview, why
 from . import formatting as fmt
 from .formatting import better_words, footprint_percent, index_rows
 
@@ -336,8 +337,17 @@ class _Page:
         return h("article", h("h3", res.id), *lines, id=self.ids[res.id])
 
     def workloads(self) -> Html:
-        return h("section", h("h2", "Workloads"),
+        return h("section", h("h2", "Workloads"), *self.sweeps(),
                  *[self.workload(i, b) for i, b in enumerate(self.r.workloads)], id="workloads")
+
+    def sweeps(self) -> list[Html]:
+        """Each one-parameter sweep as a curve (report/sweepview.py), before its values."""
+        return [h("article", h("h3", f"{c.base}: swept over {c.param}"),
+                  h("figure", Html(sweepview.chart_svg(c, salt=f"s{i}")),
+                    h("figcaption", f"each ABI's value over the reference's against "
+                      f"{c.param}, 95% CI; 1 is no difference")),
+                  h("ul", *[h("li", line) for line in [*c.crossovers(), *sweepview.checks(c)]]))
+                for i, c in enumerate(curves(self.r))]
 
     # ----------------------------------------------------------------- differences
     def differences(self) -> Html:

@@ -13,7 +13,7 @@ import re
 
 from ..analyse.report import MEMORY_NAMES, Cell, Diff, Report, WorkloadBlock
 from . import formatting as fmt
-from . import why
+from . import sweepview, why
 from .formatting import better_words, footprint_percent, index_rows
 
 _SPECIAL = re.compile(r"([\\`*_\[\]{}<>()#+!|~])")
@@ -117,8 +117,9 @@ def render(report: Report) -> str:
                               for c in r.calibration])
 
     out += ["## Workloads", ""]
-    for b in r.workloads:
-        out += _workload(b)
+    for item in sweepview.sections(r):  # a sweep's instances are one curve
+        out += _workload(item) if isinstance(item, WorkloadBlock) else \
+            sweepview.markdown(item, _esc, _table)
 
     out += _why(r)
     if r.advice is not None:

@@ -22,7 +22,7 @@ from ..analyse.results import PairVerdict, TargetRow
 from ..analyse.xbench import GROUPS, Index
 from ..text import one_line
 from . import formatting as fmt
-from . import why
+from . import sweepview, why
 
 WIDTH = 140  # fixed width when not a terminal (CI, a pipe): logs stay readable
 TONE = {"invalid": "red", "better": "green", "worse": "red", "unclear": "dim"}
@@ -75,8 +75,11 @@ def _run(report: Report, con: Console) -> None:
     con.print(e(report.heading))
     for w in report.warnings:
         con.print(f"[yellow]warning:[/] {e(w)}")
-    for b in report.workloads:
-        _workload(b, con, report.explanations_of(b.result.id))
+    for item in sweepview.sections(report):  # a sweep's instances are one curve
+        if isinstance(item, WorkloadBlock):
+            _workload(item, con, report.explanations_of(item.result.id))
+        else:
+            sweepview.terminal(item, con, e)
     if report.suites:
         con.print()
         for sm in report.suites:

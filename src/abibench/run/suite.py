@@ -36,7 +36,7 @@ from ..obtain.inputs import InputError, describe_input, generate_input
 from ..obtain.prebuilt import obtain as obtain_prebuilt
 from ..probe import host
 from ..probe import noise as noise_probe
-from ..probe.abis import AbiStatus, probe_all
+from ..probe.abis import AbiStatus, probe_all, program_cannot_run
 from ..probe.memory import tree_accounting
 from ..probe.noise import NoiseProfile
 from ..records import (
@@ -169,7 +169,16 @@ class _Obtainer:
     progress: Progress
     # Builds that failed in this run, by what they build: a sweep's next instance, or the
     # other workloads of one Debian source package, do not try the same build again.
-    failed_builds: dict[tuple[str, str], str] = field(default_factory=dict)
+    # Each maps to (why, the workload id whose build said so first).
+    failed_builds: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+
+    def build_key(self, wl: Workload, abi: Abi) -> tuple[str, str]:
+        return (wl.source.debian or wl.base_id or wl.id, abi.name)
+
+    def repeated_failure(self, wl: Workload, abi: Abi) -> bool:
+        """Whether this target's failed build was already reported for another workload."""
+        first = self.failed_builds.get(self.build_key(wl, abi))
+        return first is not None and first[1] != wl.id
 
     def artifact(self, wl: Workload, target: Target) -> Artifact | tuple[str, str]:
         """The artifact, or (state, reason) of a target that has none."""
@@ -188,14 +197,16 @@ class _Obtainer:
             return "not built", "this workload has no [source]: run it with --provenance debian"
         if st is None or not st.can_build or cc is None:
             return "not built", f"{st.reason if st else 'not probed'}; fix: {st.fix if st else ''}"
-        key = (wl.source.debian or wl.base_id or wl.id, abi.name)
+        key = self.build_key(wl, abi)
         if key in self.failed_builds:
-            return "failed", self.failed_builds[key]
+            why, first = self.failed_builds[key]
+            return "failed", why if first == wl.id else (
+                f"not built: the same {abi.name} build failed for {first} (its reason is there)")
         self.progress(f"{wl.id}: building for {abi.name}")
         try:
             return build(wl, abi, cc, self.req.cflags, self.cache_root)
         except AbibenchError as exc:
-            self.failed_builds[key] = str(exc)
+            self.failed_builds[key] = (str(exc), wl.id)
             self.progress(f"{wl.id}: {exc}")
             return "failed", str(exc)
 
@@ -498,8 +509,10 @@ def _obtain_workload(wl: Workload, req: Request, obtainer: _Obtainer, store: Run
             status(target.label, *got)
             if got[0] == "failed":
                 failed.append(target.label)
-                result.failures.append(got[1] if got[1].startswith(wl.id)
-                                       else f"{wl.id} {target.label}: {got[1]}")
+                # A build shared by a sweep's instances failed once: said once, for the first.
+                if not obtainer.repeated_failure(wl, target.abi):
+                    result.failures.append(got[1] if got[1].startswith(wl.base_id or wl.id)
+                                           else f"{wl.id} {target.label}: {got[1]}")
                 result.exit_code = max(result.exit_code, EXIT_WORKLOAD)
             continue
         before = resume.artifact_of(wl.id, target.label) if resume is not None else None
@@ -518,8 +531,13 @@ def _obtain_workload(wl: Workload, req: Request, obtainer: _Obtainer, store: Run
         else:
             result.built += 1
         st = obtainer.probes.get(target.abi.name)
-        if st is not None and not st.can_run:
-            status(target.label, "not run", f"cannot run here: {st.reason}")
+        why = None if st is None else st.reason if not st.can_run else None
+        if st is not None and got.provenance == "prebuilt":
+            # A given program is judged by itself (static or not), not by what this host
+            # could build for its ABI.
+            why = program_cannot_run(target.abi, _interpreter(got), st)
+        if why is not None:
+            status(target.label, "not run", f"cannot run here: {why}")
             continue
         runnable.append((target, got))
     if failed and not req.keep_going:
@@ -529,6 +547,13 @@ def _obtain_workload(wl: Workload, req: Request, obtainer: _Obtainer, store: Run
                    "(--keep-going measures the others)")
         return []
     return runnable
+
+
+def _interpreter(art: Artifact) -> str | None:
+    """The PT_INTERP of an artifact's program; None for a static one."""
+    info = art.elf.get(art.files[0], {}) if art.files else {}
+    interp = info.get("interpreter")
+    return interp if isinstance(interp, str) else None
 
 
 def _no_debian_reason(abi: Abi, st: AbiStatus | None) -> str:

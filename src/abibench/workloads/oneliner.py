@@ -51,13 +51,27 @@ def parse_metric(text: str) -> MetricSpec:
                       m.group("regex"))
 
 
+def parse_check(text: str) -> str:
+    """REGEX of --check: its group 1 (a checksum line, say) must be identical on every ABI, as
+    `[validate] stdout_match` in a profile; the rest of the output may differ (a rate)."""
+    try:
+        groups = re.compile(text).groups
+    except re.error as exc:
+        raise UsageError(f"--check {text}: bad regular expression ({exc})") from None
+    if groups < 1:
+        raise UsageError(f"--check {text}: the regular expression needs one capture group "
+                         "(...) around what must match, e.g. --check 'checksum: (\\S+)'")
+    return text
+
+
 def _s(value: str) -> str:
     # A JSON string is a valid TOML basic string (the same escapes, \\uXXXX included).
     return json.dumps(value, ensure_ascii=False)
 
 
 def profile_text(name: str, binaries: Sequence[tuple[str, str]], args: Sequence[str],
-                 metrics: Sequence[MetricSpec], check_stdout: bool, timeout: str) -> str:
+                 metrics: Sequence[MetricSpec], check_stdout: bool, timeout: str,
+                 check: str | None = None) -> str:
     """The profile a --binary command line stands for."""
     if len(binaries) < 2:
         raise UsageError("--binary needs two or more programs to compare, one per ABI: "
@@ -71,8 +85,9 @@ def profile_text(name: str, binaries: Sequence[tuple[str, str]], args: Sequence[
              "[binaries]", *(f"{_s(abi)} = {_s(path)}" for abi, path in binaries), "",
              "[run]", f"command = [{', '.join(_s(a) for a in ['{program}', *args])}]",
              f"timeout = {_s(timeout)}", ""]
-    if check_stdout:
-        lines += ["[validate]", "stdout_digest = true", ""]
+    if check_stdout or check is not None:
+        lines += ["[validate]", *(["stdout_digest = true"] if check_stdout else []),
+                  *([f"stdout_match = {_s(check)}"] if check is not None else []), ""]
     for m in metrics:
         lines += ["[[metric]]", f"name = {_s(m.name)}", f"unit = {_s(m.unit)}",
                   f"better = {_s(m.better)}", f"parse = {{ regex = {_s(m.regex)} }}", ""]
