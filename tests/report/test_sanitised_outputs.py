@@ -263,8 +263,8 @@ def _toml(text: str) -> str:
 
 
 def test_label_and_profile_title_through_the_cli(cli: Cli, fixtures: Path, tmp_path: Path) -> None:
-    """A real run: a profile whose title and unit attack, and a hostile --label, into the
-    terminal, the Markdown and HTML reports, and `abibench report`'s CSV and JSON."""
+    """A real run: a profile whose title and unit attack into the terminal, the Markdown and
+    HTML reports, and `abibench report`'s CSV and JSON; a hostile --label refused at the door."""
     evil = "\x1b]0;pwned\x07\u202eevil\x1b[2J\x9b1m|<b onclick=x>`*_=1"
     profile = (fixtures / "quiet.toml").read_text().replace(
         'title = "A metric with 0% spread"', f"title = {_toml(evil)}"
@@ -273,7 +273,12 @@ def test_label_and_profile_title_through_the_cli(cli: Cli, fixtures: Path, tmp_p
     path = tmp_path / "quiet.toml"
     path.write_text(profile)
     md, html = tmp_path / "r.md", tmp_path / "r.html"
-    r = cli("run", str(path), "--abi", "i386,x86_64", "--rounds", "2", "--label", evil,
+    # A label is an identifier (ids.py): the hostile one is refused in one line before anything
+    # runs, and never reaches a report; the title and unit, free text, are cleaned instead.
+    refused = cli("run", str(path), "--abi", "i386,x86_64", "--rounds", "2", "--label", evil)
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
+    check_clean(refused.stderr, "refused label")
+    r = cli("run", str(path), "--abi", "i386,x86_64", "--rounds", "2", "--label", "v1.2+evil",
             "--report", str(md), "--html", str(html))
     assert r.returncode == 0, r.stderr
     csv_path = tmp_path / "r.csv"
