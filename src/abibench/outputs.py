@@ -34,7 +34,7 @@ SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
 # What this process has opened and must never write: resolved path -> what it is; and the
 # same files by (device, inode), so that a hard link to one is caught too.
 _FILES: dict[str, str] = {}
-_INODES: dict[tuple[int, int], str] = {}
+_INODES: dict[tuple[int, int], tuple[str, str]] = {}  # (device, inode) -> (what, path)
 _TREES: dict[str, str] = {}
 
 
@@ -54,7 +54,7 @@ def protect(path: Path | str, what: str) -> None:
     except (OSError, ValueError):
         return
     if stat.S_ISREG(st.st_mode):
-        _INODES.setdefault((st.st_dev, st.st_ino), what)
+        _INODES[(st.st_dev, st.st_ino)] = (what, _real(raw))
 
 
 def protect_tree(path: Path | str, what: str) -> None:
@@ -111,7 +111,19 @@ def overlap(path: Path | str) -> str | None:
     except OSError:
         return None
     found = _INODES.get((st.st_dev, st.st_ino))
-    return f"a hard link to {found}" if found is not None else None
+    if found is None or not _same_file(found[1], st):
+        # A registered file since deleted leaves its inode (and a tmpfs its device number) free
+        # for another file: only a file that still is the one registered is a hard link to it.
+        return None
+    return f"a hard link to {found[0]}"
+
+
+def _same_file(path: str, st: os.stat_result) -> bool:
+    try:
+        now = os.stat(path)
+    except OSError:
+        return False
+    return (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino)
 
 
 def _in_place(raw: str) -> bool:
