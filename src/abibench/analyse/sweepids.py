@@ -31,7 +31,8 @@ def instance_of(workload_id: str) -> Instance | None:
     return Instance(m["base"], m["param"], m["value"]) if m else None
 
 
-def _number(value: str) -> float | None:
+def number(value: str) -> float | None:
+    """A swept value as a finite number, else None (a value like 'fast' is a label)."""
     try:
         x = float(value)
     except ValueError:
@@ -41,7 +42,7 @@ def _number(value: str) -> float | None:
 
 def ordered(values: Sequence[str]) -> list[str]:
     """Sweep values in curve order: numerically when all are numbers, else as listed."""
-    nums = [_number(v) for v in values]
+    nums = [number(v) for v in values]
     if all(n is not None for n in nums):
         return [v for _, v in sorted(zip(nums, values, strict=True), key=lambda p: p[0] or 0.0)]
     return list(values)

@@ -8,7 +8,6 @@ once: a build shared by every value that failed is one reason, not one per value
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..analyse.report import MEMORY_NAMES, Report, WorkloadBlock
+from ..analyse.sweepids import number
 from ..analyse.sweeps import Axis, Curve, curves, instance_of
 from . import formatting as fmt
 
@@ -142,7 +142,7 @@ def chart_svg(curve: Curve, salt: str) -> str:
 
     from . import charts
 
-    nums = [_number(v) for v in curve.values]
+    nums = [number(v) for v in curve.values]
     numeric = all(n is not None and n > 0 for n in nums)
     xs = [float(n) if numeric and n is not None else float(i) for i, n in enumerate(nums)]
     with _rc_context(charts._rc(salt)):
@@ -173,11 +173,3 @@ def _rc_context(rc: object) -> Any:
     import matplotlib
 
     return matplotlib.rc_context(rc)  # type: ignore[arg-type]
-
-
-def _number(value: str) -> float | None:
-    try:
-        x = float(value)
-    except ValueError:
-        return None
-    return x if math.isfinite(x) else None
