@@ -4,7 +4,7 @@ A report is built from one run (``from_run``) or from several result sets merged
 comparison (``from_sets``, see :mod:`abibench.analyse.merge`). Either way the per-workload
 statistics come from :func:`abibench.analyse.results.analyse`; this module adds what the reports
 show beyond them: every metric of a workload (not only the primary one) compared with the
-reference, the per-target bars of the charts (median with a bootstrap 95% CI), the suite
+reference, the per-target bars of the charts (median with its 95% CI from two order statistics), the suite
 geometric mean, the footprint curves, the XBench-style index, sizes, host context and
 provenance.
 """
@@ -63,7 +63,7 @@ class SetInfo:
 
 @dataclass(frozen=True)
 class Bar:
-    """One target's median of one metric with the bootstrap 95% CI of that median."""
+    """One target's median of one metric with the 95% CI of that median (stats.median_ci: two order statistics)."""
 
     label: str
     state: str

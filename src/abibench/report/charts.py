@@ -122,7 +122,7 @@ def _tick(value: float, _pos: int | None = None) -> str:
 
 
 def bars_svg(panel: Panel, title: str, colours: dict[str, str], salt: str) -> str:
-    """One metric, one bar per target from zero, whiskers: bootstrap 95% CI of the median.
+    """One metric, one bar per target from zero, whiskers: 95% CI of the median (two order statistics).
 
     Up to four short labels stand under vertical bars; more or longer ones (N-way comparisons)
     get horizontal bars with the labels beside them, so they never overlap.
