@@ -63,7 +63,7 @@ class SetInfo:
 
 @dataclass(frozen=True)
 class Bar:
-    """One target's median of one metric with the 95% CI of that median (stats.median_ci: two order statistics)."""
+    """One target's median of one metric with the 95% CI of that median (stats.median_ci)."""
 
     label: str
     state: str
