@@ -18,6 +18,7 @@ cd "$here"
 PKGS=(
   build-essential
   dpkg-dev valgrind hyperfine bubblewrap python3-venv python3-dev
+  libc6-dbg   # the C library's symbols: counted runs name its internal functions (_int_malloc)
   sysbench
   autoconf automake tcl   # seed workloads: POV-Ray's prebuild.sh, SQLite's amalgamation (tclsh)
   chromium fonts-dejavu-core

@@ -660,17 +660,27 @@ def fleet_env(ssh_fleet: SshFleet, cli_env: dict[str, str]) -> dict[str, str]:
 # --------------------------------------------------------------------------- counted runs
 
 
+def captured_symbols(path: str) -> dict[int, str]:
+    """The symbols of an object of a captured callgrind output: the test program itself, kept
+    beside it in tests/data/callgrind/ (never the host's files: a test must not depend on
+    which C library this machine has)."""
+    from abibench.elf import function_entries
+
+    kept = TESTS / "data" / "callgrind" / Path(path).name
+    return function_entries(kept) if kept.is_file() and "." not in kept.name else {}
+
+
 def captured_profile(name: str, abi: str, attempts: tuple[int, ...] | None = None,
                      simulation: str = "cache") -> Any:
-    """The CounterProfile of a real cachegrind output in tests/data/cachegrind/ (NAME-ABI),
+    """The CounterProfile of a real callgrind output in tests/data/callgrind/ (NAME-ABI),
     as a counted run stores it; ``attempts`` default to two runs that agreed."""
     import gzip
 
     from abibench.run.counters import parse_cachegrind, profile_of
 
-    text = gzip.decompress((TESTS / "data" / "cachegrind" /
-                            f"{name}-{abi}.cachegrind.out.gz").read_bytes()).decode()
-    parsed = parse_cachegrind(text)
+    text = gzip.decompress((TESTS / "data" / "callgrind" /
+                            f"{name}-{abi}.callgrind.out.gz").read_bytes()).decode()
+    parsed = parse_cachegrind(text, captured_symbols)
     ir = parsed.totals[parsed.events.index("Ir")]
     return profile_of(parsed, attempts or (ir, ir), simulation)
 

@@ -393,11 +393,16 @@ def _record(cls: type, strict: bool) -> Callable[[Any, str | None], Any]:
     known = {f.key for f in fields}
 
     if as_array(cls):
+        # the fields a list must hold: a later field with a default may be left off the end
+        # (a file written before it existed)
+        least = max((i + 1 for i, (f, _) in enumerate(plain) if f.default is MISSING),
+                    default=0)
+
         def array(v: Any, key: str | None) -> Any:
-            _expect(type(v) is list and len(v) == len(plain),
+            _expect(type(v) is list and least <= len(v) <= len(plain),
                     f"a list of {len(plain)} ({', '.join(f.key for f, _ in plain)})", v)
             kwargs = {}
-            for i, ((f, dec), x) in enumerate(zip(plain, v, strict=True)):
+            for i, ((f, dec), x) in enumerate(zip(plain[:len(v)], v, strict=True)):
                 try:
                     kwargs[f.name] = dec(x)
                 except Invalid as exc:
@@ -500,7 +505,7 @@ def _schema_of_record(cls: type, defs: dict[str, Any]) -> dict[str, Any]:
     if as_array(cls):
         return {"type": "array", "description": doc,
                 "prefixItems": [_schema_of(f.type, f.rule, defs) for f in fields],
-                "minItems": len(fields), "maxItems": len(fields)}
+                "minItems": sum(1 for f in fields if f.required), "maxItems": len(fields)}
     return {"type": "object", "description": doc,
             "properties": {f.key: _field_schema(f, defs) for f in fields},
             "required": [f.key for f in fields if f.required]}

@@ -109,3 +109,24 @@ def stripped_size(path: Path, machine: str = "") -> int | None:
             if proc.returncode == 0:
                 return os.path.getsize(out)
     return None
+
+
+def function_entries(path: Path) -> dict[int, str]:
+    """Every function symbol's address and name in an ELF file's symbol tables (``.symtab``,
+    then ``.dynsym``), zero-sized ones included: crt's ``frame_dummy`` and gcc's
+    ``__x86.get_pc_thunk.*`` have no size, and valgrind, which needs one, leaves them unnamed.
+    Empty when the file is not a readable ELF file."""
+    found: dict[int, str] = {}
+    try:
+        with open(path, "rb") as fh:
+            elf = ELFFile(fh)
+            for table in (".symtab", ".dynsym"):
+                sec = elf.get_section_by_name(table)
+                if sec is None or not hasattr(sec, "iter_symbols"):
+                    continue
+                for sym in sec.iter_symbols():
+                    if sym["st_info"]["type"] == "STT_FUNC" and sym["st_value"] and sym.name:
+                        found.setdefault(int(sym["st_value"]), sym.name)
+    except (OSError, ELFError, ValueError):
+        return {}
+    return found

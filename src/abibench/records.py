@@ -164,15 +164,22 @@ BRANCHES = ("Bc", "Bi")
 MISPREDICTS = ("Bcm", "Bim")
 
 
+UNKNOWN_FUNCTION = "???"  # code without symbols (callgrind names it by its address)
+PROGRAM_OBJECT = "(program)"  # the object of the executable a process ran, whatever its name
+
+
 @dataclass(frozen=True)
 class FunctionCount:
-    """One function's share of a counted run: its events, in the order of CounterProfile.events."""
+    """One function's share of a counted run: its events, in the order of CounterProfile.events,
+    and the object its code was loaded from (a name matched across ABIs: "libc.so.6", "ld.so",
+    the program's file name; "" where the counter did not record it)."""
 
-    # written as a [name, [counts]] pair
+    # written as a [name, [counts], object] array; older files have the [name, [counts]] pair
     AS_ARRAY: ClassVar[bool] = True
 
     name: str
     counts: tuple[int, ...] = field(metadata=rule(min=0))
+    object: str = ""
 
 
 @dataclass(frozen=True)
@@ -195,6 +202,8 @@ class CounterProfile:
     agreed: bool = True
     simulation: str = field(default="insn", metadata=rule(choices=("insn", "cache")))
     cache: tuple[str, ...] = ()
+    # every object's totals (its name in FunctionCount.name); () where they were not recorded
+    objects: tuple[FunctionCount, ...] = ()
 
     def total(self, *names: str) -> int | None:
         """The sum of these events' totals; None when one of them was not counted."""

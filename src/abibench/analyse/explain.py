@@ -33,6 +33,8 @@ from ..records import (
     INSTRUCTIONS,
     LL_MISSES,
     MISPREDICTS,
+    PROGRAM_OBJECT,
+    UNKNOWN_FUNCTION,
     CounterProfile,
     RunDoc,
     abi_of,
@@ -53,7 +55,6 @@ MAINLY = 0.5
 PER_KILO_INSTRUCTION = {"LL misses": 0.5, "D1 misses": 5.0, "branch mispredicts": 2.5,
                         "branches": 50.0}
 TOP_CONTRIBUTORS = 5
-UNKNOWN_FUNCTION = "???"  # cachegrind's name for code without symbols
 
 
 @dataclass(frozen=True)
@@ -74,13 +75,19 @@ class Interval:
 
 @dataclass(frozen=True)
 class FunctionDiff:
-    """One function's instructions on both targets and its share of the total difference."""
+    """One function's instructions on both targets and its share of the total difference; or,
+    ``whole``, one object's (a library, ld.so, the program) when some target has code without
+    symbols in it: then both sides are the whole object, never a named function against
+    unnamed code."""
 
     name: str
-    a: int | None  # None: not among a's stored top functions
+    a: int | None  # None: not among a's stored top functions (a whole object: not loaded)
     b: int | None
     diff: int  # a - b (a missing side counted as 0)
     share: float  # diff / (total a - total b): > 0 adds to the difference, < 0 works against it
+    object: str = ""  # the object its code is in ("" when the counter did not record it)
+    whole: bool = False  # the row is the whole object
+    unnamed: tuple[str, ...] = ()  # whole: the targets with code without symbols in it
 
     @property
     def ratio(self) -> float | None:
@@ -88,7 +95,27 @@ class FunctionDiff:
 
     @property
     def symbolless(self) -> bool:
-        return self.name == UNKNOWN_FUNCTION
+        return self.name == UNKNOWN_FUNCTION and not self.whole
+
+    @property
+    def label(self) -> str:
+        """How a report's table names the row."""
+        if not self.whole:
+            return f"{self.name} (code without symbols)" if self.symbolless else self.name
+        who = " and ".join(f"{t}'s" for t in self.unnamed)
+        return f"{self._what} (whole object: code without symbols in {who})"
+
+    @property
+    def short(self) -> str:
+        """How the words name it."""
+        if not self.whole:
+            return self.name
+        return f"{self._what} as a whole" if self.object else self._what
+
+    @property
+    def _what(self) -> str:
+        return {"": "all code (objects not recorded)", PROGRAM_OBJECT: "the program",
+                UNKNOWN_FUNCTION: "code outside any file"}.get(self.object, self.object)
 
 
 @dataclass(frozen=True)
@@ -166,26 +193,52 @@ def instruction_ratio(pa: CounterProfile, pb: CounterProfile) -> tuple[Interval,
                      max(ia / min(att_b), max(att_a) / min(att_b))), pa.agreed and pb.agreed)
 
 
-def function_diff(pa: CounterProfile, pb: CounterProfile,
-                  top: int = TOP_CONTRIBUTORS) -> tuple[FunctionDiff, ...]:
-    """The functions whose instruction counts differ most between a and b, matched by name.
+def _unnamed_objects(p: CounterProfile) -> set[str]:
+    """The objects in which p has code without symbols (every one is stored, whatever its
+    rank: run/counters.profile_of)."""
+    return {f.object for f in p.functions if f.name == UNKNOWN_FUNCTION}
 
-    Sorted by the size of their difference, ``top`` of them, each with its signed share of the
-    total difference (> 0: in the direction of the total). Code without symbols is kept (its
-    share is real) but never named as the top contributor by the words.
+
+def _object_totals(p: CounterProfile) -> dict[str, int]:
+    """Instructions per object; a profile that recorded no objects is one object, ""."""
+    if not p.objects:
+        return {"": p.total(INSTRUCTIONS) or 0}
+    return {o.name: p.function_total(o, INSTRUCTIONS) or 0 for o in p.objects}
+
+
+def function_diff(pa: CounterProfile, pb: CounterProfile, top: int = TOP_CONTRIBUTORS,
+                  a: str = "a", b: str = "b") -> tuple[FunctionDiff, ...]:
+    """The functions whose instruction counts differ most between a and b, like with like.
+
+    An object (shared library, ld.so, the program; matched by name across ABIs) in which either
+    target has code without symbols is one row on both sides, its whole instructions: one
+    ABI's C library without symbols is never set against the other's named malloc. Functions
+    are compared only in objects named on every side, matched by object and name. Sorted by
+    the size of their difference, ``top`` of them, each with its signed share of the total
+    difference (> 0: in the direction of the total).
     """
     ia, ib = pa.total(INSTRUCTIONS), pb.total(INSTRUCTIONS)
     if ia is None or ib is None or ia == ib:
         return ()
     total = ia - ib
-    fa = {f.name: pa.function_total(f, INSTRUCTIONS) or 0 for f in pa.functions}
-    fb = {f.name: pb.function_total(f, INSTRUCTIONS) or 0 for f in pb.functions}
+    ua, ub = _unnamed_objects(pa), _unnamed_objects(pb)
+    whole = ua | ub
+    oa, ob = _object_totals(pa), _object_totals(pb)
     rows = []
-    for name in set(fa) | set(fb):
-        a, b = fa.get(name), fb.get(name)
-        diff = (a or 0) - (b or 0)
-        rows.append(FunctionDiff(name, a, b, diff, diff / total))
-    rows.sort(key=lambda r: (-abs(r.diff), r.name))
+    for obj in whole:
+        ca, cb = oa.get(obj), ob.get(obj)
+        diff = (ca or 0) - (cb or 0)
+        unnamed = tuple(t for t, u in ((a, ua), (b, ub)) if obj in u)
+        rows.append(FunctionDiff(obj, ca, cb, diff, diff / total, obj, True, unnamed))
+    fa = {(f.object, f.name): pa.function_total(f, INSTRUCTIONS) or 0
+          for f in pa.functions if f.object not in whole}
+    fb = {(f.object, f.name): pb.function_total(f, INSTRUCTIONS) or 0
+          for f in pb.functions if f.object not in whole}
+    for obj, name in set(fa) | set(fb):
+        ca, cb = fa.get((obj, name)), fb.get((obj, name))
+        diff = (ca or 0) - (cb or 0)
+        rows.append(FunctionDiff(name, ca, cb, diff, diff / total, obj))
+    rows.sort(key=lambda r: (-abs(r.diff), r.whole, r.object, r.name))
     return tuple(rows[:top])
 
 
@@ -276,7 +329,7 @@ def _top_contributor(functions: Sequence[FunctionDiff], a: str, winner: str, los
         ratio = f"{loser}/{winner} {stats.short(f.ratio if loser == a else 1 / f.ratio, '.2f')}x"
     else:
         ratio = f"only among {loser if (f.a is None) == (loser != a) else winner}'s top functions"
-    return (f"; the top contributor is {f.name} ({_pct(f.share * 100)}% of the difference"
+    return (f"; the top contributor is {f.short} ({_pct(f.share * 100)}% of the difference"
             + (f", {ratio}" if ratio else "") + ")")
 
 
@@ -388,7 +441,7 @@ def explain_pair(doc: RunDoc, res: WorkloadResult, comparison: PairVerdict,
     tpi = Interval(cost.value / ins.value, cost.low / ins.high, cost.high / ins.low)
     x = Explanation(res.id, a, b, "", "", None, cost, significant, ins, exact, tpi,
                     pa.total(INSTRUCTIONS), pb.total(INSTRUCTIONS), evidence,
-                    function_diff(pa, pb), pa.simulation if pa.simulation == pb.simulation
+                    function_diff(pa, pb, a=a, b=b), pa.simulation if pa.simulation == pb.simulation
                     else "insn", pa.cache, comparison.p_adjusted)
     rule, text, winner = choose_words(x)
     return _with(x, rule, text, winner)

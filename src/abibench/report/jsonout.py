@@ -117,8 +117,10 @@ def explanation_json(x: Explanation) -> JSONDict:
         "simulation": x.simulation, "cache_model": list(x.cache_model),
         "evidence": [{"name": e.name, "a": e.a, "b": e.b, "ratio": _interval(e.ratio),
                       "simulated": e.simulated, "favours": e.favours} for e in x.evidence],
-        "functions": [{"name": f.name, "a": f.a, "b": f.b, "difference": f.diff,
-                       "share": f.share, "ratio": f.ratio} for f in x.functions],
+        "functions": [{"name": f.name, "object": f.object, "whole_object": f.whole,
+                       "without_symbols_in": list(f.unnamed), "a": f.a, "b": f.b,
+                       "difference": f.diff, "share": f.share, "ratio": f.ratio}
+                      for f in x.functions],
     }
     cleaned = _clean(out)
     assert isinstance(cleaned, dict)

@@ -45,7 +45,7 @@ def function_head(x: Explanation) -> list[str]:
 def function_rows(x: Explanation) -> list[list[str]]:
     rows = []
     for f in x.functions:
-        name = f"{f.name} (code without symbols)" if f.symbolless else f.name
+        name = f.label
         ratio = fmt.number(f.ratio, ".2f") if f.ratio else (
             f"only in {x.a}'s top" if f.b is None else f"only in {x.b}'s top")
         rows.append([name, _count(f.a), _count(f.b), f"{f.diff:+,}",

@@ -1,5 +1,6 @@
 """Instruction counts, and with ``--counters=cache`` simulated cache and branch events, under
-valgrind's cachegrind: exact where this host has no hardware counters.
+valgrind's callgrind (cachegrind's counts and cache model, and the object of every function):
+exact where this host has no hardware counters.
 
 Instruction counts do not depend on what else the machine is doing, so they are a noise-free
 second opinion where hardware counters are not available (VMs). Cachegrind's cache and branch
@@ -22,17 +23,25 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import elf
+from ..abi import ABIS
 from ..errors import HostError
 from ..obtain.qemuplugin import Plugin, read_count
 from ..probe.emulator import Emulator
-from ..records import INSTRUCTIONS, CounterProfile, FunctionCount
+from ..records import (
+    INSTRUCTIONS,
+    PROGRAM_OBJECT,
+    UNKNOWN_FUNCTION,
+    CounterProfile,
+    FunctionCount,
+)
 from .launcher import RawResult, run_sample
 
-VALGRIND_SLOWDOWN = 100  # cachegrind without cache simulation runs ~50x slower; leave room
+VALGRIND_SLOWDOWN = 100  # callgrind without cache simulation runs ~50x slower; leave room
 CACHE_SLOWDOWN = 200  # with cache and branch simulation, ~100x
 # A fixed, typical cache (32 KiB 8-way L1s, 8 MiB 16-way last level, 64-byte lines) rather than
 # the host's: a VM reports odd geometries (a 256 MiB direct-mapped L3 here), and a fixed model
@@ -44,71 +53,135 @@ MAX_ATTEMPTS = 4  # counted runs per target until two agree
 # less (ptrtree: +-300 of 19 million). A real difference of work is far larger.
 AGREE = 1e-4
 TOP_FUNCTIONS = 300  # functions kept per target, by instructions: enough for any explanation
-UNKNOWN_FUNCTION = "???"  # cachegrind's name for code without symbols
+LOADER_OBJECT = "ld.so"
 
 
 @dataclass(frozen=True)
 class Cachegrind:
-    """One cachegrind output: its command, events, totals and per-function sums."""
+    """One counting output: its command, events, totals and per-function sums.
+
+    ``functions`` is keyed by (object, function): the object is the file its code was loaded
+    from as callgrind names it (``ob=``), "" in a cachegrind output, which does not record it.
+    """
 
     command: str
     events: tuple[str, ...]
     totals: tuple[int, ...]
-    functions: dict[str, tuple[int, ...]]
+    functions: dict[tuple[str, str], tuple[int, ...]]
     cache: tuple[str, ...] = ()
 
 
 _VERSION = re.compile(r"@@?[A-Za-z_][\w.]*$")
 # gcc's clones of one function: constant propagation, scalar replacement, split cold parts
 _CLONE = re.compile(r"(\.(constprop|isra|part|cold|lto_priv|localalias)(\.\d+)?)+$")
+# callgrind names code without symbols by its address, cachegrind "???": one name for both
+_ADDRESS = re.compile(r"^0x[0-9a-fA-F]+$")
+_ASSIGN = re.compile(r"^([a-z]+)=(.*)$")
+_COMPRESSED = re.compile(r"^\((\d+)\)\s*(.*)$")
+# which table of compressed names each key uses (callgrind's --compress-strings)
+_NAME_TABLE = {"ob": "ob", "cob": "ob", "fl": "fl", "fi": "fl", "fe": "fl", "cfi": "fl",
+               "cfl": "fl", "fn": "fn", "cfn": "fn"}
 
 
 def function_name(raw: str) -> str:
     """A function's name as matched across ABIs: without the symbol version glibc's names carry
     on one ABI and not on another (``memcpy@@GLIBC_2.14``, ``__libc_start_main@@GLIBC_2.34``),
     and without the suffix of a clone gcc made on one ABI (``mul_add_words.constprop.0``), whose
-    counts are the function's."""
-    return _CLONE.sub("", _VERSION.sub("", raw.strip()))
+    counts are the function's. Code without symbols is ``???`` whichever tool counted it."""
+    name = _CLONE.sub("", _VERSION.sub("", raw.strip()))
+    return UNKNOWN_FUNCTION if _ADDRESS.match(name) else name
 
 
-def parse_cachegrind(text: str) -> Cachegrind:
-    """A cachegrind.out file: ``events:``, ``summary:``, and every ``fn=`` block's line counts
-    summed per function (a function inlined into several files is one function).
+class _Names:
+    """callgrind's compressed names: ``(12) name`` defines, ``(12)`` refers back."""
+
+    def __init__(self) -> None:
+        self.tables: dict[str, dict[str, str]] = {}
+
+    def resolve(self, key: str, value: str) -> str:
+        table = self.tables.setdefault(_NAME_TABLE.get(key, key), {})
+        m = _COMPRESSED.match(value.strip())
+        if m is None:
+            return value.strip()
+        if m.group(2):
+            table[m.group(1)] = m.group(2)
+        return table.get(m.group(1), m.group(2))
+
+
+def _main_object(path: str, command: str) -> str:
+    """The process's own executable as PROGRAM_OBJECT, so that two ABIs' builds of a program
+    match whatever their files are called (``--binary i386=./a32 --binary x86_64=./a64``)."""
+    program = command.split(" ", 1)[0]
+    return PROGRAM_OBJECT if program and os.path.basename(path) == os.path.basename(program) \
+        else path
+
+
+Symbols = Callable[[str], Mapping[int, str]]  # an object's path -> its functions' entries
+
+
+def elf_symbols(path: str) -> Mapping[int, str]:
+    """The function entries of the object callgrind named, read from its file (nothing when
+    it is not there: a file of a sandbox, or "???")."""
+    return elf.function_entries(Path(path)) if path.startswith("/") else {}
+
+
+def parse_cachegrind(text: str, symbols: Symbols | None = None) -> Cachegrind:
+    """A cachegrind.out or callgrind.out file: ``events:``, ``summary:`` (or ``totals:``), and
+    every ``fn=`` block's self counts summed per object and function (a function inlined into
+    several files is one function). A callgrind call's inclusive cost (the line after
+    ``calls=``) is the callee's, already counted in its own block, and is skipped.
+
+    Code callgrind names by its address is named by the object's own symbol table when
+    ``symbols`` finds a function starting exactly there (a symbol without a size, which
+    valgrind ignores); otherwise it is "???", code without symbols.
 
     Raises ValueError when the file has no events or no summary (valgrind died early).
     """
     events: tuple[str, ...] = ()
     totals: tuple[int, ...] | None = None
-    command = ""
+    command, obj, positions = "", "", 1
     cache: list[str] = []
-    funcs: dict[str, list[int]] = {}
+    funcs: dict[tuple[str, str], list[int]] = {}
     current: list[int] | None = None
+    names, skip_next, raw_obj = _Names(), False, ""
+    entries: dict[str, Mapping[int, str]] = {}
     for line in text.splitlines():
-        if not line:
+        if not line or line[0] == "#":
             continue
         head = line[0]
-        if head.isdigit():
-            if current is None:
-                continue
-            parts = line.split()
-            # "line count count ...": counts left out at the end are zero
-            for i, v in enumerate(parts[1:len(events) + 1]):
-                current[i] += int(v)
+        if head.isdigit() or head in "+-*":
+            if skip_next:
+                skip_next = False
+            elif current is not None:
+                # "position(s) count count ...": counts left out at the end are zero
+                for i, v in enumerate(line.split()[positions:positions + len(events)]):
+                    current[i] += int(v)
             continue
-        key, _, value = line.partition("=") if head in "fc" and "=" in line[:4] else \
-            line.partition(":")
+        m = _ASSIGN.match(line)
+        key, value = (m.group(1), m.group(2)) if m else line.partition(":")[::2]
+        if key in _NAME_TABLE:
+            value = names.resolve(key, value)
         if key == "fn":
-            name = function_name(value)
-            current = funcs.setdefault(name, [0] * len(events))
+            if symbols is not None and _ADDRESS.match(value):
+                if raw_obj not in entries:
+                    entries[raw_obj] = symbols(raw_obj)
+                value = entries[raw_obj].get(int(value, 16), value)
+            current = funcs.setdefault((obj, function_name(value)), [0] * len(events))
+        elif key == "ob":
+            raw_obj, obj, current = value, _main_object(value, command), None
         elif key == "fl":
             current = None
+        elif key == "calls":
+            skip_next = True
+        elif key == "positions":
+            positions = max(1, len(value.split()))
         elif key == "events":
             events = tuple(value.split())
-        elif key == "summary":
+        elif key in ("summary", "totals") and totals is None:
             totals = tuple(int(v) for v in value.split())
         elif key == "cmd":
             command = value.strip()
-        elif key == "desc":
+        elif key == "desc" and value.strip()[:2] in ("I1", "D1", "LL"):
             cache.append(" ".join(value.split()))
     if not events or totals is None:
         raise ValueError("not a complete cachegrind output (no events or no summary line)")
@@ -126,7 +199,7 @@ def merge(outputs: Sequence[Cachegrind]) -> Cachegrind:
     if any(o.events != events for o in outputs):
         raise ValueError("cachegrind outputs count different events")
     totals = [0] * len(events)
-    funcs: dict[str, list[int]] = {}
+    funcs: dict[tuple[str, str], list[int]] = {}
     for o in outputs:
         for i, v in enumerate(o.totals):
             totals[i] += v
@@ -147,17 +220,53 @@ def keep_programs(outputs: Iterable[Cachegrind], programs: Sequence[Path]) -> li
     return mine or every
 
 
+# The object a function's code came from, as matched across ABIs: what the loader is called
+# differs per ABI, so every ABI's loader is "ld.so"; valgrind's own preloaded library is named
+# per platform (vgpreload_core-x86-linux.so), so it is named by what it is.
+_LOADERS = frozenset(a.loader_name() for a in ABIS.values())
+
+
+def object_key(path: str) -> str:
+    """An object's name as matched across ABIs: its file name (the C library is libc.so.6 in
+    /usr/lib32 and in the 64-bit library directory alike), "ld.so" for any ABI's loader.
+    "" (not recorded), "???" (code in no file) and the process's own executable stay as they
+    are."""
+    if path in ("", UNKNOWN_FUNCTION, PROGRAM_OBJECT):
+        return path
+    base = os.path.basename(path.rstrip("/")) or path
+    if base in _LOADERS:
+        return LOADER_OBJECT
+    if base.startswith("vgpreload_"):
+        return base.split("-", 1)[0]
+    return base
+
+
 def profile_of(parsed: Cachegrind, attempts: Sequence[int], simulation: str,
                top: int = TOP_FUNCTIONS) -> CounterProfile:
-    """The stored form: totals, the ``top`` functions by instructions (cachegrind's nameless
-    code kept under its own name, so the shares add up), and the attempts."""
+    """The stored form: totals, every object's totals, the ``top`` functions by instructions,
+    and every object's code without symbols whatever its rank (so that an explanation knows
+    which objects it cannot compare function by function), and the attempts."""
     ir = parsed.events.index(INSTRUCTIONS) if INSTRUCTIONS in parsed.events else 0
-    ranked = sorted(parsed.functions.items(), key=lambda kv: (-kv[1][ir], kv[0]))[:top]
+    width = len(parsed.events)
+    funcs: dict[tuple[str, str], list[int]] = {}
+    objects: dict[str, list[int]] = {}
+    for (obj, name), counts in parsed.functions.items():
+        key = object_key(obj)
+        for acc in (funcs.setdefault((key, name), [0] * width),
+                    objects.setdefault(key, [0] * width)):
+            for i, v in enumerate(counts):
+                acc[i] += v
+    ranked = sorted(funcs.items(), key=lambda kv: (-kv[1][ir], kv[0]))
+    kept = ranked[:top] + [kv for kv in ranked[top:] if kv[0][1] == UNKNOWN_FUNCTION]
     return CounterProfile(
         events=parsed.events, totals=parsed.totals,
-        functions=tuple(FunctionCount(name, counts) for name, counts in ranked if counts[ir]),
+        functions=tuple(FunctionCount(name, tuple(counts), obj)
+                        for (obj, name), counts in kept if counts[ir]),
         attempts=tuple(attempts), agreed=agreement(attempts) is not None,
-        simulation=simulation, cache=parsed.cache if simulation == "cache" else ())
+        simulation=simulation, cache=parsed.cache if simulation == "cache" else (),
+        objects=tuple(FunctionCount(obj, tuple(counts)) for obj, counts in
+                      sorted(objects.items(), key=lambda kv: (-kv[1][ir], kv[0]))
+                      if counts[ir] and obj))
 
 
 def agreement(attempts: Sequence[int], tolerance: float = AGREE) -> int | None:
@@ -175,8 +284,11 @@ def valgrind_argv(argv: Sequence[str], out_pattern: Path, simulation: str) -> li
         raise HostError("--counters needs valgrind: apt-get install valgrind")
     sim = (["--cache-sim=yes", "--branch-sim=yes", *CACHE_MODEL] if simulation == "cache"
            else ["--cache-sim=no"])
-    return [valgrind, "--tool=cachegrind", *sim, "--trace-children=yes",
-            f"--cachegrind-out-file={out_pattern}", *argv]
+    # callgrind rather than cachegrind: the same counts, and it records the object (ob=) of
+    # every function, which an explanation needs to compare like with like (docs/explain.md)
+    return [valgrind, "--tool=callgrind", *sim, "--trace-children=yes",
+            "--compress-strings=no", "--compress-pos=no",
+            f"--callgrind-out-file={out_pattern}", *argv]
 
 
 # The step clock (native/stepclock.c) writes how often a process read it, when that was a
@@ -214,7 +326,7 @@ def count_events(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: flo
                  launch: Path, stdin: Path | None = None, programs: Sequence[Path] = (),
                  simulation: str = "insn", stepclock: Path | None = None,
                  ) -> tuple[RawResult, Cachegrind | None]:
-    """Run argv once under cachegrind; what it counted in the workload's own programs (None when
+    """Run argv once under callgrind; what it counted in the workload's own programs (None when
     valgrind wrote nothing readable)."""
     if stepclock is not None:
         # valgrind hands LD_PRELOAD on to the programs it runs (adding its own library).
@@ -229,7 +341,7 @@ def count_events(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: flo
         parsed = []
         for f in sorted(outdir.iterdir()):
             try:
-                parsed.append(parse_cachegrind(f.read_text(errors="replace")))
+                parsed.append(parse_cachegrind(f.read_text(errors="replace"), elf_symbols))
             except ValueError:
                 continue  # a process killed before it wrote its summary
     finally:
@@ -242,7 +354,7 @@ def count_events(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: flo
 def count_instructions(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
                        launch: Path, stdin: Path | None = None,
                        stepclock: Path | None = None) -> tuple[RawResult, int | None]:
-    """Run argv once under cachegrind (no cache simulation) and read the instructions executed."""
+    """Run argv once under callgrind (no cache simulation) and read the instructions executed."""
     raw, parsed = count_events(argv, cwd, env, timeout_s, launch, stdin, stepclock=stepclock)
     if parsed is None:
         return raw, None
