@@ -356,6 +356,9 @@ def _plan_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--allow-version-skew", action="store_true",
                    help="with --provenance debian: compare even when no version exists for every "
                    "arch (shown as a warning in every result)")
+    r.add_argument("--allow-host-libs", action="store_true",
+                   help="compare a program that loads libraries from the host (outside its "
+                   "build or sysroot) anyway; without it such a target gets no verdict")
     r.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="override a workload parameter, e.g. --set nodes=20000")
     r.add_argument("--seed", type=int, default=0, help="seed for environment-size randomisation")
@@ -585,7 +588,7 @@ DEFAULT_BUDGET_PER_WORKLOAD_S = 120.0
 PLAN_OPTIONS = ("workloads", "workload", "suite", "abi", "family", "rounds", "min_rounds", "max_rounds",
                 "precision", "max_time", "budget", "design", "warmup", "cflags", "cc", "provenance",
                 "allow_version_skew", "set", "seed", "counters", "keep_going", "binary", "metric",
-                "label", "fleet",
+                "label", "fleet", "allow_host_libs",
                 "name", "check_stdout", "check", "timeout", "program_args")
 
 
@@ -628,6 +631,7 @@ def cmd_run(args: argparse.Namespace, store: RunStore) -> int:
     req = Request(workloads=workloads, abis=abis, plan=plan, cflags=tuple(args.cflags.split()),
                   cc=args.cc, provenance=args.provenance,
                   allow_version_skew=args.allow_version_skew,
+                  allow_host_libs=args.allow_host_libs,
                   keep_going=args.keep_going or args.family is not None,
                   label=args.label or None, fleet=args.fleet or None,
                   explicit_abis=args.abi is not None)
@@ -697,6 +701,7 @@ def _measure(args: argparse.Namespace, store: RunStore, req: Request, resume: Ru
     problems = list(result.failures)
     problems += [f"{b.result.id}: outputs differ between ABIs" for b in rep.workloads
                  if b.result.validation == "miscompare"]
+    problems += [f"{b.result.id} {line}" for b in rep.workloads for line in b.result.withheld]
     if problems:
         more = f" (and {len(problems) - 1} more, in the report above)" if len(problems) > 1 else ""
         _say(f"abibench: error: run {result.run_id}: {' '.join(problems[0].split())[:300]}"

@@ -489,6 +489,11 @@ class Artifact:
     toolchain: dict[str, str] = field(default_factory=dict)
     # what the build could read: sandboxed to its declared inputs, or not (and why)
     isolation: str | None = None
+    # the shared libraries its size counts besides its own files, {soname: sizes like `sizes`'}:
+    # the host's libraries it loads (obtain/hostlibs.py), or, for a Debian program, those of its
+    # own source package (libnode.so for node)
+    libraries: dict[str, dict[str, int | None]] = field(default_factory=dict,
+                                                       metadata=_QUANTITY)
     # the target label it was measured as; set by the store (empty while building)
     target: str = field(default="", metadata=rule(id="target", required=True))
     # fields an imported file carries that this version does not know: shown, never used

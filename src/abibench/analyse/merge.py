@@ -27,6 +27,7 @@ from ..records import (
     abi_of,
     pick_reference,
 )
+from .foreign import ALLOW_OPTION, allowed
 
 __all__ = ["ResultSet"]  # it lives in records (the store makes them); merging is here
 
@@ -217,7 +218,10 @@ def merge(sets: list[ResultSet], baseline: str | None = None,
               started=min(rs.doc.run.started for rs in sets), finished=None, status="merged",
               tool_version=first_run.tool_version,
               config=RunConfig(workloads=metas, cflags=first_run.config.cflags,
-                               present=("cflags",)))
+                               present=("cflags",),
+                               # host libraries intended only where every run said so
+                               extra={ALLOW_OPTION: True} if all(
+                                   allowed(rs.doc) for rs in sets) else {}))
     merged = RunDoc(run=run, host=sets[0].doc.host, samples=tuple(samples),
                     artifacts=tuple(artifacts), statuses=tuple(statuses),
                     warnings=tuple(doc_warnings), outcomes={})

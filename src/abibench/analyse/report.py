@@ -38,6 +38,7 @@ from . import footprint, xbench
 from .advise import Advice, Deployment, advise
 from .context import ContextRow, calibration_rows, context_rows, provenance_rows
 from .explain import Explanation, explain
+from .foreign import withheld
 from .merge import ResultSet, Series, merge, single_series
 from .results import (
     PRIMARY_WORDS,
@@ -347,7 +348,8 @@ def _reference_of(res: WorkloadResult) -> str | None:
 
 def _set_info(rs: ResultSet) -> SetInfo:
     doc = rs.doc
-    rows = size_rows(doc.artifacts, doc.statuses)
+    foreign = {(wid, target) for wid in doc.workloads for target in withheld(doc, wid)}
+    rows = size_rows(doc.artifacts, doc.statuses, foreign)
     return SetInfo(rs.tag, rs.source, doc.run, doc.host, doc.artifacts, tuple(rows),
                    tuple(size_notes(rows)))
 

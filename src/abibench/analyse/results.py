@@ -29,6 +29,7 @@ from ..records import (
     pick_reference,
 )
 from ..text import one_line
+from .foreign import comparable, no_verdict, withheld
 from .sizes import larger_pct
 from .sweepids import once_per_sweep
 
@@ -176,6 +177,8 @@ class WorkloadResult:
     stop_reason: str = ""
     warnings: list[str] = field(default_factory=list)
     provenance: list[str] = field(default_factory=list)  # e.g. the Debian versions compared
+    # targets without a verdict because they load the host's libraries: one line each
+    withheld: list[str] = field(default_factory=list)
 
 
 def sampling_conditions(counted: Sequence[Sample]) -> str:
@@ -314,9 +317,16 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
                 net_rss_kb=rss_median - base_median if rss_median is not None
                 and base_median is not None else None))
         rows = family_ratios(rows, (references or {}).get(wid))
+        # A target that loads the host's libraries measures them, not the program: no verdict
+        # for it or against it, in time or in size (analyse/foreign.py decides which).
+        foreign = withheld(doc, wid)
+        rows = [r if comparable(r.label, r.size_reference, foreign)
+                else replace(r, size_larger_pct=None) for r in rows]
         res = WorkloadResult(id=wid, title=meta.title or wid, primary=meta.primary,
                              unit=primary.unit, better=primary.better, rows=rows,
                              stop_reason=doc.outcomes[wid].text() if wid in doc.outcomes else "")
+        res.withheld.extend(no_verdict(doc, wid))
+        res.warnings.extend(res.withheld)
         res.warnings.extend(_sample_warnings(rows, counted, res.stop_reason))
         top = doc.host.get("cpu_max_mhz")
         warnings, board_line = board_conditions(
@@ -357,7 +367,8 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
         # includes the emulator's: compared net of it within the family, above).
         memory = [(m, better_of("lower"), ("smaller", "larger"), True, res.memory)
                   for m in measured_memory(counted)]
-        measured = [r.label for r in rows if r.n >= 2 and not r.emulated]
+        measured = [r.label for r in rows if r.n >= 2 and not r.emulated
+                    and r.label not in foreign]
         if len(measured) >= 2:
             wanted = (references or {}).get(wid)
             ref = wanted if wanted in measured else pick_reference(measured)

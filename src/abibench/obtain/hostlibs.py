@@ -4,13 +4,21 @@ A program built per ABI that loads, say, the host's libbz2 measures the host's l
 for each ABI, not the recipe's: the comparison silently includes whatever Debian compiled.
 The C runtime of the ABI itself (glibc's libraries, the loader, the compiler's support
 libraries) is expected; anything else found outside the artifact's own directory is named.
+Such a target gets no verdict unless the run says it is intended (`--allow-host-libs`;
+analyse/foreign.py decides), and its size counts the libraries it loads (`Artifact.libraries`).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
+from dataclasses import asdict, replace
+from pathlib import Path
 
+from elftools.common.exceptions import ELFError
+
+from ..elf import section_sizes
 from ..records import Artifact
 
 # The C and C++ runtime every program of an ABI loads from the system.
@@ -39,8 +47,46 @@ def host_libraries(art: Artifact) -> list[tuple[str, str]]:
     return found
 
 
-def warnings(art: Artifact, label: str) -> Iterable[str]:
+def library_names(art: Artifact) -> tuple[str, ...]:
+    """The host libraries' file names, each once, in the order they are loaded."""
+    return tuple(dict.fromkeys(os.path.basename(path) for _, path in host_libraries(art)))
+
+
+def library_sizes(paths: Iterable[str]) -> dict[str, dict[str, int | None]]:
+    """{file name: sizes} of libraries, as an artifact's own files are sized; one that cannot
+    be read is left out (its size is unknown, and the size row says which it counts)."""
+    out: dict[str, dict[str, int | None]] = {}
+    for path in paths:
+        try:
+            out.setdefault(os.path.basename(path), asdict(section_sizes(Path(path))))
+        except (OSError, ValueError, ELFError):
+            continue
+    return out
+
+
+def with_host_library_sizes(art: Artifact) -> Artifact:
+    """The artifact with the sizes of the host libraries it loads, which its size counts."""
+    found = host_libraries(art)
+    if not found:
+        return art
+    return replace(art, libraries={**art.libraries,
+                                   **library_sizes(path for _, path in found)})
+
+
+def advice(art: Artifact) -> str:
+    """What to do about it, in the artifact's own mode: a prebuilt program has no recipe."""
+    if art.provenance == "prebuilt":
+        return ("give programs that carry their libraries (linked statically, or beside the "
+                "program with an RPATH of $ORIGIN)")
+    return "link it statically or build it in the recipe"
+
+
+def warnings(art: Artifact, label: str, allowed: bool = False) -> Iterable[str]:
+    """The fact, per library, as the run stores it; what follows from it (no verdict, and what
+    to do) is the analysis's to say (analyse/foreign.py), so that a report agrees with it."""
+    source = "not a library given with it" if art.provenance == "prebuilt" else \
+        "not a library the recipe built"
+    then = ": allowed (--allow-host-libs), the comparison measures the host's build of it" \
+        if allowed else ""
     for file, path in host_libraries(art):
-        yield (f"{label}: {file} loads the host's {path}, not a library the recipe built: the "
-               "comparison measures the host's build of it; link it statically or build it in "
-               "the recipe")
+        yield f"{label}: {file} loads the host's {path}, {source}{then}"

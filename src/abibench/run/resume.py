@@ -38,6 +38,7 @@ def request_of(doc: RunDoc) -> Request:
                    abis=[get_abi(a) for a in cfg.abis], plan=plan, cflags=cfg.cflags,
                    cc=cfg.cc, provenance=cfg.provenance or "source",
                    allow_version_skew=bool(cfg.extra.get("allow_version_skew")),
+                   allow_host_libs=bool(cfg.extra.get("allow_host_libs")),
                    keep_going=bool(cfg.extra.get("keep_going")),
                    label=_text(doc.host.extra.get("label")), fleet=_text(cfg.extra.get("fleet")))
 

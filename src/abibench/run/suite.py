@@ -100,6 +100,8 @@ class Request:
     cc: str | None = None  # None: the compiler the probe found for each ABI
     provenance: str = "source"  # or "debian": Debian's own per-arch builds in sysroots
     allow_version_skew: bool = False  # debian: compare different versions (a warning each)
+    # a target that loads the host's libraries is compared anyway (analyse/foreign.py)
+    allow_host_libs: bool = False
     keep_going: bool = False  # measure the other ABIs when one ABI's build fails
     label: str | None = None  # this host's name in comparisons (a fleet's inventory name)
     fleet: str | None = None  # the fleet run this run is part of (abibench fleet)
@@ -293,6 +295,8 @@ def _measure(req: Request, store: RunSink, cache_root: Path, progress: Progress,
                        plan=dict(asdict(req.plan)),
                        extra={"allow_version_skew": req.allow_version_skew,
                               "keep_going": req.keep_going,
+                              # read by analyse/foreign.py: host libraries were intended
+                              **({"allow_host_libs": True} if req.allow_host_libs else {}),
                               **({"fleet": req.fleet} if req.fleet else {})})
     # Debian's binaries are resolved, downloaded and unpacked before the run, never beside
     # timed samples; a package that cannot be had refuses the run (exit 5) before it exists.
@@ -505,6 +509,8 @@ def _obtain_workload(wl: Workload, req: Request, obtainer: _Obtainer, store: Run
     failed: list[str] = []
     for target in targets_of(req, wl):
         got = obtainer.artifact(wl, target)
+        if isinstance(got, Artifact):
+            got = hostlibs.with_host_library_sizes(got)  # its size counts what it loads
         if not isinstance(got, Artifact):
             status(target.label, *got)
             if got[0] == "failed":
@@ -522,7 +528,7 @@ def _obtain_workload(wl: Workload, req: Request, obtainer: _Obtainer, store: Run
             raise UsageError(f"run {run_id}: the {target.label} program of {wl.id} is not the "
                              "one the run measured (its build changed or was rebuilt "
                              "differently): start a new run")
-        for w in hostlibs.warnings(got, target.label):
+        for w in hostlibs.warnings(got, target.label, req.allow_host_libs):
             store.add_warning(run_id, RunWarning(w, workload=wl.id, target=target.label))
         if got.provenance == "prebuilt":
             pass  # nothing was built
