@@ -129,7 +129,7 @@ def library_notes(rows: Sequence[SizeRow]) -> list[str]:
         if not r.libraries:
             continue
         whose = ("the host's libraries it loads" if r.host_libraries
-                 else "the shared libraries of its own package")
+                 else "the shared libraries of its own source package")
         out.append(f"{r.target}: its program's sizes count {whose}: "
                    f"{', '.join(r.libraries)}")
     for r in rows:

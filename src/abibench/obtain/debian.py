@@ -17,6 +17,7 @@ from ..hashing import sha256_file
 from ..records import Artifact
 from ..workloads.profile import Workload
 from .apt import PackageError
+from .ownlibs import own_libraries
 from .sysroot import debian_arch, prepare, resolve_inside
 
 
@@ -64,5 +65,7 @@ def obtain(wl: Workload, abis: Sequence[Abi], cache_root: Path, *,
             elf={name: asdict(info) | {"path": program}}, log="",
             sysroot=str(root.path), debian_packages=requested,
             debian_closure={p.name: p.version for p in root.pins},
-            version_skew=root.skew)
+            version_skew=root.skew,
+            # its size counts its own source package's libraries (libnode for node)
+            libraries=own_libraries(root, exe, cache_root, wl.debian_packages))
     return out
