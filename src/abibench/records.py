@@ -866,10 +866,11 @@ def _check_sample(doc: RunDoc, s: Sample, at: str) -> None:
         if len(s.counters.totals) != n:
             raise Invalid(f"expected one total per event ({n}), found "
                           f"{len(s.counters.totals)}").at(f"{at}.counters.totals")
-        for j, fn in enumerate(s.counters.functions):
-            if len(fn.counts) > n:
-                raise Invalid(f"expected at most one count per event ({n})"
-                              ).at(f"{at}.counters.functions[{j}]")
+        for part in ("functions", "objects"):
+            for j, fn in enumerate(getattr(s.counters, part)):
+                if len(fn.counts) > n:
+                    raise Invalid(f"expected at most one count per event ({n})"
+                                  ).at(f"{at}.counters.{part}[{j}]")
     if s.counted and s.value(meta.primary) is None:
         raise Invalid(f"the primary metric {meta.primary!r:.40} is missing from a counted "
                       "sample").at(f"{at}.metrics")

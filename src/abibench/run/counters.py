@@ -20,6 +20,7 @@ of one build agree exactly.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -30,6 +31,7 @@ from pathlib import Path
 from .. import elf
 from ..abi import ABIS
 from ..errors import HostError
+from ..obtain.libraries import in_root
 from ..obtain.qemuplugin import Plugin, read_count
 from ..probe.emulator import Emulator
 from ..records import (
@@ -119,10 +121,15 @@ def _main_object(path: str, command: str) -> str:
 Symbols = Callable[[str], Mapping[int, str]]  # an object's path -> its functions' entries
 
 
-def elf_symbols(path: str) -> Mapping[int, str]:
+def elf_symbols(path: str, root: Path | None = None) -> Mapping[int, str]:
     """The function entries of the object callgrind named, read from its file (nothing when
-    it is not there: a file of a sandbox, or "???")."""
-    return elf.function_entries(Path(path)) if path.startswith("/") else {}
+    it is not there, or "???"). In a sysroot, a path the program saw there is read there: the
+    host's file of the same name is another build, whose addresses name other code."""
+    if not path.startswith("/"):
+        return {}
+    if root is not None and not Path(path).is_relative_to(root):
+        return elf.function_entries(in_root(root, path))
+    return elf.function_entries(Path(path))
 
 
 def parse_cachegrind(text: str, symbols: Symbols | None = None) -> Cachegrind:
@@ -325,9 +332,9 @@ def clock_reads(cwd: Path) -> int:
 def count_events(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: float,
                  launch: Path, stdin: Path | None = None, programs: Sequence[Path] = (),
                  simulation: str = "insn", stepclock: Path | None = None,
-                 ) -> tuple[RawResult, Cachegrind | None]:
+                 root: Path | None = None) -> tuple[RawResult, Cachegrind | None]:
     """Run argv once under callgrind; what it counted in the workload's own programs (None when
-    valgrind wrote nothing readable)."""
+    valgrind wrote nothing readable). ``root``: the sysroot the programs run in."""
     if stepclock is not None:
         # valgrind hands LD_PRELOAD on to the programs it runs (adding its own library).
         env = {**env, "LD_PRELOAD": str(stepclock)}
@@ -341,7 +348,8 @@ def count_events(argv: list[str], cwd: Path, env: dict[str, str], timeout_s: flo
         parsed = []
         for f in sorted(outdir.iterdir()):
             try:
-                parsed.append(parse_cachegrind(f.read_text(errors="replace"), elf_symbols))
+                parsed.append(parse_cachegrind(f.read_text(errors="replace"),
+                                               functools.partial(elf_symbols, root=root)))
             except ValueError:
                 continue  # a process killed before it wrote its summary
     finally:

@@ -631,7 +631,8 @@ def _count(wl: Workload, pl: Placement, run_id: str, label: str, number: int, po
                                                 launch, COUNT_DIR_ENV, pl.stdin_path())
         else:
             raw, parsed = count_events(argv, pl.work, env, wl.timeout, launch,
-                                       pl.stdin_path(), pl.program_files(), simulation, clock)
+                                       pl.stdin_path(), pl.program_files(), simulation, clock,
+                                       pl.runner.sysroot.path if pl.runner else None)
         reads = clock_reads(pl.work)
         if parsed is None or not raw.ok:
             break
