@@ -76,7 +76,7 @@ def test_a_target_that_loads_host_libraries_gets_no_verdict(
         if r.reference is not None:  # the reference's own row states no difference
             assert (r.file_larger_pct is None) == bool(foreign)
         # its size counts the libraries it loads, listed
-        assert r.libraries == loads[r.target]
+        assert r.libraries == loads[r.target] and r.uncounted == ()
         assert r.file == (2000 if "64" in r.target else 1000) + 5000 * len(loads[r.target])
     notes = " ".join(rep.sets[0].size_notes)
     for libs in loads.values():
@@ -121,3 +121,15 @@ def test_a_real_prebuilt_pair_with_a_library_from_elsewhere(
     # the choice is stored with the run: a later report agrees
     again = " ".join(cli("report", "latest").stdout.split())
     assert "no verdict" not in again and "libvalue.so" in again
+
+
+def test_a_library_not_sized_is_said_not_to_be_counted(
+        make_counted_doc: Callable[..., RunDoc]) -> None:
+    # a run stored before library sizes were recorded, or a library that could not be read
+    doc = _doc(make_counted_doc, {"x86_64": ("libjq.so.1",)}, "prebuilt", False)
+    doc = replace(doc, artifacts=tuple(replace(a, libraries={}) for a in doc.artifacts))
+    rep = analysis.from_run(doc)
+    (row,) = [r for r in rep.sets[0].sizes if r.target == "x86_64"]
+    assert row.uncounted == ("libjq.so.1",) and row.file == 2000
+    assert ("x86_64: its sizes do not count libjq.so.1, which it loads from the host"
+            in " ".join(rep.sets[0].size_notes))

@@ -7,6 +7,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass
 
 from ..abi import ABIS, REFERENCE_ABIS
+from ..obtain.hostlibs import library_names
 from ..records import Artifact, JSONDict, TargetStatus, abi_of, family_of
 
 
@@ -31,11 +32,14 @@ class SizeRow:
     libraries: tuple[str, ...] = ()
     host_libraries: bool = False
     no_verdict: bool = False  # it or its reference loads the host's libraries
+    # host libraries it loads whose sizes were not recorded (unreadable, or an older run)
+    uncounted: tuple[str, ...] = ()
 
     def to_dict(self) -> JSONDict:
         out: JSONDict = asdict(self)
         out["workloads"] = list(self.workloads)
         out["libraries"] = list(self.libraries)
+        out["uncounted"] = list(self.uncounted)
         return out
 
 
@@ -108,6 +112,8 @@ def size_rows(artifacts: Sequence[Artifact], statuses: Sequence[TargetStatus] = 
                 barred = any((w, t) in foreign for w in wids for t in (label, ref))
                 ref_sz = per_target.get(ref, {}) if ref and ref != label and not barred else {}
                 libs = tuple(a.libraries) if main[label] else ()
+                missed = tuple(n for n in library_names(a) if n not in a.libraries) \
+                    if main[label] else ()
                 rows.append(SizeRow(
                     workloads=tuple(wids), artifact=name, target=label,
                     state=states.get((wids[0], label), "ok"),
@@ -117,7 +123,7 @@ def size_rows(artifacts: Sequence[Artifact], statuses: Sequence[TargetStatus] = 
                     file_larger_pct=larger_pct(ref_sz.get("file"), sz.get("file")),
                     stripped_larger_pct=larger_pct(ref_sz.get("stripped"), sz.get("stripped")),
                     libraries=libs, host_libraries=bool(libs) and a.sysroot is None,
-                    no_verdict=barred))
+                    no_verdict=barred, uncounted=missed))
     return rows
 
 
@@ -132,6 +138,10 @@ def library_notes(rows: Sequence[SizeRow]) -> list[str]:
                  else "the shared libraries of its own source package")
         out.append(f"{r.target}: its program's sizes count {whose}: "
                    f"{', '.join(r.libraries)}")
+    for r in rows:
+        if r.uncounted:
+            out.append(f"{r.target}: its sizes do not count {', '.join(r.uncounted)}, which it "
+                       "loads from the host (not sized when it was measured)")
     for r in rows:
         if r.no_verdict and r.reference:
             out.append(f"{r.target}: no size difference stated: it or {r.reference} loads "
