@@ -23,6 +23,8 @@ INVARIANTS = {
     "test_outputs.py": "Outputs never touch inputs",
     "test_ids.py": "Identifiers are never paths",
     "test_one_line.py": "Every error is one line",
+    "test_like_with_like.py": "A row compares named with named",
+    "test_host_libraries.py": "A verdict is about the program",
 }
 # Hypothesis's statistics: the test's name, then per phase "- N passing, M failing, and K invalid
 # test cases".
