@@ -4,7 +4,7 @@
 
 The time ratio and its 95% CI come from the timed samples (the primary comparison of
 :mod:`.results`, expressed as a cost: a rate is inverted). Instruction counts come from the
-counted runs under cachegrind; they are exact when two runs of a target agreed, else their range
+counted runs under valgrind; they are exact when two runs of a target agreed, else their range
 over the attempts is carried through as the instruction part's interval ("not exact"). The
 time-per-instruction ratio is the time ratio divided by the instruction ratio, its CI the time
 CI divided by the same (the instruction ratio adds no sampling error when exact).
@@ -15,7 +15,7 @@ and major page faults and peak RSS from the timed samples, and a function-level 
 instructions (functions matched by name, the top ones by their share of the difference).
 
 The words are chosen by the rules of docs/explain.md, implemented in :func:`choose_words`: a
-pure function of the numbers, tested on captured cachegrind outputs. When no rule fits, the text
+pure function of the numbers, tested on captured callgrind outputs. When no rule fits, the text
 says "unexplained" and gives the numbers; nothing is guessed.
 """
 
@@ -122,7 +122,7 @@ class FunctionDiff:
 class Evidence:
     """One memory-side or control-flow quantity of a and b, and their ratio a/b.
 
-    ``simulated``: from cachegrind's model, exact for the counted run; otherwise measured in the
+    ``simulated``: from valgrind's cache model, exact for the counted run; otherwise measured in the
     timed samples, with the CI of the ratio. ``favours`` names the target with materially less
     of it (exact: at least MATERIAL lower; measured: CI of the ratio excluding 1), or None.
     """

@@ -8,7 +8,7 @@ from ..analyse.advise import Advice
 from ..analyse.explain import Explanation, Interval
 from . import formatting as fmt
 
-SIMULATED = ("cache and branch figures are cachegrind's simulation of one fixed cache model "
+SIMULATED = ("cache and branch figures are valgrind's simulation of one fixed cache model "
              "(32 KiB 8-way L1s, 8 MiB 16-way LL, 64-byte lines), not hardware counters")
 
 
@@ -62,7 +62,7 @@ def evidence_rows(x: Explanation) -> list[list[str]]:
     for e in x.evidence:
         value = fmt.kib if e.name == "peak RSS" else (lambda v: f"{v:,.0f}")
         rows.append([e.name, value(e.a), value(e.b), interval(e.ratio),
-                     "simulated (cachegrind)" if e.simulated else "measured (timed samples)",
+                     "simulated (valgrind)" if e.simulated else "measured (timed samples)",
                      e.favours or "-"])
     return rows
 
