@@ -150,7 +150,7 @@ def consistent(doc: Doc) -> Doc:
         if counters is not None:
             n = len(counters["events"])
             counters["totals"] = (counters["totals"] + [0] * n)[:n]
-            for fn in counters.get("functions", []):
+            for fn in [*counters.get("functions", []), *counters.get("objects", [])]:
                 fn[1] = fn[1][:n]
     for a in doc.get("artifacts", []):
         if a.get("sizes") and not a.get("files"):
