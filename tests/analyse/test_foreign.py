@@ -14,7 +14,8 @@ def test_a_real_prebuilt_pair_with_a_library_from_elsewhere(
         cli: Callable[..., Any], tmp_path: Path, fixtures: Path) -> None:
     """x86_64's program loads libvalue.so from a directory beside its own (an RPATH): the
     comparison would measure that library, not the program. No verdict, exit 1, the advice of
-    --binary mode; with --allow-host-libs the verdict is back and the report says so."""
+    --binary mode; with --allow-host-libs the verdict is back and the report says so.
+    ~35 s on a busy 2-core machine: two whole `abibench run`s, with and without the option."""
     lib_dir, prog_dir = tmp_path / "lib", tmp_path / "bin"
     lib_dir.mkdir()
     prog_dir.mkdir()
