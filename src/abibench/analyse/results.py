@@ -29,6 +29,7 @@ from ..records import (
     pick_reference,
 )
 from ..text import one_line
+from .shape import Shape, target_shapes
 from .sizes import larger_pct
 from .sweepids import once_per_sweep
 
@@ -176,6 +177,7 @@ class WorkloadResult:
     stop_reason: str = ""
     warnings: list[str] = field(default_factory=list)
     provenance: list[str] = field(default_factory=list)  # e.g. the Debian versions compared
+    shapes: list[Shape] = field(default_factory=list)  # targets whose samples have a tail or two modes
 
 
 def sampling_conditions(counted: Sequence[Sample]) -> str:
@@ -318,6 +320,8 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
                              unit=primary.unit, better=primary.better, rows=rows,
                              stop_reason=doc.outcomes[wid].text() if wid in doc.outcomes else "")
         res.warnings.extend(_sample_warnings(rows, counted, res.stop_reason))
+        res.shapes = target_shapes(counted, labels, meta.primary, primary.better == "higher")
+        res.warnings.extend(shape.words() for shape in res.shapes)
         top = doc.host.get("cpu_max_mhz")
         warnings, board_line = board_conditions(
             counted, float(top) if isinstance(top, int | float) else None)
