@@ -54,6 +54,7 @@ sys.path.insert(0, str(REPO / "src"))
 
 from abibench.abi import ABIS  # noqa: E402
 from abibench.obtain.build import build  # noqa: E402
+from abibench.obtain.inputs import generate_input  # noqa: E402
 from abibench.paths import MICRO_DIR, cache_dir  # noqa: E402
 from abibench.records import Artifact  # noqa: E402
 from abibench.run.launcher import launcher, run_sample  # noqa: E402
@@ -164,8 +165,9 @@ def sample(argv: list[str], work: Path, env: dict[str, str], d: Draw, launch: Pa
 
 
 def argv_for(wl: Workload, art: Artifact, abi: str, work: Path) -> list[str]:
+    inputs = {name: str(generate_input(name, spec, cache_dir())) for name, spec in wl.inputs.items()}
     values = {"bin": art.bin_dir, "abi": abi, "work": str(work), "micro": str(MICRO_DIR),
-              "profile_dir": str(wl.path.parent), **wl.params}
+              "profile_dir": str(wl.path.parent), **wl.params, **inputs}
     return [substitute(a, values) for a in wl.command]
 
 
