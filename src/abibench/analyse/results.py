@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from .. import stats
 from ..abi import REFERENCE_ABIS
 from ..probe import board
+from ..run.stopping import short_of_precision
 from ..probe.memory import DESCRIPTIONS as TREE_MEMORY
 from ..records import (
     Artifact,
@@ -29,6 +30,7 @@ from ..records import (
     pick_reference,
 )
 from ..text import one_line
+from .noisesource import describe_sources
 from .shape import Shape, target_shapes
 from .sizes import larger_pct
 from .sweepids import once_per_sweep
@@ -322,6 +324,9 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
         res.warnings.extend(_sample_warnings(rows, counted, res.stop_reason))
         res.shapes = target_shapes(counted, labels, meta.primary, primary.better == "higher")
         res.warnings.extend(shape.words() for shape in res.shapes)
+        if short_of_precision(res.stop_reason):
+            res.warnings.append(describe_sources(counted, labels, meta.primary,
+                                                 primary.better == "higher", res.shapes))
         top = doc.host.get("cpu_max_mhz")
         warnings, board_line = board_conditions(
             counted, float(top) if isinstance(top, int | float) else None)
@@ -502,7 +507,7 @@ def _sample_warnings(rows: list[TargetRow], counted: list[Sample],
             out.append(f"{row.label}: coefficient of variation "
                        f"{stats.short(abs(row.summary.cv) * 100, '.0f')}% "
                        "> 10%: a noisy machine or workload; more rounds narrow the CI")
-    if stop_reason.startswith(("time budget", "max ")):
+    if short_of_precision(stop_reason):
         out.append(f"stopped by budget before reaching the asked precision ({stop_reason})")
     return out
 
