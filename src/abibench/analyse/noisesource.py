@@ -20,10 +20,22 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import scipy.stats as _sps
+
 from ..records import Sample
 from .shape import Shape
 
 EXPLAINS = 0.25  # a load that explains this share of a target's variance is named as a source
+SIGNIFICANT = 0.01  # ... if the fit is this unlikely by chance (a t test of the correlation)
+FELT = 0.05  # ... and other processes took at least this share of a CPU in some sample
+
+
+def _chance(r2: float, n: int) -> float:
+    """Two-sided p-value of a correlation with this R² over n points, by its t statistic."""
+    if r2 >= 1.0:
+        return 0.0
+    t = math.sqrt(r2 * (n - 2) / (1.0 - r2))
+    return float(2 * _sps.t.sf(t, n - 2))
 
 
 def load_share(xs: Sequence[float], ys: Sequence[float]) -> float:
@@ -66,7 +78,7 @@ def describe_sources(counted: Sequence[Sample], labels: Sequence[str], metric: s
     for label in labels:
         excess, load, per_sample = _excess_and_load(counted, label, metric, higher_is_better)
         r2 = load_share(load, excess)
-        if r2 >= EXPLAINS:
+        if r2 >= EXPLAINS and _chance(r2, len(load)) < SIGNIFICANT and max(load) >= FELT:
             named.append(f"other processes' CPU time explains {r2:.0%} of {label}'s sample-to-"
                          f"sample variance ({per_sample:.2f} CPU-s a sample)")
         elif excess:

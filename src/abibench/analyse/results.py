@@ -15,7 +15,6 @@ from dataclasses import dataclass, field, replace
 from .. import stats
 from ..abi import REFERENCE_ABIS
 from ..probe import board
-from ..run.stopping import short_of_precision
 from ..probe.memory import DESCRIPTIONS as TREE_MEMORY
 from ..records import (
     Artifact,
@@ -29,6 +28,7 @@ from ..records import (
     measured_memory,
     pick_reference,
 )
+from ..run.stopping import short_of_precision
 from ..text import one_line
 from .noisesource import describe_sources
 from .shape import Shape, target_shapes
