@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from abibench.abi import ABIS, vm_kernel_abi
+from abibench.errors import UsageError
 from abibench.obtain import vmimage
 from abibench.obtain.vmimage import S_IFDIR, S_IFREG, Entry, Job, jobs_text, newc, parse_newc
 from abibench.run import vm
@@ -229,7 +230,7 @@ def test_an_interrupted_boot_leaves_nothing(cli_env: dict[str, str], debian_cach
 
 @pytest.mark.parametrize(("args", "words"), [
     (["ptrtree", "--abi", "armhf"], "no booted system runs armhf"),
-    (["flac-decode"], "cannot run in a booted guest: it reads generated [inputs]"),
+    (["flac-decode"], "cannot run in a booted guest: it has [run] setup, after or stdin"),
     (["ptrtree", "--boots", "0"], "--boots and --rounds take a positive number"),
 ])
 def test_what_no_guest_can_run_is_refused_in_one_line(cli: Any, args: list[str],
@@ -313,3 +314,29 @@ def test_the_counters_marks_cut_anywhere_give_only_whole_counts(counts: list[int
         got = vm.read_marks(path)
     assert list(got) == counts[:len(got)]
     assert len(got) == text[:cut].count("\n")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.dictionaries(st.lists(st.sampled_from(["a", "b", "c.lua", "d e"]), min_size=1,
+                                max_size=3).map("/".join),
+                       st.binary(max_size=64), max_size=6))
+def test_an_input_directory_reaches_the_guest_file_by_file(tree: dict[str, bytes]) -> None:
+    # Family "a workload's input the guest does not get whole": every regular file of an input
+    # directory is in the image under the input's guest path, and nothing else is.
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "scripts"
+        root.mkdir()
+        written = {}
+        for rel, data in tree.items():
+            path = root / rel
+            if any(p.is_file() for p in path.parents) or path.is_dir():
+                continue  # a name that is already a file's or a directory's
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            written[rel] = data
+        got = vm.input_files("inputs/lua/scripts", root)
+        assert {g: p.read_bytes() for g, p in got.items()} == \
+            {f"inputs/lua/scripts/{rel}": data for rel, data in written.items()}
+        (root / "link").symlink_to("/etc/passwd")
+        with pytest.raises(UsageError, match="not a regular file"):
+            vm.input_files("inputs/lua/scripts", root)

@@ -32,6 +32,7 @@ from pathlib import Path
 from ..abi import ABIS, Abi, vm_kernel_abi
 from ..errors import HostError, UsageError
 from ..obtain import qemuplugin, vmimage
+from ..obtain.inputs import generate_input
 from ..records import Artifact
 from ..stats import median, median_ci
 from ..text import one_line
@@ -267,11 +268,18 @@ def boot(emulator: str, kernel: Path, initrd_bytes: bytes, cmdline: str, deadlin
 # ----------------------------------------------------------------------------------- the request
 
 
+INPUTS_MAX_BYTES = 64 << 20  # a guest's files live in its RAM (MEMORY_MB), inputs included
+
+
 @dataclass(frozen=True)
 class Target:
     wl: Workload
     abi: Abi
     art: Artifact
+    inputs: tuple[tuple[str, Path], ...] = ()  # the workload's generated [inputs], on the host
+
+    def guest_input(self, name: str) -> str:
+        return f"/inputs/{self.wl.id}/{name}"
 
     @property
     def label(self) -> str:
@@ -282,13 +290,41 @@ class Target:
 
     def argv(self) -> tuple[str, ...]:
         values = {"abi": self.abi.name, **self.wl.params, "bin": self.guest_bin(),
-                  "work": GUEST_WORK,
+                  "work": GUEST_WORK, **{n: self.guest_input(n) for n, _ in self.inputs},
                   "program": f"{self.guest_bin()}/{self.art.files[0]}" if self.art.files else ""}
         return tuple(substitute(a, values) for a in self.wl.command)
 
     def programs(self) -> dict[str, Path]:
-        return {f"{self.guest_bin().lstrip('/')}/{f}": Path(self.art.bin_dir) / f
-                for f in self.art.files}
+        """Every file the guest holds for this target, by its guest path: the programs and the
+        files of its inputs."""
+        out = {f"{self.guest_bin().lstrip('/')}/{f}": Path(self.art.bin_dir) / f
+               for f in self.art.files}
+        for name, host in self.inputs:
+            out.update(input_files(self.guest_input(name).lstrip("/"), host))
+        return out
+
+
+def input_files(guest: str, host: Path) -> dict[str, Path]:
+    """An input (a file, or a directory of regular files) as guest path -> host file; a usage
+    error when it holds anything else or is larger than a guest's RAM can spare."""
+    if host.is_file() and not host.is_symlink():
+        files = {guest: host}
+    elif host.is_dir() and not host.is_symlink():
+        files = {}
+        for path in sorted(host.rglob("*")):
+            if path.is_symlink() or not (path.is_file() or path.is_dir()):
+                raise UsageError(f"input {host} holds {path.name}, which is not a regular file: "
+                                 "a guest takes files and directories only")
+            if path.is_file():
+                files[f"{guest}/{path.relative_to(host).as_posix()}"] = path
+    else:
+        raise UsageError(f"input {host} is neither a regular file nor a directory")
+    size = sum(p.stat().st_size for p in files.values())
+    if size > INPUTS_MAX_BYTES:
+        raise UsageError(f"input {host} is {size >> 20} MiB, more than a booted guest holds "
+                         f"({INPUTS_MAX_BYTES >> 20} MiB): give the workload a smaller input "
+                         "with --set")
+    return files
 
 
 def unsupported(wl: Workload) -> str | None:
@@ -296,7 +332,6 @@ def unsupported(wl: Workload) -> str | None:
     checks = (
         (not wl.command or not wl.command[0].startswith("{bin}/"),
          "its [run] command does not start its built program"),
-        (bool(wl.inputs), "it reads generated [inputs]"),
         (wl.server is not None or wl.browser is not None or wl.display is not None,
          "it needs a server, a browser or a display"),
         (bool(wl.setup or wl.after or wl.stdin), "it has [run] setup, after or stdin"),
@@ -469,7 +504,9 @@ def targets_of(workloads: Sequence[Workload], abis: Sequence[Abi], cflags: Seque
             if cc is None:
                 raise HostError(f"no compiler for {abi.name}: apt-get install "
                                 f"{' '.join(abi.multilib_packages or abi.cross_packages)}")
-            targets.append(Target(wl, abi, build(wl, abi, cc, flags, cache_root)))
+            inputs = tuple((name, generate_input(name, spec, cache_root))
+                           for name, spec in wl.inputs.items())
+            targets.append(Target(wl, abi, build(wl, abi, cc, flags, cache_root), inputs))
     return targets
 
 
