@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from abibench.abi import ABIS, vm_kernel_abi
+from abibench.errors import UsageError
 from abibench.obtain import vmimage
 from abibench.obtain.vmimage import S_IFDIR, S_IFREG, Entry, Job, jobs_text, newc, parse_newc
 from abibench.run import vm
@@ -177,7 +178,8 @@ def test_ptrtree_in_a_booted_guest(cli_env: dict[str, str], debian_cache: Path,
     env = _vm_env(cli_env, debian_cache, tmp_path)
     out = tmp_path / "vm.json"
     done = subprocess.run([sys.executable, "-m", "abibench", "vm", "run", "ptrtree",
-                           "--abi", "x32,i386,x86_64", "--set", "nodes=20000", "--json", str(out)],
+                           "--abi", "x32,i386,x86_64", "--set", "nodes=20000", "--counters",
+                           "--json", str(out)],
                           capture_output=True, text=True, env=env, timeout=600, check=False)
     assert done.returncode == 0, done.stderr
     doc = json.loads(out.read_text())
@@ -190,6 +192,11 @@ def test_ptrtree_in_a_booted_guest(cli_env: dict[str, str], debian_cache: Path,
     x32, i386, lp64 = (by_abi[a]["max_rss_kb_median"] for a in ("x32", "i386", "x86_64"))
     # 20,000 nodes of 20 bytes (ILP32) and 32 (LP64): x32 is i386's size, not x86_64's.
     assert abs(x32 - i386) < 0.1 * i386 and x32 < lp64
+    # Counted in the guest, user space only, between the init's marks around each program.
+    counts = {a: t["instructions"] for a, t in by_abi.items()}
+    assert all(len(c) == 1 and c[0] > 5_000_000 for c in counts.values()), counts
+    assert counts["i386"][0] > counts["x86_64"][0]  # 32-bit x86 pays for its 8 registers
+    assert "instructions " in done.stdout and "user space" in done.stdout
     assert "emulated: measures QEMU" in done.stdout
     assert _ours(str(tmp_path)) == []
     assert list((tmp_path / "t").rglob("*vm*")) == []
@@ -223,7 +230,7 @@ def test_an_interrupted_boot_leaves_nothing(cli_env: dict[str, str], debian_cach
 
 @pytest.mark.parametrize(("args", "words"), [
     (["ptrtree", "--abi", "armhf"], "no booted system runs armhf"),
-    (["flac-decode"], "cannot run in a booted guest: it reads generated [inputs]"),
+    (["flac-decode"], "cannot run in a booted guest: it has [run] setup, after or stdin"),
     (["ptrtree", "--boots", "0"], "--boots and --rounds take a positive number"),
 ])
 def test_what_no_guest_can_run_is_refused_in_one_line(cli: Any, args: list[str],
@@ -291,3 +298,45 @@ def test_a_guest_of_a_killed_abibench_is_stopped_by_the_next(cli_env: dict[str, 
             os.kill(p, signal.SIGKILL)
     assert survivors == []
     assert list((tmp_path / "t").rglob("*vm*")) == []
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(0, 2**63), max_size=8), st.data())
+def test_the_counters_marks_cut_anywhere_give_only_whole_counts(counts: list[int],
+                                                                 data: st.DataObject) -> None:
+    # Family "a count read from a file qemu was killed while writing": only whole lines count,
+    # in order; a cut line or garbage ends the list, never yields a wrong number.
+    text = "".join(f"mark insns={n}\n" for n in counts)
+    cut = data.draw(st.integers(0, len(text)))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "marks"
+        path.write_text(text[:cut])
+        got = vm.read_marks(path)
+    assert list(got) == counts[:len(got)]
+    assert len(got) == text[:cut].count("\n")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.dictionaries(st.lists(st.sampled_from(["a", "b", "c.lua", "d e"]), min_size=1,
+                                max_size=3).map("/".join),
+                       st.binary(max_size=64), max_size=6))
+def test_an_input_directory_reaches_the_guest_file_by_file(tree: dict[str, bytes]) -> None:
+    # Family "a workload's input the guest does not get whole": every regular file of an input
+    # directory is in the image under the input's guest path, and nothing else is.
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "scripts"
+        root.mkdir()
+        written = {}
+        for rel, data in tree.items():
+            path = root / rel
+            if any(p.is_file() for p in path.parents) or path.is_dir():
+                continue  # a name that is already a file's or a directory's
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            written[rel] = data
+        got = vm.input_files("inputs/lua/scripts", root)
+        assert {g: p.read_bytes() for g, p in got.items()} == \
+            {f"inputs/lua/scripts/{rel}": data for rel, data in written.items()}
+        (root / "link").symlink_to("/etc/passwd")
+        with pytest.raises(UsageError, match="not a regular file"):
+            vm.input_files("inputs/lua/scripts", root)

@@ -223,6 +223,9 @@ def build_parser() -> argparse.ArgumentParser:
     vm_run.add_argument("--rounds", type=int, default=1, help="runs of every target per boot")
     vm_run.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE")
     vm_run.add_argument("--cflags", default=" ".join(DEFAULT_CFLAGS))
+    vm_run.add_argument("--counters", nargs="?", const="insn", default=None, choices=("insn",),
+                        metavar="insn", help="also count each program's user-space "
+                        "instructions (abibench's QEMU plugin in system mode)")
     vm_run.add_argument("--json", type=Path, default=None, metavar="PATH",
                         help="also write the results as JSON here")
 
@@ -930,7 +933,7 @@ def cmd_vm(args: argparse.Namespace) -> int:
         done = vm.measure(workloads, abis, boots=args.boots, rounds=args.rounds,
                           cflags=tuple(args.cflags.split()), cache_root=cache_dir(),
                           build=build, compiler=compiler_for,
-                          say=lambda line: _say(line, sys.stderr))
+                          say=lambda line: _say(line, sys.stderr), counters=args.counters is not None)
     _say(f"guest: {done.kernel.label()} under {done.emulator} (TCG, {vm.MEMORY_MB} MiB), "
          f"append {done.cmdline!r}")
     for wl, why in done.agreement.items():
@@ -942,6 +945,9 @@ def cmd_vm(args: argparse.Namespace) -> int:
         _say(f"  {r.label}: peak RSS {fmt.with_ci(mid, lo, hi, '.0f', ' KiB')} over "
              f"{len(r.max_rss_kb)} runs; check {checks}; {fmt.si(emu, 's')} of emulation "
              f"time ({emulated_words(r.abi)})")
+        if (count := r.count()) is not None:
+            _say(f"    instructions {count[0]:,} ({'exact' if count[1] else 'not exact'} over "
+                 f"{len(r.instructions)} runs, user space)")
     for line in done.problems():
         _say(f"problem: {line}", sys.stderr)
     if args.json is not None:

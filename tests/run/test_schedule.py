@@ -7,9 +7,12 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from abibench.abi import ABIS
 from abibench.records import Target
-from abibench.run.schedule import round_order
+from abibench.run.schedule import PAD_RANGE, round_order, round_pad
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -125,3 +128,27 @@ def test_repeat_auto_runs_a_short_program_until_a_sample_lasts(cli: Cli, tmp_pat
     assert all(s["repeat"] >= 10 for s in counted), [s["repeat"] for s in counted]
     # The times stored are per run: the sample's total divided by its runs.
     assert all(s["wall_s"] < 0.05 for s in counted)
+
+
+@settings(max_examples=50, deadline=None)
+@given(seed=st.integers(0, 2**63), workload=st.text(min_size=1, max_size=20),
+       number=st.integers(0, 10_000))
+def test_a_rounds_padding_is_a_function_of_the_round_alone(seed: int, workload: str,
+                                                           number: int) -> None:
+    # Family "a resumed or repeated run draws other paddings": the padding depends on nothing
+    # but (seed, workload, round), so every target of a round, a resumed run and a rerun agree.
+    pad = round_pad(seed, workload, number)
+    assert 0 <= pad < PAD_RANGE
+    assert pad == round_pad(seed, workload, number)
+
+
+def test_every_target_of_a_round_gets_the_same_padding(cli: Cli) -> None:
+    r = cli("run", str(FIXTURES / "quiet.toml"), "--abi", "i386,x86_64", "--rounds", "4",
+            "--json")
+    assert r.returncode == 0, r.stderr
+    pads: dict[int, set[int]] = {}
+    for s in json.loads(r.stdout)["samples"]:
+        if s["kind"] == "timed":
+            pads.setdefault(s["round"], set()).add(s["env_pad"])
+    assert len(pads) == 5 and all(len(p) == 1 for p in pads.values()), pads
+    assert len({p for ps in pads.values() for p in ps}) > 1  # and it changes between rounds

@@ -27,6 +27,7 @@ from ..records import (
     abi_of,
     pick_reference,
 )
+from ..run.stopping import short_of_precision
 from .foreign import ALLOW_OPTION, allowed
 
 __all__ = ["ResultSet"]  # it lives in records (the store makes them); merging is here
@@ -189,7 +190,7 @@ def merge(sets: list[ResultSet], baseline: str | None = None,
             doc_warnings.append(RunWarning(f"{tags[i]}: {w.message}", w.workload,
                                            target.label if target else w.target))
         for wid, o in doc.outcomes.items():
-            if wid in keep and o.stop_reason.startswith(("time budget", "max ")):
+            if wid in keep and short_of_precision(o.stop_reason):
                 warnings.append(f"{wid}: {tags[i]} stopped by budget before reaching the asked "
                                 f"precision ({o.stop_reason})")
 

@@ -28,8 +28,11 @@ from ..records import (
     measured_memory,
     pick_reference,
 )
+from ..run.stopping import short_of_precision
 from ..text import one_line
 from .foreign import comparable, no_verdict, withheld
+from .noisesource import describe_sources
+from .shape import Shape, target_shapes
 from .sizes import larger_pct
 from .sweepids import once_per_sweep
 
@@ -179,6 +182,7 @@ class WorkloadResult:
     provenance: list[str] = field(default_factory=list)  # e.g. the Debian versions compared
     # targets without a verdict because they load the host's libraries: one line each
     withheld: list[str] = field(default_factory=list)
+    shapes: list[Shape] = field(default_factory=list)  # targets whose samples have a tail or two modes
 
 
 def sampling_conditions(counted: Sequence[Sample]) -> str:
@@ -328,6 +332,11 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
         res.withheld.extend(no_verdict(doc, wid))
         res.warnings.extend(res.withheld)
         res.warnings.extend(_sample_warnings(rows, counted, res.stop_reason))
+        res.shapes = target_shapes(counted, labels, meta.primary, primary.better == "higher")
+        res.warnings.extend(shape.words() for shape in res.shapes)
+        if short_of_precision(res.stop_reason):
+            res.warnings.append(describe_sources(counted, labels, meta.primary,
+                                                 primary.better == "higher", res.shapes))
         top = doc.host.get("cpu_max_mhz")
         warnings, board_line = board_conditions(
             counted, float(top) if isinstance(top, int | float) else None)
@@ -509,7 +518,7 @@ def _sample_warnings(rows: list[TargetRow], counted: list[Sample],
             out.append(f"{row.label}: coefficient of variation "
                        f"{stats.short(abs(row.summary.cv) * 100, '.0f')}% "
                        "> 10%: a noisy machine or workload; more rounds narrow the CI")
-    if stop_reason.startswith(("time budget", "max ")):
+    if short_of_precision(stop_reason):
         out.append(f"stopped by budget before reaching the asked precision ({stop_reason})")
     return out
 

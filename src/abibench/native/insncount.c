@@ -25,6 +25,15 @@
  * stopped, so the counters can be summed there without locks. A guest killed by a signal, or
  * one that execs another program, writes nothing: its count is unknown, never guessed.
  *
+ * Under qemu-system (mode=system, abibench vm --counters) there is no single program: the guest
+ * runs a kernel and abibench's init (native/vminit.c), which runs each program in turn. Only
+ * blocks at user-space addresses count (the lower half of a 64-bit guest's address space: the
+ * kernel's work is not the program's, as under qemu-user), and the init marks each program's
+ * start and end with a no-op instruction of its own bytes (MARK_START, MARK_END: a nopl with a
+ * displacement no compiler emits). Each end appends "mark insns=<N>" to COUNT_FILE: the user
+ * instructions executed between the two marks, the program's and the few hundred of the init
+ * waiting for it (constant from run to run).
+ *
  * Built against qemu-plugin.h of the installed QEMU (abibench fetches it from Debian's qemu
  * source package at the installed version); needs nothing but libc.
  */
@@ -57,6 +66,12 @@ static unsigned vcpus;        /* atomic */
 static char out_path[4096];
 static char arch[64];
 static pid_t first_pid;
+static int system_mode;
+static uint64_t mark_from; /* the user-instruction total at the last MARK_START */
+
+/* nopl 0x41424942(%rax) and nopl 0x41424945(%rax): "BIBA" / "EIBA", in native/vminit.c too. */
+static const unsigned char MARK_START[7] = {0x0f, 0x1f, 0x80, 0x42, 0x49, 0x42, 0x41};
+static const unsigned char MARK_END[7] = {0x0f, 0x1f, 0x80, 0x45, 0x49, 0x42, 0x41};
 
 static void block_executed(unsigned int vcpu, void *insns)
 {
@@ -73,6 +88,58 @@ static void block_translated(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     (void)id;
     qemu_plugin_register_vcpu_tb_exec_cb(tb, block_executed, QEMU_PLUGIN_CB_NO_REGS,
                                          (void *)(uintptr_t)qemu_plugin_tb_n_insns(tb));
+}
+
+static uint64_t total_now(void)
+{
+    uint64_t total = __atomic_load_n(&shared_count, __ATOMIC_RELAXED);
+
+    for (size_t i = 0; i < SLOTS; i++)
+        total += per_vcpu[i].n;
+    return total;
+}
+
+static void mark_executed(unsigned int vcpu, void *end)
+{
+    FILE *f;
+
+    (void)vcpu;
+    if (end == NULL) {
+        mark_from = total_now();
+        return;
+    }
+    f = fopen(out_path, "a");
+    if (f == NULL) {
+        fprintf(stderr, "insncount: cannot append to %s: %s\n", out_path, strerror(errno));
+        return;
+    }
+    fprintf(f, "mark insns=%" PRIu64 "\n", total_now() - mark_from);
+    fclose(f);
+}
+
+/* System mode: count user-space blocks only, and watch for the init's marks. */
+static void system_block_translated(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
+{
+    size_t n = qemu_plugin_tb_n_insns(tb);
+
+    (void)id;
+    if ((int64_t)qemu_plugin_tb_vaddr(tb) < 0)
+        return; /* the upper half: the kernel's */
+    qemu_plugin_register_vcpu_tb_exec_cb(tb, block_executed, QEMU_PLUGIN_CB_NO_REGS,
+                                         (void *)(uintptr_t)n);
+    for (size_t i = 0; i < n; i++) {
+        struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+        const void *data = qemu_plugin_insn_data(insn);
+
+        if (qemu_plugin_insn_size(insn) != sizeof MARK_START)
+            continue;
+        if (memcmp(data, MARK_START, sizeof MARK_START) == 0)
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, mark_executed, QEMU_PLUGIN_CB_NO_REGS,
+                                                   NULL);
+        else if (memcmp(data, MARK_END, sizeof MARK_END) == 0)
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, mark_executed, QEMU_PLUGIN_CB_NO_REGS,
+                                                   (void *)1);
+    }
 }
 
 static void vcpu_started(qemu_plugin_id_t id, unsigned int vcpu)
@@ -126,9 +193,11 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
         if (strncmp(argv[i], "out=", 4) == 0 && argv[i][4] != '\0' &&
             strlen(argv[i] + 4) < sizeof out_path) {
             snprintf(out_path, sizeof out_path, "%s", argv[i] + 4);
+        } else if (strcmp(argv[i], "mode=system") == 0) {
+            system_mode = 1;
         } else {
-            fprintf(stderr, "insncount: unknown or too long argument '%s'; the only one is "
-                    "out=FILE\n", argv[i]);
+            fprintf(stderr, "insncount: unknown or too long argument '%s'; they are "
+                    "out=FILE and mode=system\n", argv[i]);
             return -1;
         }
     }
@@ -136,9 +205,14 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
         fprintf(stderr, "insncount: no out=FILE given\n");
         return -1;
     }
-    if (info->system_emulation) {
-        fprintf(stderr, "insncount: counts programs under qemu-user, not qemu-system\n");
+    if (info->system_emulation != system_mode) {
+        fprintf(stderr, "insncount: mode=system is for qemu-system, and only for it\n");
         return -1;
+    }
+    if (system_mode) {
+        snprintf(arch, sizeof arch, "%s", info->target_name);
+        qemu_plugin_register_vcpu_tb_trans_cb(id, system_block_translated);
+        return 0;
     }
     snprintf(arch, sizeof arch, "%s", info->target_name);
     first_pid = getpid();

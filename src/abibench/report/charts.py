@@ -29,6 +29,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullForm
 from ..analyse.explain import Explanation
 from ..analyse.footprint import Series
 from ..analyse.report import Diff, Panel
+from ..analyse.shape import TAIL_FACTOR, Shape
 from ..text import one_line
 from . import formatting as fmt
 from .formatting import better_words
@@ -362,3 +363,26 @@ def curve_svg(curves: Sequence[Series], title: str, quantity: str, colours: dict
         sub = "median; dashed: net" if quantity == "bytes" else "median"
         ax.set_title(f"{_wrap(title, 40)}\n{words} · {sub}", fontsize=9.5)
         return _to_svg(fig, f"{title}: {what}, {words}")
+
+
+def shape_svg(shapes: Sequence[Shape], title: str, colours: dict[str, str], salt: str) -> str:
+    """Every sample of each target whose samples have a slow tail or two modes, as dots on one
+    axis: how much worse than the target's typical sample each was, in sample order from bottom
+    to top of its band; a dashed line marks the tail's edge (TAIL_FACTOR)."""
+    with matplotlib.rc_context(_rc(salt)):
+        fig = Figure(figsize=(7.0, 0.9 + 0.55 * len(shapes)))
+        ax = fig.add_subplot()
+        for row, shape in enumerate(shapes):
+            pts = [p * 100 for p in shape.points if _drawable(p)]
+            n = max(1, len(pts))
+            ys = [row - 0.3 + 0.6 * i / n for i in range(len(pts))]
+            ax.scatter(pts, ys, s=12, color=colours.get(shape.target, GREY), alpha=0.8,
+                       linewidths=0)
+        ax.axvline((TAIL_FACTOR - 1) * 100, color=GREY, linestyle="--", linewidth=0.8)
+        ax.set_yticks(range(len(shapes)))
+        ax.set_yticklabels([_wrap(f"{s.target}: {s.kind}", 28) for s in shapes])
+        ax.set_xlabel("% worse than the target's typical sample (its fastest quarter); "
+                      "dashed: the tail's edge")
+        ax.set_title(_wrap(title, 90))
+        fig.tight_layout()
+        return _to_svg(fig, title)

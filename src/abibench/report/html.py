@@ -283,6 +283,11 @@ class _Page:
                           cv, row.outliers if s else "-", fmt.kib(row.rss_kb),
                           fmt.size(row.size), fmt.size(row.text),
                           f"{row.instructions:,}" if row.instructions else "-"])
+        if res.shapes:
+            svg = charts.shape_svg(res.shapes, f"{res.id}: the shape of the samples", self.colours,
+                                   salt=f"w{bi}shape")
+            figs.append(h("figure", Html(svg), h("figcaption", "one dot per counted sample; "
+                                                 "a slow tail or two modes, said in words below")))
         table = _table(["target", "state", "n", "median", "min", "max", "CV", "outliers",
                         "peak RSS", "file size", "text", "instructions"], trows,
                        num={2, 3, 4, 5, 6, 7, 8, 9, 10, 11})

@@ -45,11 +45,9 @@ def continuation(doc: RunDoc, wid: str, labels: Sequence[str]) -> Resumed:
             cut.add(rnd)
     prior = tuple(s for s in timed if s.round in complete and s.counted and s.target in active)
     counted = {s.target for s in doc.samples if s.workload == wid and s.kind == "counters"}
-    # Every timed sample ever started drew one padding from the workload's seeded stream.
-    drawn = sum(1 for s in doc.samples if s.workload == wid and s.kind == "timed")
     rounds = [s.round for s in doc.samples if s.workload == wid]
     return Resumed(Continuation(
         next_round=max(rounds) + 1 if rounds else 0,
-        counted_rounds=len(complete), prior=prior, pads_drawn=drawn,
+        counted_rounds=len(complete), prior=prior,
         spent_s=sum(s.wall_s for s in timed), failed=failed,
         counted_targets=frozenset(counted)), frozenset(cut))

@@ -167,10 +167,24 @@ class Continuation:
     next_round: int  # the first round number not stored yet
     counted_rounds: int  # complete counted rounds already stored
     prior: tuple[Sample, ...]  # those rounds' counted samples, for the stopping rule
-    pads_drawn: int  # environment paddings already drawn from the workload's seeded stream
     spent_s: float  # measuring time the workload already used, against its budget
     failed: dict[str, str] = field(default_factory=dict)  # targets that failed before
     counted_targets: frozenset[str] = frozenset()  # targets whose instructions were counted
+
+
+PAD_RANGE = 4096  # bytes of environment padding: enough to move the stack across a page
+
+
+def round_pad(seed: int, workload: str, number: int) -> int:
+    """The environment padding of every target's sample in one round.
+
+    Padding is random so that no ABI is measured at one lucky or unlucky stack alignment (a
+    layout bias); it is the same for every target of a round because a round is the block the
+    comparison pairs: a padding that slows both programs then cancels in the round's ratio
+    instead of adding to its variance (bench/noise.py measured what padding adds). A function
+    of the round's number, not a stream, so a resumed run draws what an uninterrupted one would.
+    """
+    return random.Random(f"{seed}:{workload}:{number}").randrange(0, PAD_RANGE)
 
 
 @dataclass
@@ -206,7 +220,7 @@ class Session:
         self.wl, self.targets, self.plan, self.store = wl, targets, plan, store
         self.run_id, self.launch, self.on_sample = run_id, launch, on_sample
         self.inputs = inputs or {}
-        self.resume = resume or Continuation(0, 0, (), 0, 0.0)
+        self.resume = resume or Continuation(0, 0, (), 0.0)
         self.noise = noise
         self.runtimes = runtimes or {}  # by ABI name
         # A board that shows its clock, temperature or throttling is read after every sample.
@@ -216,9 +230,6 @@ class Session:
         self.cpus = sorted(os.sched_getaffinity(0)) if cpus is None else cpus
         self.outcome = ScheduleResult(wl.id)
         self.outcome.failed.update(self.resume.failed)
-        self.rng = random.Random(f"{plan.seed}:{wl.id}")
-        for _ in range(self.resume.pads_drawn):  # the stream an uninterrupted run draws from
-            self.rng.randrange(0, 4096)
         self.samples: list[Sample] = list(self.resume.prior)
         self.base_env = dict(os.environ)
         self.places: dict[str, Placement] = {}
@@ -318,9 +329,10 @@ class Session:
         elif self.plan.fixed_rounds is not None and self.counted >= self.plan.fixed_rounds:
             self.stop(f"fixed {self.plan.fixed_rounds} rounds")
 
-    def _prepare(self, target: Target, pos: int, srv: ServerRun | None = None) -> _Prepared:
+    def _prepare(self, target: Target, pos: int, number: int,
+                 srv: ServerRun | None = None) -> _Prepared:
         pl = self.places[target.label]
-        pad = self.rng.randrange(0, 4096) if self.plan.randomize_env else 0
+        pad = round_pad(self.plan.seed, self.wl.id, number) if self.plan.randomize_env else 0
         argv = pl.argv([substitute(a, pl.values(srv)) for a in self.wl.command])
         stdin = pl.stdin_path(srv)
         files, close = pl.output_files(srv)
@@ -339,7 +351,7 @@ class Session:
                 failure = pl.warm_server(srv, self.wl.timeout)
                 if failure:
                     raise ServerError(failure)
-                prep = self._prepare(target, pos, srv)
+                prep = self._prepare(target, pos, number, srv)
                 started = now_iso()
                 if self.wl.browser is not None:
                     raw = run_browser_sample(pl, prep.argv, prep.env, self.wl.timeout,
@@ -369,7 +381,7 @@ class Session:
 
     def _simultaneous(self, order: list[Target], number: int) -> None:
         """Both targets at the same moment, each pinned to its CPU (swapped every round)."""
-        preps = [self._prepare(t, pos) for pos, t in enumerate(order)]
+        preps = [self._prepare(t, pos, number) for pos, t in enumerate(order)]
         hows = [self.design.how(p.pos, number, self.repeat) for p in preps]
         jobs = [Job(p.argv, self.places[p.target.label].work, p.env,
                     self.places[p.target.label].timeout(self.wl.timeout), p.stdin, h,

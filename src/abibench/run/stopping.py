@@ -45,6 +45,16 @@ def precision(samples: Sequence[Sample], metric: str, labels: list[str]) -> Prec
     return Precision(widest, spread, rounds)
 
 
+# How every stop that ends a workload short of the asked precision begins (run/budget.py writes
+# them): a limit ended it, not the noise. One predicate, so no reader lists them again.
+SHORT_OF_PRECISION = ("run budget ", "--max-time ", "max ", "time budget")
+
+
+def short_of_precision(reason: str) -> bool:
+    """Whether a stored stop reason says the asked precision was not reached."""
+    return reason.startswith(SHORT_OF_PRECISION)
+
+
 def widest_interval(samples: Sequence[Sample], metric: str, labels: list[str]) -> float:
     """The largest relative CI half-width of `metric` among target pairs (each vs the first)."""
     return precision(samples, metric, labels).half_width

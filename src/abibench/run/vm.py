@@ -31,7 +31,8 @@ from pathlib import Path
 
 from ..abi import ABIS, Abi, vm_kernel_abi
 from ..errors import HostError, UsageError
-from ..obtain import vmimage
+from ..obtain import qemuplugin, vmimage
+from ..obtain.inputs import generate_input
 from ..records import Artifact
 from ..stats import median, median_ci
 from ..text import one_line
@@ -158,16 +159,36 @@ class Boot:
     seconds: float  # from qemu's start to its exit: boot, programs and power-off, emulated
     ended: str  # "powered off", "deadline", or qemu's own exit status
     console_tail: str  # the kernel's last console lines, for a boot that reported nothing
+    # With --counters: each job's user-space instructions, in the order the init ran them.
+    counts: tuple[int, ...] = ()
 
 
 def qemu_argv(emulator: str, kernel: Path, initrd: Path, cmdline: str, console: Path,
-              report: Path) -> list[str]:
+              report: Path, plugin: str | None = None) -> list[str]:
     """The machine: TCG, fixed memory, no network, no display; the kernel's console on the first
-    serial port and the report on the second, each a file; no reboot (power-off ends qemu)."""
+    serial port and the report on the second, each a file; no reboot (power-off ends qemu);
+    with `plugin`, abibench's instruction counter in its system mode."""
     return [emulator, "-accel", "tcg", "-m", str(MEMORY_MB), "-smp", "1",
             "-nic", "none", "-display", "none", "-monitor", "none", "-no-reboot",
             "-serial", f"file:{console}", "-serial", f"file:{report}",
+            *(["-plugin", plugin] if plugin else []),
             "-kernel", str(kernel), "-initrd", str(initrd), "-append", cmdline]
+
+
+def read_marks(path: Path) -> tuple[int, ...]:
+    """The counts the plugin appended, one per job the init ran ("mark insns=N" lines); a line
+    that is not whole ends the list (qemu killed while writing it)."""
+    try:
+        text = path.read_text(encoding="ascii")
+    except (OSError, UnicodeDecodeError):
+        return ()
+    out = []
+    for line in text.split("\n")[:-1]:  # the last piece: "" or a line cut short
+        key, _, value = line.partition("=")
+        if key != "mark insns" or not value.isdigit():
+            break
+        out.append(int(value))
+    return tuple(out)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -204,12 +225,16 @@ def _begun(report: Path) -> bool:
 
 
 def boot(emulator: str, kernel: Path, initrd_bytes: bytes, cmdline: str, deadline_s: float,
-         on_start: Callable[[int], None] | None = None) -> Boot:
-    """Boot once, wait for the power-off or the deadline, and read the report."""
+         on_start: Callable[[int], None] | None = None,
+         counter: qemuplugin.Plugin | None = None) -> Boot:
+    """Boot once, wait for the power-off or the deadline, and read the report (and, with
+    `counter`, each program's instructions)."""
     with owned_dir(".vm") as work:
         initrd, console, report = work / "initrd.gz", work / "console.log", work / "report"
+        marks = work / "marks"
         initrd.write_bytes(initrd_bytes)
-        argv = qemu_argv(emulator, kernel, initrd, cmdline, console, report)
+        plugin = f"{counter.argument(marks)},mode=system" if counter is not None else None
+        argv = qemu_argv(emulator, kernel, initrd, cmdline, console, report, plugin)
         t0 = time.monotonic()
         with (work / "qemu.log").open("wb") as log:
             # Marked with its directory: if abibench itself is SIGKILLed, the next abibench's
@@ -237,10 +262,13 @@ def boot(emulator: str, kernel: Path, initrd_bytes: bytes, cmdline: str, deadlin
                     text += f.read_bytes()[-4000:]
             tail = " | ".join(one_line(ln) for ln in
                               text.decode("utf-8", "replace").splitlines()[-6:] if ln.strip())
-        return Boot(parsed, seconds, ended, tail)
+        return Boot(parsed, seconds, ended, tail, read_marks(marks) if counter else ())
 
 
 # ----------------------------------------------------------------------------------- the request
+
+
+INPUTS_MAX_BYTES = 64 << 20  # a guest's files live in its RAM (MEMORY_MB), inputs included
 
 
 @dataclass(frozen=True)
@@ -248,6 +276,10 @@ class Target:
     wl: Workload
     abi: Abi
     art: Artifact
+    inputs: tuple[tuple[str, Path], ...] = ()  # the workload's generated [inputs], on the host
+
+    def guest_input(self, name: str) -> str:
+        return f"/inputs/{self.wl.id}/{name}"
 
     @property
     def label(self) -> str:
@@ -258,13 +290,41 @@ class Target:
 
     def argv(self) -> tuple[str, ...]:
         values = {"abi": self.abi.name, **self.wl.params, "bin": self.guest_bin(),
-                  "work": GUEST_WORK,
+                  "work": GUEST_WORK, **{n: self.guest_input(n) for n, _ in self.inputs},
                   "program": f"{self.guest_bin()}/{self.art.files[0]}" if self.art.files else ""}
         return tuple(substitute(a, values) for a in self.wl.command)
 
     def programs(self) -> dict[str, Path]:
-        return {f"{self.guest_bin().lstrip('/')}/{f}": Path(self.art.bin_dir) / f
-                for f in self.art.files}
+        """Every file the guest holds for this target, by its guest path: the programs and the
+        files of its inputs."""
+        out = {f"{self.guest_bin().lstrip('/')}/{f}": Path(self.art.bin_dir) / f
+               for f in self.art.files}
+        for name, host in self.inputs:
+            out.update(input_files(self.guest_input(name).lstrip("/"), host))
+        return out
+
+
+def input_files(guest: str, host: Path) -> dict[str, Path]:
+    """An input (a file, or a directory of regular files) as guest path -> host file; a usage
+    error when it holds anything else or is larger than a guest's RAM can spare."""
+    if host.is_file() and not host.is_symlink():
+        files = {guest: host}
+    elif host.is_dir() and not host.is_symlink():
+        files = {}
+        for path in sorted(host.rglob("*")):
+            if path.is_symlink() or not (path.is_file() or path.is_dir()):
+                raise UsageError(f"input {host} holds {path.name}, which is not a regular file: "
+                                 "a guest takes files and directories only")
+            if path.is_file():
+                files[f"{guest}/{path.relative_to(host).as_posix()}"] = path
+    else:
+        raise UsageError(f"input {host} is neither a regular file nor a directory")
+    size = sum(p.stat().st_size for p in files.values())
+    if size > INPUTS_MAX_BYTES:
+        raise UsageError(f"input {host} is {size >> 20} MiB, more than a booted guest holds "
+                         f"({INPUTS_MAX_BYTES >> 20} MiB): give the workload a smaller input "
+                         "with --set")
+    return files
 
 
 def unsupported(wl: Workload) -> str | None:
@@ -272,7 +332,6 @@ def unsupported(wl: Workload) -> str | None:
     checks = (
         (not wl.command or not wl.command[0].startswith("{bin}/"),
          "its [run] command does not start its built program"),
-        (bool(wl.inputs), "it reads generated [inputs]"),
         (wl.server is not None or wl.browser is not None or wl.display is not None,
          "it needs a server, a browser or a display"),
         (bool(wl.setup or wl.after or wl.stdin), "it has [run] setup, after or stdin"),
@@ -337,6 +396,14 @@ class TargetResult:
     emulation_s: list[float] = field(default_factory=list)
     metrics: list[dict[str, float]] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    instructions: list[int] = field(default_factory=list)  # user-space, one per counted ok run
+
+    def count(self) -> tuple[int, bool] | None:
+        """The median count and whether every run counted the same (exact), or None."""
+        if not self.instructions:
+            return None
+        return int(median([float(n) for n in self.instructions])), \
+            len(set(self.instructions)) == 1
 
     def rss(self) -> tuple[float, float, float]:
         """Median peak RSS and its distribution-free CI (nan bounds below two runs)."""
@@ -346,13 +413,16 @@ class TargetResult:
         return median(self.max_rss_kb), lo, hi
 
 
-def collect(targets: Sequence[Target], reports: Sequence[Report]) -> list[TargetResult]:
+def collect(targets: Sequence[Target], boots: Sequence[Boot]) -> list[TargetResult]:
     """The guests' results per target: validated as a run's samples are (the profile's
-    [validate] pattern and metrics), peak memory from the guest's wait4."""
+    [validate] pattern and metrics), peak memory from the guest's wait4, and the instructions
+    the counter saw between the init's marks (the i-th count is the i-th job's)."""
     by_label = {t.label: TargetResult(t.label, t.wl.id, t.abi.name) for t in targets}
     wl_of = {t.label: t.wl for t in targets}
-    for rep in reports:
-        for res in rep.results:
+    for b in boots:
+        if b.report is None:
+            continue
+        for i, res in enumerate(b.report.results):
             label = res.label.rsplit(".", 1)[0]
             tr = by_label.get(label)
             if tr is None:
@@ -369,6 +439,8 @@ def collect(targets: Sequence[Target], reports: Sequence[Report]) -> list[Target
                 continue
             tr.max_rss_kb.append(float(res.max_rss_kb))
             tr.emulation_s.append(res.wall_s)
+            if i < len(b.counts):
+                tr.instructions.append(b.counts[i])
     return list(by_label.values())
 
 
@@ -432,7 +504,9 @@ def targets_of(workloads: Sequence[Workload], abis: Sequence[Abi], cflags: Seque
             if cc is None:
                 raise HostError(f"no compiler for {abi.name}: apt-get install "
                                 f"{' '.join(abi.multilib_packages or abi.cross_packages)}")
-            targets.append(Target(wl, abi, build(wl, abi, cc, flags, cache_root)))
+            inputs = tuple((name, generate_input(name, spec, cache_root))
+                           for name, spec in wl.inputs.items())
+            targets.append(Target(wl, abi, build(wl, abi, cc, flags, cache_root), inputs))
     return targets
 
 
@@ -440,7 +514,7 @@ def measure(workloads: Sequence[Workload], abis: Sequence[Abi], *, boots: int, r
             cflags: Sequence[str], cache_root: Path,
             build: Callable[[Workload, Abi, str, tuple[str, ...], Path], Artifact],
             compiler: Callable[[Abi], str | None],
-            say: Callable[[str], None] = lambda _: None) -> VmRun:
+            say: Callable[[str], None] = lambda _: None, counters: bool = False) -> VmRun:
     """Build every (workload, ABI) statically, boot the guest `boots` times, each boot running
     every target `rounds` times, and compare what they printed and how much memory they took."""
     clean_stale(cache_root)  # first: a killed earlier run's guest, and its files
@@ -458,6 +532,13 @@ def measure(workloads: Sequence[Workload], abis: Sequence[Abi], *, boots: int, r
     init = vmimage.init_program(cache_root)
     line = cmdline(abis)
     programs = {k: v for t in targets for k, v in t.programs().items()}
+    counter = None
+    if counters:
+        try:
+            counter = qemuplugin.build(cache_root, qemuplugin.qemu_source_version(
+                kernel_abi.vm_emulator_package))
+        except qemuplugin.PluginError as exc:
+            raise HostError(f"--counters: {exc}") from None
     done: list[Boot] = []
     for b in range(boots):
         jobs = plan_jobs(targets, rounds, b)
@@ -465,9 +546,9 @@ def measure(workloads: Sequence[Workload], abis: Sequence[Abi], *, boots: int, r
         deadline = BOOT_ALLOWANCE_S + sum(j.timeout for j in jobs)
         say(f"boot {b + 1}/{boots}: {kernel.label()} under {kernel_abi.vm_emulator} (TCG), "
             f"{len(jobs)} program runs")
-        done.append(boot(emulator, kernel.path, image, line, deadline))
+        done.append(boot(emulator, kernel.path, image, line, deadline, counter=counter))
         say(f"boot {b + 1}/{boots}: {done[-1].ended} after {done[-1].seconds:.1f} s")
-    results = collect(targets, [d.report for d in done if d.report is not None])
+    results = collect(targets, done)
     return VmRun(kernel, kernel_abi.vm_emulator, line, tuple(targets), tuple(done),
                  tuple(results), agreement(results))
 
@@ -479,7 +560,8 @@ def to_json(run: VmRun) -> dict[str, object]:
         return {"workload": r.workload, "abi": r.abi, "runs_ok": len(r.max_rss_kb),
                 "max_rss_kb": r.max_rss_kb, "max_rss_kb_median": _num(mid),
                 "max_rss_kb_ci": [_num(lo), _num(hi)], "checks": sorted({str(c) for c in r.checks}),
-                "emulation_s": r.emulation_s, "failures": r.failures}
+                "emulation_s": r.emulation_s, "failures": r.failures,
+                "instructions": r.instructions}
     return {"kind": "vm", "placement": "vm: emulated", "kernel": run.kernel.label(),
             "emulator": run.emulator, "accel": "tcg", "memory_mb": MEMORY_MB,
             "cmdline": run.cmdline,

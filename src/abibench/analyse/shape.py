@@ -1,0 +1,135 @@
+"""The shape of one target's samples: a slow tail or two modes, said in words.
+
+A coefficient of variation says *that* samples vary, not *how*. Two shapes matter to a reader
+because they change what the median and its interval mean (pyperf warns about unstable
+benchmarks for the same reason):
+
+* a **slow tail**: most samples agree and a few are much slower (another process took the CPU,
+  a migration, an unlucky layout). The median is robust to it; the interval is widened by it.
+* **two modes**: the samples fall into two groups with a gap between them (two layouts, two
+  CPU frequencies, a cache that fits or not). Then "the" time is a mixture and depends on how
+  often each group happens to be drawn.
+
+Both are found on the logarithm of a time-like value (oriented so that larger is worse), with
+rules that need no distribution: a tail is the samples more than TAIL_FACTOR over the fastest
+quarter's upper edge and far outside the body's spread; two modes is the best split of the
+sorted values whose groups are both large and far apart compared with their own spread.
+Each rule is checked by generated mixtures in tests/analyse/test_shape.py, including how
+often it fires on one clean mode.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..records import Sample
+
+MIN_SAMPLES = 8  # fewer cannot show a shape
+TAIL_FACTOR = 1.10  # a sample 10% over the typical fast one is in the tail
+TAIL_SDS = 4.0  # ... and beyond this many of the body's standard deviations over its median
+TAIL_SHARE = 0.10  # ... and a tail is reported when at least this share of samples is in it
+MODE_SHARE = 0.20  # each of two modes holds at least this share of the samples
+MODE_GAP = 0.03  # the modes' centres differ by at least 3%
+MODE_LEAST = 4  # samples in the smaller mode: fewer cannot show their own spread
+MODE_SEPARATION = 5.0  # and by at least this many times their pooled spread
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What one target's samples look like, when it is worth saying."""
+
+    target: str
+    kind: str  # "slow tail" | "two modes"
+    count: int  # samples in the tail, or in the slower mode
+    total: int
+    low: float  # how much worse than typical: the tail's least and greatest excess (fractions),
+    high: float  # or, for two modes, the slower mode's excess over the faster (both the same)
+    # Every sample's excess over the typical (fastest quarter's edge), in sample order: the chart.
+    points: tuple[float, ...] = ()
+
+    def words(self) -> str:
+        if self.kind == "slow tail":
+            return (f"{self.target}: a slow tail: {self.count} of {self.total} samples "
+                    f"{_pct(self.low)}–{_pct(self.high)} worse than its typical sample "
+                    "(the median is robust to them; the interval is wider)")
+        return (f"{self.target}: two modes: {self.count} of {self.total} samples form a group "
+                f"{_pct(self.low)} worse than the other {self.total - self.count} (a mixture: "
+                "layout, frequency or cache effects that change between samples)")
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.0f}%"
+
+
+def _oriented_logs(values: Sequence[float], higher_is_better: bool,
+                   keep_order: bool = False) -> list[float] | None:
+    """Logs, negated where higher is better (so larger is always worse), sorted unless asked."""
+    if any(not (math.isfinite(v) and v > 0) for v in values):
+        return None
+    logs = [-math.log(v) if higher_is_better else math.log(v) for v in values]
+    return logs if keep_order else sorted(logs)
+
+
+def _quantile(sorted_xs: Sequence[float], q: float) -> float:
+    pos = q * (len(sorted_xs) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_xs) - 1)
+    return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * (pos - lo)
+
+
+def two_modes(xs: Sequence[float]) -> tuple[int, float] | None:
+    """The split of sorted xs into a fast and a slow group that are both large and well apart:
+    (the slow group's size, its centre's excess as a log difference), else None."""
+    n = len(xs)
+    least = max(MODE_LEAST, math.ceil(MODE_SHARE * n))
+    best: tuple[float, int, float] | None = None
+    for k in range(least, n - least + 1):
+        fast, slow = xs[:k], xs[k:]
+        mf, ms = sum(fast) / len(fast), sum(slow) / len(slow)
+        var = (sum((x - mf) ** 2 for x in fast) + sum((x - ms) ** 2 for x in slow)) / (n - 2)
+        gap = ms - mf
+        sep = gap / math.sqrt(var) if var > 0 else math.inf
+        if gap >= math.log1p(MODE_GAP) and sep >= MODE_SEPARATION and \
+                (best is None or sep > best[0]):
+            best = (sep, n - k, gap)
+    return None if best is None else (best[1], best[2])
+
+
+def describe(target: str, values: Sequence[float], higher_is_better: bool) -> Shape | None:
+    """Two modes if the samples have them, else a slow tail if there is one, else None."""
+    xs = _oriented_logs(values, higher_is_better)
+    if xs is None or len(xs) < MIN_SAMPLES:
+        return None
+    typical = _quantile(xs, 0.25)
+    order = _oriented_logs(values, higher_is_better, keep_order=True) or []
+    points = tuple(math.expm1(x - typical) for x in order)
+    modes = two_modes(xs)
+    if modes is not None:
+        count, gap = modes
+        return Shape(target, "two modes", count, len(xs), math.expm1(gap), math.expm1(gap),
+                     points)
+    median = _quantile(xs, 0.5)
+    # The body's spread from its fast side, which a slow tail cannot reach: a sample is in the
+    # tail only when it is both 10% over the typical one and far outside the body's own spread,
+    # so a broad but single-humped distribution is not called a tail.
+    body_sd = (median - _quantile(xs, 0.10)) / 1.2816
+    edge = max(typical + math.log(TAIL_FACTOR), median + TAIL_SDS * body_sd)
+    tail = [x - typical for x in xs if x > edge]
+    if len(tail) >= max(2, math.ceil(TAIL_SHARE * len(xs))):
+        return Shape(target, "slow tail", len(tail), len(xs), math.expm1(min(tail)),
+                     math.expm1(max(tail)), points)
+    return None
+
+
+def target_shapes(counted: Sequence[Sample], labels: Sequence[str], metric: str,
+                  higher_is_better: bool) -> list[Shape]:
+    """The shape of each target's counted values of one metric, where there is one to say."""
+    out = []
+    for label in labels:
+        values = [v for s in counted if s.target == label and (v := s.value(metric)) is not None]
+        shape = describe(label, values, higher_is_better)
+        if shape is not None:
+            out.append(shape)
+    return out
