@@ -398,25 +398,44 @@ static int parse_int(const char *s, long long lo, long long hi, long long *out) 
 
 /* ---- main ------------------------------------------------------------------------------ */
 
-int main(int argc, char **argv) {
-    long long pin_cpu = -1, repeat = 1, gate_fd = -1, cov_cpu = -1, cov_iters = 0;
-    const char *cgroup_dir = NULL;
+/* What the command line asks for. */
+typedef struct {
+    long long pin_cpu, repeat, gate_fd, cov_cpu, cov_iters, timeout_ms;
+    const char *cgroup_dir;
+    const char *result_path;
+    char **program; /* PROGRAM [ARG...] */
+} options;
+
+/* What the sample measured, summed over its runs, and what the result line reports. */
+typedef struct {
+    int64_t t_first, t1, wall;
+    int status, escaped, exec_errno, stops, stop_seen, subreaper;
+    long long runs, busy, steal, tree_peak_kb;
+    long cov_chunks;
+    int64_t cov_ns;
+    struct rusage ru_sum;
+    const char *what;
+} sample;
+
+/* The options and operands; 0, or 125 with the reason on stderr. */
+static int parse_options(int argc, char **argv, options *o) {
+    *o = (options){.pin_cpu = -1, .repeat = 1, .gate_fd = -1, .cov_cpu = -1};
     int opt;
     while ((opt = getopt(argc, argv, "+c:r:g:v:m:")) != -1) {
         char *colon;
         switch (opt) {
         case 'c':
-            if (parse_int(optarg, 0, CPU_SETSIZE - 1, &pin_cpu) == 0) continue;
+            if (parse_int(optarg, 0, CPU_SETSIZE - 1, &o->pin_cpu) == 0) continue;
             break;
         case 'r':
-            if (parse_int(optarg, 1, 1000000, &repeat) == 0) continue;
+            if (parse_int(optarg, 1, 1000000, &o->repeat) == 0) continue;
             break;
         case 'g':
-            if (parse_int(optarg, 0, 1 << 20, &gate_fd) == 0) continue;
+            if (parse_int(optarg, 0, 1 << 20, &o->gate_fd) == 0) continue;
             break;
         case 'm':
             if (optarg[0] == '/') {
-                cgroup_dir = optarg;
+                o->cgroup_dir = optarg;
                 continue;
             }
             break;
@@ -424,8 +443,8 @@ int main(int argc, char **argv) {
             colon = strchr(optarg, ':');
             if (colon) {
                 *colon = '\0';
-                if (parse_int(optarg, 0, CPU_SETSIZE - 1, &cov_cpu) == 0 &&
-                    parse_int(colon + 1, 1, 1LL << 40, &cov_iters) == 0)
+                if (parse_int(optarg, 0, CPU_SETSIZE - 1, &o->cov_cpu) == 0 &&
+                    parse_int(colon + 1, 1, 1LL << 40, &o->cov_iters) == 0)
                     continue;
             }
             break;
@@ -440,28 +459,34 @@ int main(int argc, char **argv) {
                         "[-m CGROUP] RESULT_FILE TIMEOUT_MS PROGRAM [ARG...]\n");
         return 125;
     }
-    const char *result_path = argv[1];
-    long long timeout_ms = 0;
-    if (parse_int(argv[2], 0, 1LL << 50, &timeout_ms) != 0) {
+    o->result_path = argv[1];
+    if (parse_int(argv[2], 0, 1LL << 50, &o->timeout_ms) != 0) {
         fprintf(stderr, "abibench-launch: bad TIMEOUT_MS '%s'\n", argv[2]);
         return 125;
     }
+    o->program = &argv[3];
+    return 0;
+}
 
-    /* Signals are taken synchronously with sigtimedwait: blocked from here on, one that
-     * arrives before the program is spawned stays pending and is seen by the wait loop. */
-    sigset_t waited, chld;
-    sigemptyset(&waited);
-    sigaddset(&waited, SIGCHLD);
-    sigaddset(&waited, SIGINT);
-    sigaddset(&waited, SIGTERM);
-    sigaddset(&waited, SIGHUP);
-    sigaddset(&waited, SIGUSR1);
-    sigprocmask(SIG_BLOCK, &waited, NULL);
-    sigemptyset(&chld);
-    sigaddset(&chld, SIGCHLD);
+/* Signals are taken synchronously with sigtimedwait: blocked from here on, one that
+ * arrives before the program is spawned stays pending and is seen by the wait loop. */
+static void block_signals(sigset_t *waited, sigset_t *chld) {
+    sigemptyset(waited);
+    sigaddset(waited, SIGCHLD);
+    sigaddset(waited, SIGINT);
+    sigaddset(waited, SIGTERM);
+    sigaddset(waited, SIGHUP);
+    sigaddset(waited, SIGUSR1);
+    sigprocmask(SIG_BLOCK, waited, NULL);
+    sigemptyset(chld);
+    sigaddset(chld, SIGCHLD);
     /* An inherited SIG_IGN for SIGCHLD would let the kernel reap the program before wait4. */
     signal(SIGCHLD, SIG_DFL);
+}
 
+/* Dies with its parent, catches what leaves the program's group, starts nothing for a parent
+ * that is already gone; 0, or 125. */
+static int tie_to_parent(int *subreaper) {
     if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) != 0) {
         perror("abibench-launch: prctl");
         return 125;
@@ -469,13 +494,13 @@ int main(int argc, char **argv) {
     /* qemu-user refuses the subreaper with EINVAL (abibench itself emulated: an arm64 root or
      * container on an x86 machine).  The program's process group is still killed when it
      * ends; what leaves the group cannot be caught, and the result line says so. */
-    int subreaper = 1;
+    *subreaper = 1;
     if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
         if (errno != EINVAL) {
             perror("abibench-launch: prctl");
             return 125;
         }
-        subreaper = 0;
+        *subreaper = 0;
     }
     const char *expected = getenv(PARENT_ENV);
     if (expected) {
@@ -485,27 +510,18 @@ int main(int argc, char **argv) {
         }
         unsetenv(PARENT_ENV);
     }
+    return 0;
+}
 
-    FILE *out = fopen(result_path, "w");
-    if (!out) {
-        fprintf(stderr, "abibench-launch: cannot write %s: %s\n", result_path, strerror(errno));
-        return 125;
-    }
-
-    if (pin_cpu >= 0 && pin_to((int)pin_cpu) != 0) {
-        fprintf(stderr, "abibench-launch: cannot pin to CPU %lld: %s\n", pin_cpu, strerror(errno));
-        return 125;
-    }
-
-    /* posix_spawn rather than fork+exec: glibc spawns with a vfork-style clone, which costs
-     * less per sample than copying page tables, reports exec errors directly, and (unlike
-     * execvp) never retries an ENOEXEC file through /bin/sh, so "kernel cannot run x32"
-     * stays an exec error instead of becoming a shell syntax error. */
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
-                                        POSIX_SPAWN_SETSIGMASK);
-    posix_spawnattr_setpgroup(&attr, 0); /* its own group: a timeout kills all it started */
+/* posix_spawn rather than fork+exec: glibc spawns with a vfork-style clone, which costs
+ * less per sample than copying page tables, reports exec errors directly, and (unlike
+ * execvp) never retries an ENOEXEC file through /bin/sh, so "kernel cannot run x32"
+ * stays an exec error instead of becoming a shell syntax error. */
+static void spawn_setup(posix_spawnattr_t *attr, posix_spawn_file_actions_t *quiet) {
+    posix_spawnattr_init(attr);
+    posix_spawnattr_setflags(attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
+                                       POSIX_SPAWN_SETSIGMASK);
+    posix_spawnattr_setpgroup(attr, 0); /* its own group: a timeout kills all it started */
     sigset_t defaults, empty;
     sigemptyset(&defaults);
     sigaddset(&defaults, SIGINT);
@@ -514,48 +530,213 @@ int main(int argc, char **argv) {
     sigaddset(&defaults, SIGUSR1);
     sigaddset(&defaults, SIGALRM);
     sigaddset(&defaults, SIGCHLD);
-    posix_spawnattr_setsigdefault(&attr, &defaults);
+    posix_spawnattr_setsigdefault(attr, &defaults);
     sigemptyset(&empty);
-    posix_spawnattr_setsigmask(&attr, &empty); /* the program gets none of our blocked signals */
+    posix_spawnattr_setsigmask(attr, &empty); /* the program gets none of our blocked signals */
     /* Repeats after the first: their output is not the sample's. */
-    posix_spawn_file_actions_t quiet;
-    posix_spawn_file_actions_init(&quiet);
-    posix_spawn_file_actions_addopen(&quiet, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_init(quiet);
+    posix_spawn_file_actions_addopen(quiet, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+}
 
-    covariate cov = {.cpu = (int)cov_cpu, .iters = (long)cov_iters};
-    pthread_t cov_thread;
-    int cov_started = 0;
-    if (cov_cpu >= 0) {
-        if (pthread_create(&cov_thread, NULL, covariate_loop, &cov) != 0) {
-            fprintf(stderr, "abibench-launch: cannot start the covariate loop\n");
+/* The covariate thread started and at speed; 0, or 125. */
+static int start_covariate(covariate *cov, pthread_t *thread, int *started) {
+    if (pthread_create(thread, NULL, covariate_loop, cov) != 0) {
+        fprintf(stderr, "abibench-launch: cannot start the covariate loop\n");
+        return 125;
+    }
+    *started = 1;
+    /* Until its first chunk is done, the loop is not at speed yet. */
+    while (atomic_load(&cov->ready) == 0 || (atomic_load(&cov->ready) > 0 &&
+                                              atomic_load(&cov->chunks) < 1))
+        sched_yield();
+    if (atomic_load(&cov->ready) < 0) {
+        fprintf(stderr, "abibench-launch: cannot pin the covariate loop to CPU %d\n", cov->cpu);
+        return 125;
+    }
+    return 0;
+}
+
+/* Both launchers of a simultaneous pair get here, then start together at EOF. */
+static void wait_for_gate(int fd) {
+    char byte;
+    for (;;) {
+        ssize_t n = read(fd, &byte, 1);
+        if (n > 0 || (n < 0 && errno == EINTR)) continue;
+        break;
+    }
+    close(fd);
+}
+
+/* Reaps whatever ended (the program, and any stray re-parented to us, the subreaper): 1 when
+ * the program itself did (its status and rusage, the only ones reported), 0 when not yet,
+ * -1 on a wait4 error.  Stops of the program are counted in s. */
+static int reap(pid_t pid, sample *s, struct rusage *ru) {
+    int st = 0, done = 0;
+    struct rusage r;
+    pid_t w;
+    /* WUNTRACED: a stop of the program (SIGSTOP, SIGTSTP, SIGTTIN/OU) is reported
+     * too, and counted: its wall time then holds the time it stood still, so the
+     * caller stores the sample as no measurement.  A stop the program was continued
+     * from before we looked is reported only as its SIGCONT (WCONTINUED, which the
+     * kernel reports only for a process that was stopped): that counts as well. */
+    while ((w = wait4(-1, &st, WNOHANG | WUNTRACED | WCONTINUED, &r)) > 0) {
+        if (WIFSTOPPED(st) || WIFCONTINUED(st)) {
+            if (w == pid && WIFSTOPPED(st)) { s->stops++; s->stop_seen = 1; }
+            if (w == pid && WIFCONTINUED(st)) {
+                if (!s->stop_seen) s->stops++;
+                s->stop_seen = 0;
+            }
+            continue;
+        }
+        if (w == pid) { s->status = st; *ru = r; done = 1; }
+    }
+    if (done) return 1;
+    return w < 0 && errno != EINTR ? -1 : 0;
+}
+
+/* Waits for the program to end, killing its group on the deadline, an interrupt or SIGUSR1
+ * (s->what says which); 0, or 125 on a wait4 error. */
+static int wait_program(pid_t pid, sample *s, struct rusage *ru, const sigset_t *waited,
+                        int64_t deadline) {
+    for (;;) {
+        int reaped = reap(pid, s, ru);
+        if (reaped > 0) return 0;
+        if (reaped < 0) {
+            perror("abibench-launch: wait4");
+            kill(-pid, SIGKILL);
             return 125;
         }
-        cov_started = 1;
-        /* Until its first chunk is done, the loop is not at speed yet. */
-        while (atomic_load(&cov.ready) == 0 || (atomic_load(&cov.ready) > 0 &&
-                                                 atomic_load(&cov.chunks) < 1))
-            sched_yield();
-        if (atomic_load(&cov.ready) < 0) {
-            fprintf(stderr, "abibench-launch: cannot pin the covariate loop to CPU %lld\n",
-                    cov_cpu);
-            return 125;
+        struct timespec ts, *tsp = NULL;
+        if (deadline && !s->what) {
+            int64_t left = deadline - now_ns();
+            ts = ns_to_ts(left > 0 ? left : 0);
+            tsp = &ts;
+        }
+        int sig = sigtimedwait(waited, NULL, tsp);
+        if (sig < 0 && errno == EAGAIN && !s->what) {
+            s->what = "timeout";
+            kill(-pid, SIGKILL);
+        } else if ((sig == SIGINT || sig == SIGTERM || sig == SIGHUP) && !s->what) {
+            s->what = "interrupted";
+            kill(-pid, SIGKILL);
+        } else if (sig == SIGUSR1 && !s->what) {
+            s->what = "stopped";
+            kill(-pid, SIGKILL);
         }
     }
-    if (gate_fd >= 0) {
-        /* Both launchers of a simultaneous pair get here, then start together at EOF. */
-        char byte;
-        for (;;) {
-            ssize_t n = read((int)gate_fd, &byte, 1);
-            if (n > 0 || (n < 0 && errno == EINTR)) continue;
+}
+
+static void add_rusage(struct rusage *sum, const struct rusage *ru) {
+    sum->ru_utime.tv_sec += ru->ru_utime.tv_sec;
+    sum->ru_utime.tv_usec += ru->ru_utime.tv_usec;
+    sum->ru_stime.tv_sec += ru->ru_stime.tv_sec;
+    sum->ru_stime.tv_usec += ru->ru_stime.tv_usec;
+    if (ru->ru_maxrss > sum->ru_maxrss) sum->ru_maxrss = ru->ru_maxrss;
+    sum->ru_minflt += ru->ru_minflt;
+    sum->ru_majflt += ru->ru_majflt;
+    sum->ru_nvcsw += ru->ru_nvcsw;
+    sum->ru_nivcsw += ru->ru_nivcsw;
+}
+
+/* The program run o->repeat times (or until a run fails, times out or is interrupted);
+ * 0, or 125 on a launcher error. */
+static int run_program(const options *o, sample *s, const posix_spawnattr_t *attr,
+                       const posix_spawn_file_actions_t *quiet, const sigset_t *waited,
+                       const sigset_t *chld) {
+    int64_t t0 = now_ns();
+    s->t_first = s->t1 = t0;
+    int64_t deadline = o->timeout_ms > 0 ? t0 + (int64_t)o->timeout_ms * 1000000LL : 0;
+    for (long long run = 0; run < o->repeat && !s->what; run++) {
+        if (run > 0 && lseek(STDIN_FILENO, 0, SEEK_SET) < 0 && errno != ESPIPE) {
+            fprintf(stderr, "abibench-launch: cannot rewind stdin: %s\n", strerror(errno));
+            return 125;
+        }
+        pid_t pid = 0;
+        t0 = now_ns();
+        if (run == 0) s->t_first = t0;
+        s->exec_errno = posix_spawn(&pid, o->program[0], run > 0 ? quiet : NULL, attr,
+                                    o->program, environ);
+        if (s->exec_errno != 0) {
+            s->t1 = now_ns();
+            s->wall += s->t1 - t0;
+            s->what = "execfail";
             break;
         }
-        close((int)gate_fd);
+        s->runs++;
+        s->status = 0;
+        struct rusage ru;
+        memset(&ru, 0, sizeof ru);
+        if (wait_program(pid, s, &ru, waited, deadline) != 0) return 125;
+        s->t1 = now_ns();
+        s->wall += s->t1 - t0;
+        add_rusage(&s->ru_sum, &ru);
+        /* Anything the program left behind, in its group or not, goes with it. */
+        s->escaped += kill_the_rest(pid, s->what != NULL, chld);
+        if (o->cgroup_dir) kill_group_members(o->cgroup_dir, chld);
+        if (!s->what && !(WIFEXITED(s->status) && WEXITSTATUS(s->status) == 0))
+            break; /* a failed run ends the sample: it is the one reported */
     }
+    return 0;
+}
 
+/* The one result line; 0, or 125 when it could not be written. */
+static int write_result(FILE *out, sample *s, long long cov_iters) {
+    int code = -1, sig = 0;
+    if (s->exec_errno != 0) {
+        code = 127;
+    } else {
+        if (WIFEXITED(s->status)) code = WEXITSTATUS(s->status);
+        if (WIFSIGNALED(s->status)) sig = WTERMSIG(s->status);
+    }
+    if (!s->what) s->what = WIFSIGNALED(s->status) ? "signaled" : "exited";
+    const struct rusage *ru = &s->ru_sum;
+    fprintf(out,
+            "status=%s code=%d signal=%d wall_ns=%lld user_us=%lld sys_us=%lld maxrss_kb=%ld "
+            "minflt=%ld majflt=%ld nvcsw=%ld nivcsw=%ld errno=%d escaped=%d repeat=%lld "
+            "t0_ns=%lld t1_ns=%lld busy_ticks=%lld steal_ticks=%lld hz=%ld cov_iters=%lld "
+            "cov_ns=%lld tree_peak_kb=%lld subreaper=%d stops=%d\n",
+            s->what, code, sig, (long long)s->wall, (long long)tv_us(ru->ru_utime),
+            (long long)tv_us(ru->ru_stime), ru->ru_maxrss, ru->ru_minflt, ru->ru_majflt,
+            ru->ru_nvcsw, ru->ru_nivcsw, s->exec_errno, s->escaped, s->runs ? s->runs : 1,
+            (long long)s->t_first, (long long)s->t1, s->busy, s->steal, sysconf(_SC_CLK_TCK),
+            (long long)s->cov_chunks * cov_iters, (long long)s->cov_ns, s->tree_peak_kb,
+            s->subreaper, s->stops);
+    if (fclose(out) != 0) { perror("abibench-launch: result"); return 125; }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    options o;
+    if (parse_options(argc, argv, &o) != 0) return 125;
+    sigset_t waited, chld;
+    block_signals(&waited, &chld);
+    sample s;
+    memset(&s, 0, sizeof s);
+    if (tie_to_parent(&s.subreaper) != 0) return 125;
+
+    FILE *out = fopen(o.result_path, "w");
+    if (!out) {
+        fprintf(stderr, "abibench-launch: cannot write %s: %s\n", o.result_path, strerror(errno));
+        return 125;
+    }
+    if (o.pin_cpu >= 0 && pin_to((int)o.pin_cpu) != 0) {
+        fprintf(stderr, "abibench-launch: cannot pin to CPU %lld: %s\n", o.pin_cpu,
+                strerror(errno));
+        return 125;
+    }
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_t quiet;
+    spawn_setup(&attr, &quiet);
+
+    covariate cov = {.cpu = (int)o.cov_cpu, .iters = (long)o.cov_iters};
+    pthread_t cov_thread;
+    int cov_started = 0;
+    if (o.cov_cpu >= 0 && start_covariate(&cov, &cov_thread, &cov_started) != 0) return 125;
+    if (o.gate_fd >= 0) wait_for_gate((int)o.gate_fd);
     /* Joined last, right before the program starts: what the group then charges is the
      * program's tree, plus the few pages the launcher touches while it waits. */
-    if (cgroup_dir && write_text(cgroup_dir, "cgroup.procs", "0\n") != 0) {
-        fprintf(stderr, "abibench-launch: cannot join the memory cgroup %s: %s\n", cgroup_dir,
+    if (o.cgroup_dir && write_text(o.cgroup_dir, "cgroup.procs", "0\n") != 0) {
+        fprintf(stderr, "abibench-launch: cannot join the memory cgroup %s: %s\n", o.cgroup_dir,
                 strerror(errno));
         return 125;
     }
@@ -564,126 +745,18 @@ int main(int argc, char **argv) {
     cpu_ticks(&busy0, &steal0);
     long cov0 = atomic_load(&cov.chunks);
     int64_t cov_t0 = now_ns();
-    int64_t t0 = now_ns(), t_first = t0, t1 = t0, wall = 0;
-    int64_t deadline = timeout_ms > 0 ? t0 + (int64_t)timeout_ms * 1000000LL : 0;
-    int status = 0, escaped = 0, exec_errno = 0, stops = 0, stop_seen = 0;
-    long long runs = 0;
-    struct rusage ru_sum;
-    memset(&ru_sum, 0, sizeof ru_sum);
-    const char *what = NULL;
-    for (long long run = 0; run < repeat && !what; run++) {
-        if (run > 0 && lseek(STDIN_FILENO, 0, SEEK_SET) < 0 && errno != ESPIPE) {
-            fprintf(stderr, "abibench-launch: cannot rewind stdin: %s\n", strerror(errno));
-            return 125;
-        }
-        pid_t pid = 0;
-        t0 = now_ns();
-        if (run == 0) t_first = t0;
-        exec_errno = posix_spawn(&pid, argv[3], run > 0 ? &quiet : NULL, &attr, &argv[3],
-                                 environ);
-        if (exec_errno != 0) {
-            t1 = now_ns();
-            wall += t1 - t0;
-            what = "execfail";
-            break;
-        }
-        runs++;
-        status = 0;
-        struct rusage ru;
-        memset(&ru, 0, sizeof ru);
-        for (;;) {
-            /* The program, and any stray that ended already (re-parented to us, the
-             * subreaper); only the program's own wait4 gives the rusage that is reported. */
-            int st = 0, done = 0;
-            struct rusage r;
-            pid_t w;
-            /* WUNTRACED: a stop of the program (SIGSTOP, SIGTSTP, SIGTTIN/OU) is reported
-             * too, and counted: its wall time then holds the time it stood still, so the
-             * caller stores the sample as no measurement.  A stop the program was continued
-             * from before we looked is reported only as its SIGCONT (WCONTINUED, which the
-             * kernel reports only for a process that was stopped): that counts as well. */
-            while ((w = wait4(-1, &st, WNOHANG | WUNTRACED | WCONTINUED, &r)) > 0) {
-                if (WIFSTOPPED(st) || WIFCONTINUED(st)) {
-                    if (w == pid && WIFSTOPPED(st)) { stops++; stop_seen = 1; }
-                    if (w == pid && WIFCONTINUED(st)) {
-                        if (!stop_seen) stops++;
-                        stop_seen = 0;
-                    }
-                    continue;
-                }
-                if (w == pid) { status = st; ru = r; done = 1; }
-            }
-            if (done) break;
-            if (w < 0 && errno != EINTR) {
-                perror("abibench-launch: wait4");
-                kill(-pid, SIGKILL);
-                return 125;
-            }
-            struct timespec ts, *tsp = NULL;
-            if (deadline && !what) {
-                int64_t left = deadline - now_ns();
-                ts = ns_to_ts(left > 0 ? left : 0);
-                tsp = &ts;
-            }
-            int sig = sigtimedwait(&waited, NULL, tsp);
-            if (sig < 0 && errno == EAGAIN && !what) {
-                what = "timeout";
-                kill(-pid, SIGKILL);
-            } else if ((sig == SIGINT || sig == SIGTERM || sig == SIGHUP) && !what) {
-                what = "interrupted";
-                kill(-pid, SIGKILL);
-            } else if (sig == SIGUSR1 && !what) {
-                what = "stopped";
-                kill(-pid, SIGKILL);
-            }
-        }
-        t1 = now_ns();
-        wall += t1 - t0;
-        ru_sum.ru_utime.tv_sec += ru.ru_utime.tv_sec;
-        ru_sum.ru_utime.tv_usec += ru.ru_utime.tv_usec;
-        ru_sum.ru_stime.tv_sec += ru.ru_stime.tv_sec;
-        ru_sum.ru_stime.tv_usec += ru.ru_stime.tv_usec;
-        if (ru.ru_maxrss > ru_sum.ru_maxrss) ru_sum.ru_maxrss = ru.ru_maxrss;
-        ru_sum.ru_minflt += ru.ru_minflt;
-        ru_sum.ru_majflt += ru.ru_majflt;
-        ru_sum.ru_nvcsw += ru.ru_nvcsw;
-        ru_sum.ru_nivcsw += ru.ru_nivcsw;
-        /* Anything the program left behind, in its group or not, goes with it. */
-        escaped += kill_the_rest(pid, what != NULL, &chld);
-        if (cgroup_dir) kill_group_members(cgroup_dir, &chld);
-        if (!what && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-            break; /* a failed run ends the sample: it is the one reported */
-    }
-    long long tree_peak_kb = cgroup_dir ? group_peak_kb(cgroup_dir) : -1;
-    long cov1 = atomic_load(&cov.chunks);
-    int64_t cov_t1 = now_ns();
+    if (run_program(&o, &s, &attr, &quiet, &waited, &chld) != 0) return 125;
+    s.tree_peak_kb = o.cgroup_dir ? group_peak_kb(o.cgroup_dir) : -1;
+    s.cov_chunks = atomic_load(&cov.chunks) - cov0;
+    s.cov_ns = now_ns() - cov_t0;
     cpu_ticks(&busy1, &steal1);
+    s.busy = busy1 - busy0;
+    s.steal = steal1 - steal0;
     if (cov_started) {
         atomic_store(&cov.stop, 1);
         pthread_join(cov_thread, NULL);
     }
     posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&quiet);
-
-    int code = -1, sig = 0;
-    if (exec_errno != 0) {
-        code = 127;
-    } else {
-        if (WIFEXITED(status)) code = WEXITSTATUS(status);
-        if (WIFSIGNALED(status)) sig = WTERMSIG(status);
-    }
-    if (!what) what = WIFSIGNALED(status) ? "signaled" : "exited";
-    fprintf(out,
-            "status=%s code=%d signal=%d wall_ns=%lld user_us=%lld sys_us=%lld maxrss_kb=%ld "
-            "minflt=%ld majflt=%ld nvcsw=%ld nivcsw=%ld errno=%d escaped=%d repeat=%lld "
-            "t0_ns=%lld t1_ns=%lld busy_ticks=%lld steal_ticks=%lld hz=%ld cov_iters=%lld "
-            "cov_ns=%lld tree_peak_kb=%lld subreaper=%d stops=%d\n",
-            what, code, sig, (long long)wall, (long long)tv_us(ru_sum.ru_utime),
-            (long long)tv_us(ru_sum.ru_stime), ru_sum.ru_maxrss, ru_sum.ru_minflt,
-            ru_sum.ru_majflt, ru_sum.ru_nvcsw, ru_sum.ru_nivcsw, exec_errno, escaped,
-            runs ? runs : 1, (long long)t_first, (long long)t1, busy1 - busy0, steal1 - steal0,
-            sysconf(_SC_CLK_TCK), (long long)(cov1 - cov0) * cov_iters,
-            (long long)(cov_t1 - cov_t0), tree_peak_kb, subreaper, stops);
-    if (fclose(out) != 0) { perror("abibench-launch: result"); return 125; }
-    return 0;
+    return write_result(out, &s, o.cov_iters);
 }

@@ -101,6 +101,87 @@ static void take(struct buf *b, const unsigned char *p, size_t n) {
     b->n += n;
 }
 
+/* A job that could not start: its line says why (the errno). */
+static void report_spawn_failure(const char *label, int error) {
+    char text[256];
+    snprintf(text, sizeof text, "R %s spawn %d 0 0 0 0 0 0 - -", label, error);
+    puts_(report, text);
+    end_frame(report);
+}
+
+/* In the forked child: the job in its own process group, its output into the pipes, no input. */
+static _Noreturn void exec_job(char **argv, int out, int err) {
+    setpgid(0, 0);
+    dup2(out, 1);
+    dup2(err, 2);
+    int nul = open("/dev/null", O_RDONLY);
+    if (nul >= 0) dup2(nul, 0);
+    execv(argv[0], argv);
+    /* Its reason reaches the report as the job's stderr (ENOEXEC: a kernel without x32). */
+    fprintf(stderr, "abibench-vminit: cannot execute %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+}
+
+/* The job's stdout and stderr, read until both are closed or its time is up: 1 when it is. */
+static int read_output(struct pollfd fds[2], struct buf *o, struct buf *e, double t0,
+                       double timeout) {
+    int timed_out = 0, open_fds = 2;
+    unsigned char chunk[65536];
+    while (open_fds > 0) {
+        double left = timeout - (now() - t0);
+        if (left <= 0) { timed_out = 1; break; }
+        int r = poll(fds, 2, (int)(left * 1000) + 1);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) continue;
+        for (int i = 0; i < 2; i++) {
+            if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            ssize_t n = read(fds[i].fd, chunk, sizeof chunk);
+            if (n <= 0) { close(fds[i].fd); fds[i].fd = -1; open_fds--; continue; }
+            take(i == 0 ? o : e, chunk, (size_t)n);
+        }
+    }
+    return timed_out;
+}
+
+/* Its status and rusage, waited for within its time (killed when it is up, or was). */
+static void wait_job(pid_t pid, double t0, double timeout, int *timed_out, int *status,
+                     struct rusage *ru) {
+    if (*timed_out) { kill(-pid, SIGKILL); kill(pid, SIGKILL); }
+    for (;;) {  /* its pipes are closed: wait for it, still within its time */
+        pid_t w = wait4(pid, status, *timed_out ? 0 : WNOHANG, ru);
+        if (w == pid) break;
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) break;
+        if (now() - t0 > timeout) {
+            *timed_out = 1;
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+        } else {
+            struct timespec ms = {0, 1000000};
+            nanosleep(&ms, NULL);
+        }
+    }
+}
+
+/* The job's "R" frame. */
+static void report_job(const char *label, int timed_out, int status, double wall,
+                       const struct rusage *ru, const struct buf *o, const struct buf *e) {
+    const char *kind = timed_out ? "timeout" : WIFSIGNALED(status) ? "signal" : "exit";
+    int code = WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status);
+    char text[512];
+    snprintf(text, sizeof text, "R %s %s %d %lld %ld %lld %lld %ld %ld ", label, kind, code,
+             (long long)(wall * 1e9), ru->ru_maxrss,
+             (long long)ru->ru_utime.tv_sec * 1000000 + ru->ru_utime.tv_usec,
+             (long long)ru->ru_stime.tv_sec * 1000000 + ru->ru_stime.tv_usec,
+             ru->ru_minflt, ru->ru_majflt);
+    puts_(report, text);
+    hex(report, o->p, o->n);
+    put(report, ' ');
+    hex(report, e->p, e->n);
+    end_frame(report);
+}
+
+/* Run one job; its line goes to the report. */
 /* A program's start and end for abibench's instruction-counting plugin under qemu-system
  * (native/insncount.c, mode=system): no-ops of bytes no compiler emits, which the plugin finds
  * when it translates them. Every job passes both, failed spawns too, so the plugin's counts
@@ -113,7 +194,6 @@ static void take(struct buf *b, const unsigned char *p, size_t n) {
 #define MARK_END() ((void)0)
 #endif
 
-/* Run one job; its line goes to the report. */
 static void run_job(const char *label, char **argv, double timeout) {
     MARK_START();
     int out[2], err[2];
@@ -121,87 +201,31 @@ static void run_job(const char *label, char **argv, double timeout) {
     struct buf o = {obuf, 0, OUT_CAP, 0}, e = {ebuf, 0, ERR_CAP, 1};
     if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) {
         MARK_END();
-        char text[256];
-        snprintf(text, sizeof text, "R %s spawn %d 0 0 0 0 0 0 - -", label, errno);
-        puts_(report, text);
-        end_frame(report);
+        report_spawn_failure(label, errno);
         return;
     }
     double t0 = now();
     pid_t pid = fork();
-    if (pid == 0) {
-        setpgid(0, 0);
-        dup2(out[1], 1);
-        dup2(err[1], 2);
-        int nul = open("/dev/null", O_RDONLY);
-        if (nul >= 0) dup2(nul, 0);
-        execv(argv[0], argv);
-        /* Its reason reaches the report as the job's stderr (ENOEXEC: a kernel without x32). */
-        fprintf(stderr, "abibench-vminit: cannot execute %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
+    if (pid == 0) exec_job(argv, out[1], err[1]);
     close(out[1]);
     close(err[1]);
     if (pid < 0) {
         MARK_END();
-        char text[256];
-        snprintf(text, sizeof text, "R %s spawn %d 0 0 0 0 0 0 - -", label, errno);
-        puts_(report, text);
-        end_frame(report);
+        report_spawn_failure(label, errno);
         close(out[0]);
         close(err[0]);
         return;
     }
-    int timed_out = 0, open_fds = 2;
     struct pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
-    unsigned char chunk[65536];
-    while (open_fds > 0) {
-        double left = timeout - (now() - t0);
-        if (left <= 0) { timed_out = 1; break; }
-        int r = poll(fds, 2, (int)(left * 1000) + 1);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) continue;
-        for (int i = 0; i < 2; i++) {
-            if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-            ssize_t n = read(fds[i].fd, chunk, sizeof chunk);
-            if (n <= 0) { close(fds[i].fd); fds[i].fd = -1; open_fds--; continue; }
-            take(i == 0 ? &o : &e, chunk, (size_t)n);
-        }
-    }
+    int timed_out = read_output(fds, &o, &e, t0, timeout);
     int status = 0;
     struct rusage ru;
     memset(&ru, 0, sizeof ru);
-    if (timed_out) { kill(-pid, SIGKILL); kill(pid, SIGKILL); }
-    for (;;) {  /* its pipes are closed: wait for it, still within its time */
-        pid_t w = wait4(pid, &status, timed_out ? 0 : WNOHANG, &ru);
-        if (w == pid) break;
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) break;
-        if (now() - t0 > timeout) {
-            timed_out = 1;
-            kill(-pid, SIGKILL);
-            kill(pid, SIGKILL);
-        } else {
-            struct timespec ms = {0, 1000000};
-            nanosleep(&ms, NULL);
-        }
-    }
+    wait_job(pid, t0, timeout, &timed_out, &status, &ru);
     MARK_END();
     double wall = now() - t0;
     for (int i = 0; i < 2; i++) if (fds[i].fd >= 0) close(fds[i].fd);
-    const char *kind = timed_out ? "timeout" : WIFSIGNALED(status) ? "signal" : "exit";
-    int code = WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status);
-    char text[512];
-    snprintf(text, sizeof text, "R %s %s %d %lld %ld %lld %lld %ld %ld ", label, kind, code,
-             (long long)(wall * 1e9), ru.ru_maxrss,
-             (long long)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec,
-             (long long)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec,
-             ru.ru_minflt, ru.ru_majflt);
-    puts_(report, text);
-    hex(report, o.p, o.n);
-    put(report, ' ');
-    hex(report, e.p, e.n);
-    end_frame(report);
+    report_job(label, timed_out, status, wall, &ru, &o, &e);
 }
 
 static FILE *open_report(void) {

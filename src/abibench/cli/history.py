@@ -1,0 +1,53 @@
+"""`abibench history`: one workload over the stored runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..axes import AXES
+from ..errors import EXIT_OK, UsageError
+from ..report import write_file
+from ..store.history import stored_runs
+from ..store.sql import SqlStore
+from .argtypes import Commands
+from .options import _check_outputs, _db_option
+from .printing import _say
+
+
+def add_parser(sub: Commands) -> None:
+    hi = sub.add_parser("history", help="one workload over the stored runs: the ABI ratio and "
+                        "each ABI's metric per run, and where they changed")
+    hi.add_argument("workload", metavar="WORKLOAD")
+    hi.add_argument("--by", choices=tuple(AXES), default="version",
+                    help="the axis shown per run (default version: the run's --label tag, else "
+                    "the program's version or build digest); host: every host's runs")
+    hi.add_argument("--host", default=None, help="only this host's runs (default: the newest "
+                    "run's host)")
+    hi.add_argument("--json", action="store_true", help="the history as JSON")
+    hi.add_argument("--markdown", type=Path, default=None, help="write Markdown to this file")
+    hi.add_argument("--html", type=Path, default=None,
+                    help="write a self-contained HTML page with a chart per series")
+    _db_option(hi)
+
+
+def cmd_history(args: argparse.Namespace, store: SqlStore) -> int:
+    from ..analyse.history import history
+    from ..report import history as shown
+
+    try:
+        h = history(stored_runs(store), args.workload, args.by, host=args.host)
+    except ValueError as exc:
+        raise UsageError(f"{exc} in {store.label}: see `abibench runs`") from None
+    _check_outputs(("--markdown", args.markdown), ("--html", args.html))  # both, then write
+    if args.markdown is not None:
+        write_file(args.markdown, shown.markdown(h), "--markdown")
+        _say(f"markdown: {args.markdown}", sys.stderr)
+    if args.html is not None:
+        from ..report.historyhtml import render as page
+
+        write_file(args.html, page(h), "--html")
+        _say(f"html: {args.html}", sys.stderr)
+    sys.stdout.write(shown.json_text(h) if args.json else shown.terminal(h))
+    return EXIT_OK

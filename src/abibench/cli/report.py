@@ -1,0 +1,73 @@
+"""`abibench report` and `abibench compare`: stored runs or result files, rendered."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..analyse import report as analysis
+from ..errors import EXIT_OK, UsageError
+from ..report import Output, render, write
+from ..store.sources import latest_fleet, load_sources
+from ..store.sql import SqlStore
+from .against import cmd_compare_against
+from .argtypes import Commands
+from .options import _against_options, _db_option, _deployment, _report_options
+from .printing import _print_terminal, _say
+
+
+def add_parser(sub: Commands) -> None:
+    rp = sub.add_parser("report", help="show stored runs or result files; write HTML, Markdown, "
+                        "CSV or JSON")
+    rp.add_argument("run", nargs="*", default=["latest"], metavar="RUN_OR_FILE",
+                    help="run ids (default: latest) or exported .json files; two or more are "
+                    "merged into one comparison")
+    _report_options(rp)
+    _db_option(rp)
+
+    cp = sub.add_parser("compare", help="merge result sets from different machines, kernels or "
+                        "days into one N-way comparison")
+    cp.add_argument("sources", nargs="*", metavar="RUN_OR_FILE",
+                    help="two or more run ids or exported .json files (default: the runs of the "
+                    "last `abibench fleet run`)")
+    _report_options(cp)
+    _against_options(cp)
+    _db_option(cp)
+
+
+def _report_sources(args: argparse.Namespace) -> list[str]:
+    if args.command in ("explain", "advise"):
+        return [args.run]
+    sources: list[str] = args.run if args.command == "report" else args.sources
+    return sources
+
+
+def cmd_report(args: argparse.Namespace, store: SqlStore | None) -> int:
+    """store: None when every source is an exported file and there is no database."""
+    if args.command == "compare" and (args.against or args.fail_on_slowdown is not None):
+        return cmd_compare_against(args, store)
+    sources = _report_sources(args)
+    if args.command == "compare" and not sources and store is not None:
+        sources = latest_fleet(store)  # `compare` alone: every host of the last fleet run
+    if args.command == "compare" and len(sources) < 2:
+        raise UsageError("compare needs two or more result sets: pass run ids (`abibench runs`)"
+                         " or exported .json files")
+    sets = load_sources(sources, store)
+    rep = analysis.from_sets(sets, args.baseline, args.tag, _deployment(args))
+    if args.json:
+        sys.stdout.write(render(rep, "json"))
+    outputs = [Output(fmt_, path) for fmt_, path in (
+        ("html", args.html), ("markdown", args.markdown), ("csv", args.csv),
+        ("samples-csv", args.samples_csv)) if path is not None]
+    written = write(rep, outputs)
+    for kind, path in written:
+        _say(f"{kind}: {path}", sys.stderr)
+    if args.json or written:
+        return EXIT_OK
+    _print_terminal(rep)
+    return EXIT_OK
+
+
+def _one_report(args: argparse.Namespace, store: SqlStore | None) -> analysis.Report:
+    sets = load_sources([args.run], store)
+    return analysis.from_sets(sets, deployment=_deployment(args))
