@@ -7,6 +7,8 @@ derived from :data:`BUILTINS`; :mod:`abibench.records` re-exports every name.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -52,8 +54,10 @@ class Builtin:
 
 
 # The one registry of built-in metrics: every list of them (the run's recorded metrics, the
-# memory comparisons and panels, what an imported metric may not redefine) is derived from it.
-BUILTINS: tuple[Builtin, ...] = (
+# memory comparisons, panels and columns of every report format, what an imported metric may
+# not redefine) is derived from it. The derived views are filled in place (never rebound), so
+# a module that imported one sees a metric registered later (`extended`).
+BUILTINS: list[Builtin] = [
     Builtin(Metric("wall", "s", "lower"), "wall_s", recorded=True),
     Builtin(Metric("user", "s", "lower"), "user_s"),
     Builtin(Metric("sys", "s", "lower"), "sys_s"),
@@ -63,12 +67,43 @@ BUILTINS: tuple[Builtin, ...] = (
             memory="tree peak RSS", recorded=True, needs=("memory", "tree")),
     Builtin(Metric("minflt", "faults", "lower"), "minflt"),
     Builtin(Metric("majflt", "faults", "lower"), "majflt"),
-)
-BUILTIN_METRICS: dict[str, Metric] = {b.name: b.metric for b in BUILTINS}
-_BUILTIN_FIELDS = {b.name: b.field for b in BUILTINS}
-MEMORY_METRICS = tuple(b.name for b in BUILTINS if b.memory)
+]
+BUILTIN_METRICS: dict[str, Metric] = {}
+_BUILTIN_FIELDS: dict[str, str] = {}
 # How reports name the memory abibench measures itself.
-MEMORY_NAMES = {b.name: b.memory for b in BUILTINS if b.memory}
+MEMORY_NAMES: dict[str, str] = {}
+MEMORY_METRICS = MEMORY_NAMES.keys()  # a live view, in registry order
+
+
+def _derive() -> None:
+    """Every view of the registry rebuilt in place from BUILTINS."""
+    metrics = {b.name: b.metric for b in BUILTINS}
+    fields = {b.name: b.field for b in BUILTINS}
+    memory = {b.name: b.memory for b in BUILTINS if b.memory}
+    BUILTIN_METRICS.clear()
+    BUILTIN_METRICS.update(metrics)
+    _BUILTIN_FIELDS.clear()
+    _BUILTIN_FIELDS.update(fields)
+    MEMORY_NAMES.clear()
+    MEMORY_NAMES.update(memory)
+
+
+_derive()
+
+
+@contextmanager
+def extended(*extra: Builtin) -> Iterator[None]:
+    """The registry with these metrics too while the block runs, every view derived from it
+    included: how a new built-in quantity (a field of a Sample subclass) is tried through
+    the analysis and every report format before it earns a row in BUILTINS."""
+    before = list(BUILTINS)
+    BUILTINS.extend(extra)
+    _derive()
+    try:
+        yield
+    finally:
+        BUILTINS[:] = before
+        _derive()
 
 
 def recorded_builtins(setting: Any) -> list[str]:

@@ -94,13 +94,19 @@ EXPORT_FORMAT = "abibench-run"
 EXPORT_VERSION = 1
 
 
+def always_measured(metric: str) -> bool:
+    """Whether every sample holds this built-in metric: its Sample field cannot be None."""
+    field_name = _BUILTIN_FIELDS.get(metric)
+    return any(f.name == field_name and not optional_of(f.type)[0] for f in spec(Sample))
+
+
 def measured_memory(samples: Iterable[Sample]) -> list[str]:
     """The built-in memory metrics of these samples, in registry order: one every sample has
     (its field cannot be None), and one only some measure when any of them did."""
     listed = list(samples)
-    always = {f.name for f in spec(Sample) if not optional_of(f.type)[0]}
     return [b.name for b in BUILTINS if b.memory
-            and (b.field in always or any(s.value(b.name) is not None for s in listed))]
+            and (always_measured(b.name) or any(s.value(b.name) is not None for s in listed))]
+
 
 # --------------------------------------------------------------------------- samples
 

@@ -17,11 +17,14 @@ from ..abi import REFERENCE_ABIS
 from ..probe import board
 from ..probe.memory import DESCRIPTIONS as TREE_MEMORY
 from ..records import (
+    MEMORY_METRICS,
     Artifact,
     Better,
     RunDoc,
     Sample,
+    WorkloadMeta,
     abi_of,
+    always_measured,
     better_of,
     emulated_words,
     family_of,
@@ -45,6 +48,9 @@ class TargetRow:
     summary: stats.Summary | None = None  # of the primary metric, counted samples only
     rss_kb: float | None = None  # median peak RSS
     tree_kb: float | None = None  # median peak of the whole process tree ([run] memory = "tree")
+    # every memory metric of the registry this target has (results.memory_medians): what
+    # every format's memory table shows
+    memory: dict[str, float | None] = field(default_factory=dict)
     size: int | None = None  # bytes of the main artifact
     text: int | None = None
     data: int | None = None
@@ -282,109 +288,143 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
     for wid, meta in doc.workloads.items():
         primary = meta.primary_metric
         counted = doc.counted(wid)
-        counts = doc.instructions(wid)
-        profiles = doc.counter_profiles(wid)
-        labels = list(meta.targets)
-        emulated = doc.emulated_targets(wid)
-        baselines = doc.baseline_rss(wid)
-        rows: list[TargetRow] = []
-        for label in labels:
-            st = doc.status_of(wid, label)
-            state, reason = (st.state, st.reason) if st else ("ok", None)
-            art = doc.artifact_of(wid, label)
-            sizes = art.main_sizes() if art else {}
-            mine = [s for s in counted if s.target == label]
-            values = [v for s in mine if (v := s.value(meta.primary)) is not None]
-            rss = [float(s.max_rss_kb) for s in mine]
-            tree = [float(s.tree_peak_rss_kb) for s in mine if s.tree_peak_rss_kb is not None]
-            summary = stats.summarize(values) if values else None
-            rss_median = stats.summarize(rss).median if rss else None
-            base = baselines.get(label)
-            base_median = stats.summarize(base).median if base else None
-            rows.append(TargetRow(
-                label=label, state=state, reason=reason, n=len(values), summary=summary,
-                rss_kb=rss_median,
-                tree_kb=stats.summarize(tree).median if tree else None,
-                size=sizes.get("file"), text=sizes.get("text"), data=sizes.get("data"),
-                bss=sizes.get("bss"), stripped=sizes.get("stripped"),
-                outliers=sum(stats.outliers(values)) if len(values) >= 5 else 0,
-                instructions=counts.get(label),
-                instructions_exact=profiles[label].agreed if label in profiles else True,
-                emulated=label in emulated, baseline_rss_kb=base_median,
-                net_rss_kb=rss_median - base_median if rss_median is not None
-                and base_median is not None else None))
-        rows = family_ratios(rows, (references or {}).get(wid))
+        rows = family_ratios(_target_rows(doc, wid, meta, counted), (references or {}).get(wid))
         res = WorkloadResult(id=wid, title=meta.title or wid, primary=meta.primary,
                              unit=primary.unit, better=primary.better, rows=rows,
                              stop_reason=doc.outcomes[wid].text() if wid in doc.outcomes else "")
-        res.warnings.extend(_sample_warnings(rows, counted, res.stop_reason))
-        top = doc.host.get("cpu_max_mhz")
-        warnings, board_line = board_conditions(
-            counted, float(top) if isinstance(top, int | float) else None)
-        res.warnings.extend(warnings)
-        if board_line:
-            res.provenance.append(board_line)
-        notes, skew = debian_versions([a for a in doc.artifacts if a.workload == wid])
-        res.provenance.extend(notes)
-        conditions = sampling_conditions(counted)
-        if conditions:
-            res.provenance.append(conditions)
-        trees = sorted({s.tree_memory for s in counted if s.tree_memory})
-        for kind in trees:
-            res.provenance.append(f"tree peak RSS: {TREE_MEMORY.get(kind, kind)}")
-        res.warnings.extend(skew)
-        # A counting run that failed leaves its target without a count: say why, rather than
-        # leave a gap in the instructions column.
-        uncounted = {s.target: one_line(s.error or s.status)[:300] for s in doc.of_workload(wid)
-                     if s.kind == "counters" and s.status != "ok" and s.target not in counts}
-        res.warnings.extend(f"{t}: no instruction count: the counting run failed ({why})"
-                            for t, why in uncounted.items())
-        res.validation, res.validation_detail = validate_outputs(doc.of_workload(wid), labels,
-                                                                 meta.validates,
-                                                                 meta.no_validation)
-        # One line per machine: each names the CPU its times are not measurements of.
-        by_cpu: dict[str, list[str]] = {}
-        for name in sorted(emulated, key=labels.index):
-            by_cpu.setdefault(emulated_words(name), []).append(name)
-        for said, names in by_cpu.items():
-            res.emulation.append(
-                f"{', '.join(names)}: {said}; times are shown, never a "
-                "speed verdict; peak memory includes the emulator's own (net estimate below)")
+        _conditions(res, doc, wid, meta, counted)
         _emulated_memory(res, doc, wid, rows)
         res.counts.extend(_count_verdicts(rows))
-        # An emulator's speed says nothing about an ABI on its own hardware: only targets the
-        # host ran itself are compared in time (and in peak memory, which under an emulator
-        # includes the emulator's: compared net of it within the family, above).
-        memory = [(m, better_of("lower"), ("smaller", "larger"), True, res.memory)
-                  for m in measured_memory(counted)]
-        measured = [r.label for r in rows if r.n >= 2 and not r.emulated]
-        if len(measured) >= 2:
-            wanted = (references or {}).get(wid)
-            ref = wanted if wanted in measured else pick_reference(measured)
-            for other in measured:
-                if other == ref:
-                    continue
-                # Memory is a reduction ("30% smaller" = 0.70x), time a speed-up.
-                for metric, better, words, reduction, bucket in (
-                        (meta.primary, primary.better, PRIMARY_WORDS, False,
-                         res.comparisons), *memory):
-                    pair = doc.paired(wid, metric, other, ref)
-                    try:
-                        ratio = stats.ratio_of(pair.a, pair.b, paired=pair.paired,
-                                               name_a=other, name_b=ref,
-                                               covariate=pair.covariate)
-                    except ValueError as exc:
-                        # e.g. "rate: i386 has values <= 0: ...": no ratio, so no verdict
-                        res.warnings.append(f"{metric}: {exc}")
-                        continue
-                    bucket.append(PairVerdict(metric, other, ref, ratio,
-                                              stats.verdict(ratio, better=better, name_a=other,
-                                                            name_b=ref, words=words,
-                                                            as_reduction=reduction),
-                                              ratio.p_value, pair.a, pair.b))
+        _compare(res, doc, meta, counted, (references or {}).get(wid))
         results.append(res)
     _apply_holm(results)
     return results
+
+
+def _target_rows(doc: RunDoc, wid: str, meta: WorkloadMeta,
+                 counted: list[Sample]) -> list[TargetRow]:
+    """One row per target: its primary metric's summary, memory, sizes and counts."""
+    counts = doc.instructions(wid)
+    profiles = doc.counter_profiles(wid)
+    emulated = doc.emulated_targets(wid)
+    baselines = doc.baseline_rss(wid)
+    rows: list[TargetRow] = []
+    for label in meta.targets:
+        st = doc.status_of(wid, label)
+        state, reason = (st.state, st.reason) if st else ("ok", None)
+        art = doc.artifact_of(wid, label)
+        sizes = art.main_sizes() if art else {}
+        mine = [s for s in counted if s.target == label]
+        values = [v for s in mine if (v := s.value(meta.primary)) is not None]
+        rss = [float(s.max_rss_kb) for s in mine]
+        tree = [float(s.tree_peak_rss_kb) for s in mine if s.tree_peak_rss_kb is not None]
+        summary = stats.summarize(values) if values else None
+        rss_median = stats.summarize(rss).median if rss else None
+        base = baselines.get(label)
+        base_median = stats.summarize(base).median if base else None
+        rows.append(TargetRow(
+            label=label, state=state, reason=reason, n=len(values), summary=summary,
+            rss_kb=rss_median,
+            tree_kb=stats.summarize(tree).median if tree else None,
+            memory=memory_medians(mine),
+            size=sizes.get("file"), text=sizes.get("text"), data=sizes.get("data"),
+            bss=sizes.get("bss"), stripped=sizes.get("stripped"),
+            outliers=sum(stats.outliers(values)) if len(values) >= 5 else 0,
+            instructions=counts.get(label),
+            instructions_exact=profiles[label].agreed if label in profiles else True,
+            emulated=label in emulated, baseline_rss_kb=base_median,
+            net_rss_kb=rss_median - base_median if rss_median is not None
+            and base_median is not None else None))
+    return rows
+
+
+def memory_medians(samples: list[Sample]) -> dict[str, float | None]:
+    """The median of every memory metric of the registry in a target's counted samples: one
+    every sample holds always has an entry (None without samples), one only some workloads
+    measure has one when a sample did. Every format's memory table reads this, nothing else."""
+    out: dict[str, float | None] = {}
+    for metric in MEMORY_METRICS:
+        values = [v for s in samples if (v := s.value(metric)) is not None]
+        if values or always_measured(metric):
+            out[metric] = stats.summarize(values).median if values else None
+    return out
+
+
+def _conditions(res: WorkloadResult, doc: RunDoc, wid: str, meta: WorkloadMeta,
+                counted: list[Sample]) -> None:
+    """What weakens or qualifies a workload's figures: warnings, provenance, the output check,
+    and the targets whose times measure an emulator."""
+    labels = list(meta.targets)
+    res.warnings.extend(_sample_warnings(res.rows, counted, res.stop_reason))
+    top = doc.host.get("cpu_max_mhz")
+    warnings, board_line = board_conditions(
+        counted, float(top) if isinstance(top, int | float) else None)
+    res.warnings.extend(warnings)
+    if board_line:
+        res.provenance.append(board_line)
+    notes, skew = debian_versions([a for a in doc.artifacts if a.workload == wid])
+    res.provenance.extend(notes)
+    conditions = sampling_conditions(counted)
+    if conditions:
+        res.provenance.append(conditions)
+    trees = sorted({s.tree_memory for s in counted if s.tree_memory})
+    for kind in trees:
+        res.provenance.append(f"tree peak RSS: {TREE_MEMORY.get(kind, kind)}")
+    res.warnings.extend(skew)
+    # A counting run that failed leaves its target without a count: say why, rather than
+    # leave a gap in the instructions column.
+    counts = doc.instructions(wid)
+    uncounted = {s.target: one_line(s.error or s.status)[:300] for s in doc.of_workload(wid)
+                 if s.kind == "counters" and s.status != "ok" and s.target not in counts}
+    res.warnings.extend(f"{t}: no instruction count: the counting run failed ({why})"
+                        for t, why in uncounted.items())
+    res.validation, res.validation_detail = validate_outputs(doc.of_workload(wid), labels,
+                                                             meta.validates,
+                                                             meta.no_validation)
+    # One line per machine: each names the CPU its times are not measurements of.
+    by_cpu: dict[str, list[str]] = {}
+    for name in sorted(doc.emulated_targets(wid), key=labels.index):
+        by_cpu.setdefault(emulated_words(name), []).append(name)
+    for said, names in by_cpu.items():
+        res.emulation.append(
+            f"{', '.join(names)}: {said}; times are shown, never a "
+            "speed verdict; peak memory includes the emulator's own (net estimate below)")
+
+
+def _compare(res: WorkloadResult, doc: RunDoc, meta: WorkloadMeta, counted: list[Sample],
+             wanted: str | None) -> None:
+    """Each measured target against the reference: the primary metric and every memory one."""
+    primary = meta.primary_metric
+    # An emulator's speed says nothing about an ABI on its own hardware: only targets the
+    # host ran itself are compared in time (and in peak memory, which under an emulator
+    # includes the emulator's: compared net of it within the family, above).
+    memory = [(m, better_of("lower"), ("smaller", "larger"), True, res.memory)
+              for m in measured_memory(counted)]
+    measured = [r.label for r in res.rows if r.n >= 2 and not r.emulated]
+    if len(measured) < 2:
+        return
+    ref = wanted if wanted in measured else pick_reference(measured)
+    for other in measured:
+        if other == ref:
+            continue
+        # Memory is a reduction ("30% smaller" = 0.70x), time a speed-up.
+        for metric, better, words, reduction, bucket in (
+                (meta.primary, primary.better, PRIMARY_WORDS, False,
+                 res.comparisons), *memory):
+            pair = doc.paired(res.id, metric, other, ref)
+            try:
+                ratio = stats.ratio_of(pair.a, pair.b, paired=pair.paired,
+                                       name_a=other, name_b=ref,
+                                       covariate=pair.covariate)
+            except ValueError as exc:
+                # e.g. "rate: i386 has values <= 0: ...": no ratio, so no verdict
+                res.warnings.append(f"{metric}: {exc}")
+                continue
+            bucket.append(PairVerdict(metric, other, ref, ratio,
+                                      stats.verdict(ratio, better=better, name_a=other,
+                                                    name_b=ref, words=words,
+                                                    as_reduction=reduction),
+                                      ratio.p_value, pair.a, pair.b))
 
 
 def family_ratios(rows: list[TargetRow], reference: str | None = None) -> list[TargetRow]:

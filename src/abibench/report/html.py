@@ -440,9 +440,9 @@ class _Page:
             for metric, name in MEMORY_NAMES.items():
                 mem = {c.a: c for c in res.memory if c.metric == metric}
                 for row in res.rows:
-                    value = row.rss_kb if metric == "max_rss" else row.tree_kb
-                    if metric != "max_rss" and value is None:
+                    if metric not in row.memory:
                         continue
+                    value = row.memory[metric]
                     c = mem.get(row.label)
                     pct = "-" if c is None else f"{fmt.number(c.change_percent, '+.1f')}%"
                     rows.append([res.id, name, self.swatch(row.label), row.n or "-",

@@ -148,9 +148,9 @@ def render(report: Report) -> str:
         for metric, name in MEMORY_NAMES.items():
             comps = {c.a: c for c in b.result.memory if c.metric == metric}
             for row in b.result.rows:
-                value = row.rss_kb if metric == "max_rss" else row.tree_kb
-                if metric != "max_rss" and value is None:
+                if metric not in row.memory:
                     continue
+                value = row.memory[metric]
                 mc = comps.get(row.label)
                 mem.append([_esc(b.result.id), name, _esc(row.label), fmt.kib(value),
                             "reference" if row.label == b.reference and comps else
