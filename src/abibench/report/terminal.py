@@ -167,11 +167,11 @@ def _insn_cells(row: TargetRow) -> list[str]:
     return [f"{row.instructions:,}", ratio]
 
 
-def _workload(b: WorkloadBlock, con: Console, explanations: Sequence[Explanation] = ()) -> None:
+def _target_table(b: WorkloadBlock,
+                  explanations: Sequence[Explanation]) -> tuple[Table, list[str]]:
+    """One row per target: its primary metric, memory, sizes, instructions, explanation;
+    and a note for each target that did not run to the end."""
     res = b.result
-    con.print()
-    con.print(f"[bold]{e(res.id)}[/] — {e(res.title)}")
-    con.print(f"  {e(res.primary)} in {e(res.unit or 'units')}, {fmt.better_words(res.better)}")
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
     explained = {x.a: x for x in explanations}
     # A memory column for each memory metric of the registry some row has (peak RSS always).
@@ -207,6 +207,15 @@ def _workload(b: WorkloadBlock, con: Console, explanations: Sequence[Explanation
             *(_insn_cells(row) if insns else []),
             e(explained[row.label].short) if row.label in explained else
             ("reference" if explained and row.label == b.reference else ""))
+    return table, notes
+
+
+def _workload(b: WorkloadBlock, con: Console, explanations: Sequence[Explanation] = ()) -> None:
+    res = b.result
+    con.print()
+    con.print(f"[bold]{e(res.id)}[/] — {e(res.title)}")
+    con.print(f"  {e(res.primary)} in {e(res.unit or 'units')}, {fmt.better_words(res.better)}")
+    table, notes = _target_table(b, explanations)
     con.print(table)
     for note in notes:
         con.print(note)
