@@ -23,6 +23,7 @@ INVARIANTS = {
     "test_outputs.py": "Outputs never touch inputs",
     "test_ids.py": "Identifiers are never paths",
     "test_one_line.py": "Every error is one line",
+    "test_memory_registry.py": "A memory metric is written once",
 }
 # Hypothesis's statistics: the test's name, then per phase "- N passing, M failing, and K invalid
 # test cases".

@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 from dataclasses import dataclass
 
 from hypothesis import given, settings
@@ -37,6 +38,7 @@ from abibench.records import (
 from abibench.report import render
 from abibench.report.formatting import kib as fmt_kib
 
+SCALE = int(os.environ.get("ABIBENCH_INVARIANTS_SCALE", "1"))  # bench/invariants.py
 FORMATS = ("terminal", "markdown", "csv", "html", "json")
 RATE = {"rate": {"name": "rate", "unit": "ops/s", "better": "higher"}}
 
@@ -74,7 +76,7 @@ labels = st.from_regex(r"[a-z]{3,7}", fullmatch=True).map(lambda w: f"swapped {w
 series = st.lists(st.integers(200_000, 10_000_000), min_size=5, max_size=5, unique=True)
 
 
-@settings(max_examples=3, deadline=None)
+@settings(max_examples=3 * SCALE, deadline=None)
 @given(name=names, label=labels, a=series, b=series)
 def test_a_registered_memory_metric_reaches_every_format(name: str, label: str,
                                                          a: list[int], b: list[int]) -> None:
