@@ -25,6 +25,7 @@ INVARIANTS = {
     "test_one_line.py": "Every error is one line",
     "test_like_with_like.py": "A row compares named with named",
     "test_host_libraries.py": "A verdict is about the program",
+    "test_memory_registry.py": "A memory metric is written once",
 }
 # Hypothesis's statistics: the test's name, then per phase "- N passing, M failing, and K invalid
 # test cases".

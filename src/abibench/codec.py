@@ -100,6 +100,9 @@ def rule(**kw: Any) -> dict[str, Rule]:
     return {"abibench": Rule(**kw, has_absent="absent" in kw)}
 
 
+QUANTITY = rule(min=0)  # a time, a size, a count: never below 0
+
+
 @dataclass(frozen=True)
 class Field:
     name: str  # the attribute

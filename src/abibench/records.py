@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Literal
 
-from .abi import ABIS, FAMILY_CPU, REFERENCE_ABIS, Abi
+from .abi import Abi
 from .codec import (
     JSON,
+    QUANTITY,
     Invalid,
     JSONDict,
     decoder,
@@ -35,197 +35,81 @@ from .codec import (
     rule,
     spec,
 )
+from .counts import (
+    BRANCHES,
+    D1_MISSES,
+    INSTRUCTIONS,
+    LL_MISSES,
+    MISPREDICTS,
+    PROGRAM_OBJECT,
+    UNKNOWN_FUNCTION,
+    CounterProfile,
+    FunctionCount,
+)
+from .labels import abi_of, emulated_words, family_of, is_reference, pick_reference
+from .metrics import (
+    _BUILTIN_FIELDS,
+    BUILTIN_METRICS,
+    BUILTINS,
+    MEMORY_METRICS,
+    MEMORY_NAMES,
+    Better,
+    Builtin,
+    Metric,
+    better_of,
+    recorded_builtins,
+)
+from .provenance import Artifact, HostContext, WorkloadMeta
 
-__all__ = ["JSON", "JSONDict"]  # re-exported: every stage names them from here
-
-Better = Literal["higher", "lower"]
+# Re-exported: every stage names these from here (the records are split by concern into
+# metrics, labels, counts and provenance; this module stays the one place to import from).
+__all__ = [
+    "BRANCHES",
+    "BUILTINS",
+    "BUILTIN_METRICS",
+    "D1_MISSES",
+    "INSTRUCTIONS",
+    "JSON",
+    "LL_MISSES",
+    "MEMORY_METRICS",
+    "MEMORY_NAMES",
+    "MISPREDICTS",
+    "PROGRAM_OBJECT",
+    "UNKNOWN_FUNCTION",
+    "Artifact",
+    "Better",
+    "Builtin",
+    "CounterProfile",
+    "FunctionCount",
+    "HostContext",
+    "JSONDict",
+    "Metric",
+    "WorkloadMeta",
+    "abi_of",
+    "better_of",
+    "emulated_words",
+    "family_of",
+    "is_reference",
+    "pick_reference",
+    "recorded_builtins",
+]
 
 EXPORT_FORMAT = "abibench-run"
 EXPORT_VERSION = 1
 
 
-def better_of(value: object) -> Better:
-    return "higher" if value == "higher" else "lower"
-
-
-@dataclass(frozen=True)
-class Metric:
-    """A quantity a workload reports: its unit and which direction is better."""
-
-    name: str = field(metadata=rule(key=True, id="metric"))  # its key in `metrics`
-    unit: str
-    better: Better
-
-    def to_dict(self) -> JSONDict:
-        out: JSONDict = encode(self)
-        return out
-
-
-@dataclass(frozen=True)
-class Builtin:
-    """A metric abibench measures itself for every sample, whatever the program prints."""
-
-    metric: Metric
-    field: str  # the Sample field that holds it
-    # How reports name it when it is a quantity of memory, not of speed (a covariate of the
-    # machine's speed says nothing of it); "" for a time or a count.
-    memory: str = ""
-    # Recorded among a workload's metrics by every run (a workload setting it needs, as
-    # (attribute, value), when only some workloads measure it).
-    recorded: bool = False
-    needs: tuple[str, str] | None = None
-
-    @property
-    def name(self) -> str:
-        return self.metric.name
-
-
-# The one registry of built-in metrics: every list of them (the run's recorded metrics, the
-# memory comparisons and panels, what an imported metric may not redefine) is derived from it.
-BUILTINS: tuple[Builtin, ...] = (
-    Builtin(Metric("wall", "s", "lower"), "wall_s", recorded=True),
-    Builtin(Metric("user", "s", "lower"), "user_s"),
-    Builtin(Metric("sys", "s", "lower"), "sys_s"),
-    Builtin(Metric("max_rss", "KiB", "lower"), "max_rss_kb", memory="peak RSS", recorded=True),
-    # [run] memory = "tree": the whole process tree's peak (a browser's dozen processes)
-    Builtin(Metric("tree_peak_rss", "KiB", "lower"), "tree_peak_rss_kb",
-            memory="tree peak RSS", recorded=True, needs=("memory", "tree")),
-    Builtin(Metric("minflt", "faults", "lower"), "minflt"),
-    Builtin(Metric("majflt", "faults", "lower"), "majflt"),
-)
-BUILTIN_METRICS: dict[str, Metric] = {b.name: b.metric for b in BUILTINS}
-_BUILTIN_FIELDS = {b.name: b.field for b in BUILTINS}
-MEMORY_METRICS = tuple(b.name for b in BUILTINS if b.memory)
-# How reports name the memory abibench measures itself.
-MEMORY_NAMES = {b.name: b.memory for b in BUILTINS if b.memory}
-
-
-def recorded_builtins(setting: Any) -> list[str]:
-    """The built-in metrics a run records for a workload (`setting`: its profile, whose
-    attributes say what it measures)."""
-    return [b.name for b in BUILTINS if b.recorded
-            and (b.needs is None or getattr(setting, b.needs[0], None) == b.needs[1])]
+def always_measured(metric: str) -> bool:
+    """Whether every sample holds this built-in metric: its Sample field cannot be None."""
+    field_name = _BUILTIN_FIELDS.get(metric)
+    return any(f.name == field_name and not optional_of(f.type)[0] for f in spec(Sample))
 
 
 def measured_memory(samples: Iterable[Sample]) -> list[str]:
     """The built-in memory metrics of these samples, in registry order: one every sample has
     (its field cannot be None), and one only some measure when any of them did."""
     listed = list(samples)
-    always = {f.name for f in spec(Sample) if not optional_of(f.type)[0]}
     return [b.name for b in BUILTINS if b.memory
-            and (b.field in always or any(s.value(b.name) is not None for s in listed))]
-
-# The reference ("b" of every ratio) is the 64-bit ABI of each host family: REFERENCE_ABIS,
-# from the ABI table.
-
-
-def abi_of(label: str) -> str:
-    """The ABI part of a target label: 'x86_64/debian' -> 'x86_64'."""
-    return label.split("/", 1)[0]
-
-
-def family_of(label: str) -> str | None:
-    """The host family of a target label's ABI (x86, arm, ...), None for an ABI this version
-    lacks."""
-    abi = ABIS.get(abi_of(label))
-    return abi.family if abi else None
-
-
-def emulated_words(label: str) -> str:
-    """What the times of an emulated target are, in the words every report uses."""
-    cpu = FAMILY_CPU.get(family_of(label) or "", "a real")
-    return f"emulated: measures QEMU, not {cpu} CPU"
-
-
-def is_reference(label: str) -> bool:
-    return abi_of(label) in REFERENCE_ABIS
-
-
-def pick_reference(labels: Sequence[str]) -> str:
-    """The target every other is compared with: the 64-bit ABI, else the last one."""
-    for ref in REFERENCE_ABIS:
-        if ref in labels:
-            return ref
-    for ref in REFERENCE_ABIS:
-        for label in labels:
-            if abi_of(label) == ref:
-                return label
-    return labels[-1]
-
-
-# --------------------------------------------------------------------------- counters
-
-
-# Cachegrind's event names, and the sums an explanation speaks of.
-INSTRUCTIONS = "Ir"
-D1_MISSES = ("D1mr", "D1mw")
-LL_MISSES = ("ILmr", "DLmr", "DLmw")
-BRANCHES = ("Bc", "Bi")
-MISPREDICTS = ("Bcm", "Bim")
-
-
-UNKNOWN_FUNCTION = "???"  # code without symbols (callgrind names it by its address)
-PROGRAM_OBJECT = "(program)"  # the object of the executable a process ran, whatever its name
-
-
-@dataclass(frozen=True)
-class FunctionCount:
-    """One function's share of a counted run: its events, in the order of CounterProfile.events,
-    and the object its code was loaded from (a name matched across ABIs: "libc.so.6", "ld.so",
-    the program's file name; "" where the counter did not record it)."""
-
-    # written as a [name, [counts], object] array; older files have the [name, [counts]] pair
-    AS_ARRAY: ClassVar[bool] = True
-
-    name: str
-    counts: tuple[int, ...] = field(metadata=rule(min=0))
-    object: str = ""
-
-
-@dataclass(frozen=True)
-class CounterProfile:
-    """What the counted run under cachegrind saw: event totals, the top functions, and whether
-    the count repeated.
-
-    ``attempts`` are the instruction totals of every run made until two agreed (valgrind's counts
-    are deterministic for the same binary, inputs and environment; a program that reads the
-    clock or random numbers differs). ``agreed`` is False when they never did: the instruction
-    part of an explanation is then "not exact", and its range is that of the attempts.
-    ``simulation`` is "insn" (instructions only) or "cache" (cache and branch simulation, of the
-    fixed cache model in ``cache``: simulated, not hardware).
-    """
-
-    events: tuple[str, ...]
-    totals: tuple[int, ...] = field(metadata=rule(min=0))
-    functions: tuple[FunctionCount, ...] = ()
-    attempts: tuple[int, ...] = field(default=(), metadata=rule(min=0))
-    agreed: bool = True
-    simulation: str = field(default="insn", metadata=rule(choices=("insn", "cache")))
-    cache: tuple[str, ...] = ()
-    # every object's totals (its name in FunctionCount.name); () where they were not recorded
-    objects: tuple[FunctionCount, ...] = ()
-
-    def total(self, *names: str) -> int | None:
-        """The sum of these events' totals; None when one of them was not counted."""
-        idx = {e: i for i, e in enumerate(self.events)}
-        if not names or any(n not in idx for n in names):
-            return None
-        return sum(self.totals[idx[n]] for n in names)
-
-    def function_total(self, fn: FunctionCount, *names: str) -> int | None:
-        idx = {e: i for i, e in enumerate(self.events)}
-        if not names or any(n not in idx or idx[n] >= len(fn.counts) for n in names):
-            return None
-        return sum(fn.counts[idx[n]] for n in names)
-
-    def to_dict(self) -> JSONDict:
-        out: JSONDict = encode(self)
-        return out
-
-    @staticmethod
-    def from_dict(d: Mapping[str, object]) -> CounterProfile:
-        out: CounterProfile = decoder(CounterProfile, strict=False)(d)
-        return out
+            and (always_measured(b.name) or any(s.value(b.name) is not None for s in listed))]
 
 
 # --------------------------------------------------------------------------- samples
@@ -239,7 +123,7 @@ class CounterProfile:
 DESIGNS = ("sequential", "simultaneous", "covariate", "short")
 
 
-_QUANTITY = rule(min=0)  # a time, a size, a count: never below 0
+_QUANTITY = QUANTITY
 
 
 @dataclass(frozen=True)
@@ -443,194 +327,6 @@ class Outcome:
         return f"{self.stop_reason} ({self.rounds} counted rounds)"
 
 
-_SEQ_FIELDS = ("files", "cflags", "abi_flags", "commands", "data", "version_skew")
-
-
-@dataclass(frozen=True)
-class Artifact:
-    """One workload's program for one target: how it was obtained, and what it is."""
-
-    workload: str = field(metadata=rule(id="workload"))
-    abi: str = ""  # an older export lacks it: then it is the ABI of `target`
-    provenance: str = "source"
-    bin_dir: str = ""
-    files: tuple[str, ...] = ()
-    cache_key: str = ""
-    cached: bool = False  # True when this run reused an earlier build
-    compiler: str = ""
-    compiler_version: str | None = None
-    cflags: tuple[str, ...] = ()  # identical for every ABI of one run
-    abi_flags: tuple[str, ...] = ()
-    commands: tuple[str, ...] = ()  # the exact command lines, as a user could re-run them
-    effective: dict[str, str] = field(default_factory=dict)  # target options really used
-    build_seconds: float | None = field(default=None, metadata=_QUANTITY)
-    sizes: dict[str, dict[str, int | None]] = field(default_factory=dict, metadata=_QUANTITY)
-    elf: dict[str, JSONDict] = field(default_factory=dict)
-    log: str = ""
-    source_package: str | None = None  # Debian source package and the pinned version built
-    source_version: str | None = None
-    data: tuple[str, ...] = ()  # non-ELF files shipped beside the binaries (scripts, scenes)
-    # `abibench inspect` of every file, redone on each run (cache hits too): libraries change.
-    inspection: JSONDict | None = None
-    # provenance "debian": the sysroot the program runs in, the pinned versions of the packages
-    # asked for and of the whole closure, and any version skew that was allowed (a warning).
-    sysroot: str | None = None
-    debian_packages: dict[str, str] | None = None
-    debian_closure: dict[str, str] | None = None
-    version_skew: tuple[str, ...] = ()
-    # [source.extra] Debian source trees the build also read: {package: pinned version}
-    extra_sources: dict[str, str] | None = None
-    # the program's own account of its build, written by the recipe to {out}/buildinfo.txt,
-    # e.g. OpenSSL's `openssl version -a` lines (platform, options: bn(64,32), compiler)
-    build_options: str | None = None
-    # sha256 of every file at the moment it was built or obtained: what is run must be this
-    digests: dict[str, str] = field(default_factory=dict)
-    # every toolchain the build's commands name, by its own version command: {tool: version}
-    toolchain: dict[str, str] = field(default_factory=dict)
-    # what the build could read: sandboxed to its declared inputs, or not (and why)
-    isolation: str | None = None
-    # the shared libraries its size counts besides its own files, {soname: sizes like `sizes`'}:
-    # the host's libraries it loads (obtain/hostlibs.py), or, for a Debian program, those of its
-    # own source package (libnode.so for node)
-    libraries: dict[str, dict[str, int | None]] = field(default_factory=dict,
-                                                       metadata=_QUANTITY)
-    # the target label it was measured as; set by the store (empty while building)
-    target: str = field(default="", metadata=rule(id="target", required=True))
-    # fields an imported file carries that this version does not know: shown, never used
-    extra: JSONDict = field(default_factory=dict, metadata=rule(extra=True))
-
-    def __post_init__(self) -> None:
-        if not self.abi:
-            object.__setattr__(self, "abi", abi_of(self.target))
-
-    @property
-    def main_file(self) -> str | None:
-        return self.files[0] if self.files else None
-
-    def main_sizes(self) -> dict[str, int | None]:
-        return self.sizes.get(self.files[0], {}) if self.files else {}
-
-    def info_dict(self) -> JSONDict:
-        """Every field but target and extra, as the build cache and the store keep it."""
-        out: JSONDict = {k: v for k, v in encode(replace(self, extra={})).items()
-                         if k != "target"}
-        return out
-
-    def to_dict(self) -> JSONDict:
-        """The export form: workload, target and cached first, then the rest, then extras."""
-        info = self.info_dict()
-        head: JSONDict = {"workload": self.workload, "target": self.target,
-                          "cached": self.cached}
-        return {**head, **{k: v for k, v in info.items() if k not in head}, **self.extra}
-
-    @staticmethod
-    def from_dict(d: Mapping[str, object]) -> Artifact:
-        out: Artifact = decoder(Artifact, strict=False)(d)
-        return out
-
-
-# --------------------------------------------------------------------------- host, run
-
-
-_HOST_FIELDS = ("hostname", "cpu_model", "cpus_online", "machine", "kernel_release",
-                "kernel_version", "kernel_bits", "kernel_x32", "governor", "turbo",
-                "virtualization", "mem_total_kb", "load_average", "libc", "compilers", "python",
-                "os_release")
-
-
-@dataclass(frozen=True)
-class HostContext:
-    """Where a result was measured. Fields an older or newer abibench wrote go to ``extra``."""
-
-    hostname: str | None = None
-    cpu_model: str | None = None
-    cpus_online: int | None = field(default=None, metadata=_QUANTITY)
-    machine: str | None = None
-    kernel_release: str | None = None
-    kernel_version: str | None = None
-    kernel_bits: int | None = None
-    kernel_x32: str | None = None
-    governor: str | None = None
-    turbo: str | None = None
-    virtualization: str | None = None
-    mem_total_kb: int | None = field(default=None, metadata=_QUANTITY)
-    load_average: tuple[float, ...] = field(default=(), metadata=rule(null_default=True))
-    libc: str | None = None
-    compilers: dict[str, str] = field(default_factory=dict, metadata=rule(null_default=True))
-    python: str | None = None
-    os_release: str | None = None
-    # what a run adds: the ABI probe and the C library of every ABI
-    extra: JSONDict = field(default_factory=dict, metadata=rule(extra=True))
-    # which known fields the source had (only those are written back)
-    present: tuple[str, ...] = field(default=_HOST_FIELDS, metadata=rule(present=True))
-
-    def to_dict(self) -> JSONDict:
-        out: JSONDict = encode(self)
-        return out
-
-    def get(self, key: str) -> JSON:
-        """A field by name, extras included (None when absent)."""
-        if key in _HOST_FIELDS:
-            v = getattr(self, key)
-            value: JSON = list(v) if isinstance(v, tuple) else v
-            return value
-        return self.extra.get(key)
-
-    def with_extra(self, **values: JSON) -> HostContext:
-        return replace(self, extra={**self.extra, **values})
-
-    @staticmethod
-    def from_dict(d: Mapping[str, object]) -> HostContext:
-        out: HostContext = decoder(HostContext, strict=False)(d)
-        return out
-
-
-@dataclass(frozen=True)
-class WorkloadMeta:
-    """What a run recorded about one workload: its metrics, targets and parameters."""
-
-    id: str = field(metadata=rule(key=True, id="workload"))  # its key in `workloads`
-    primary: str
-    targets: tuple[str, ...] = field(metadata=rule(id="target"))
-    metrics: dict[str, Metric]
-    title: str = ""
-    params: JSONDict = field(default_factory=dict)
-    seeds: tuple[str, ...] = ()
-    path: str | None = None
-    validates: bool | None = None  # whether the profile compares outputs (None: not recorded)
-    # validate = "none: REASON" of the profile: why its outputs are not compared
-    no_validation: str | None = None
-    # inputs, and what newer versions add
-    extra: JSONDict = field(default_factory=dict, metadata=rule(extra=True))
-
-    def metric(self, name: str) -> Metric:
-        """A declared metric, else a built-in one, else a unitless lower-is-better one."""
-        if name in self.metrics:
-            return self.metrics[name]
-        if name in BUILTIN_METRICS:
-            return BUILTIN_METRICS[name]
-        return Metric(name, "", "lower")
-
-    @property
-    def primary_metric(self) -> Metric:
-        m = self.metrics.get(self.primary)
-        if m is not None:
-            return m
-        known = BUILTIN_METRICS.get(self.primary)
-        return known if known is not None else Metric(self.primary, "", "lower")
-
-    def to_dict(self) -> JSONDict:
-        out: JSONDict = encode(self)
-        return out
-
-    def with_targets(self, targets: Sequence[str]) -> WorkloadMeta:
-        return replace(self, targets=tuple(targets))
-
-    @staticmethod
-    def from_dict(wid: str, d: Mapping[str, object]) -> WorkloadMeta:
-        return replace(_WORKLOAD(d), id=wid)
-
-
 @dataclass(frozen=True)
 class RunConfig:
     """What a run was asked to do."""
@@ -791,14 +487,6 @@ class ResultSet:
     doc: RunDoc
     source: str  # "run ID" (database) or a file path
     tag: str = ""  # set when several are merged (analyse/merge.py)
-
-
-def _workload_meta(d: Mapping[str, object]) -> WorkloadMeta:
-    out: WorkloadMeta = decoder(WorkloadMeta, strict=False)(d)
-    return out
-
-
-_WORKLOAD = _workload_meta
 
 
 # --------------------------------------------------------------------------- what a run can produce

@@ -6,7 +6,6 @@ computed from what was stored, never from state that only lived in the measuring
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -14,14 +13,15 @@ from dataclasses import dataclass, field, replace
 
 from .. import stats
 from ..abi import REFERENCE_ABIS
-from ..probe import board
 from ..probe.memory import DESCRIPTIONS as TREE_MEMORY
 from ..records import (
-    Artifact,
+    MEMORY_METRICS,
     Better,
     RunDoc,
     Sample,
+    WorkloadMeta,
     abi_of,
+    always_measured,
     better_of,
     emulated_words,
     family_of,
@@ -30,11 +30,14 @@ from ..records import (
 )
 from ..run.stopping import short_of_precision
 from ..text import one_line
+from .conditions import board_conditions, debian_versions, sampling_conditions
 from .foreign import comparable, no_verdict, withheld
 from .noisesource import describe_sources
 from .shape import Shape, target_shapes
 from .sizes import larger_pct
 from .sweepids import once_per_sweep
+
+__all__ = ["board_conditions", "debian_versions", "sampling_conditions"]  # also read from here
 
 # How a primary metric's verdict names the winner's advantage and the loser's.
 PRIMARY_WORDS = ("faster", "slower")
@@ -49,6 +52,9 @@ class TargetRow:
     summary: stats.Summary | None = None  # of the primary metric, counted samples only
     rss_kb: float | None = None  # median peak RSS
     tree_kb: float | None = None  # median peak of the whole process tree ([run] memory = "tree")
+    # every memory metric of the registry this target has (results.memory_medians): what
+    # every format's memory table shows
+    memory: dict[str, float | None] = field(default_factory=dict)
     size: int | None = None  # bytes of the main artifact
     text: int | None = None
     data: int | None = None
@@ -185,29 +191,6 @@ class WorkloadResult:
     shapes: list[Shape] = field(default_factory=list)  # targets whose samples have a tail or two modes
 
 
-def sampling_conditions(counted: Sequence[Sample]) -> str:
-    """How the counted rounds were taken and what else ran meanwhile: the designs, repeats,
-    and the CPU time other processes (and the hypervisor) took per round."""
-    timed = [s for s in counted if s.kind == "timed"]
-    if not timed:
-        return ""
-    designs = sorted({s.design for s in timed})
-    repeats = sorted({s.repeat for s in timed})
-    rounds = {s.round for s in timed}
-    foreign = [s.foreign_cpu_s for s in timed if s.foreign_cpu_s is not None]
-    steal = [s.steal_s for s in timed if s.steal_s is not None]
-    text = f"sampled {', '.join(designs)}"
-    if repeats != [1]:
-        text += f", {'/'.join(map(str, repeats))} runs a sample"
-    if foreign:
-        per_round = sum(foreign) / len(rounds)
-        text += (f"; other processes used {per_round:.2f} CPU-s a round (up to "
-                 f"{max(foreign):.2f} in one sample)")
-    if steal and sum(steal) > 0:
-        text += f"; the hypervisor stole {sum(steal) / len(rounds):.2f} CPU-s a round"
-    return text
-
-
 def where_they_differ(values: Sequence[str], width: int = 24) -> list[str]:
     """Each check value shown from a little before the first character where they differ: a
     value that starts alike on every ABI (a counter's label, a known answer's text) shows its
@@ -254,34 +237,6 @@ def validate_outputs(samples: Sequence[Sample], labels: Sequence[str],
     return "ok", detail + (f" (not checked: {', '.join(missing)})" if missing else "")
 
 
-def debian_versions(artifacts: Sequence[Artifact]) -> tuple[list[str], list[str]]:
-    """What Debian's builds of one workload were: the package versions per target, and whether
-    the closures were identical; allowed version skew comes back as warnings."""
-    debs = [a for a in artifacts if a.debian_packages]
-    if not debs:
-        return [], []
-    notes, warnings = [], []
-    versions = {a.target: a.debian_packages or {} for a in debs}
-    distinct = {json.dumps(v, sort_keys=True) for v in versions.values()}
-    if len(distinct) == 1:
-        pkgs = ", ".join(f"{k} {v}" for k, v in sorted((debs[0].debian_packages or {}).items()))
-        notes.append(f"Debian packages: {pkgs} on {', '.join(versions)}")
-    else:
-        for target, v in versions.items():
-            notes.append(f"Debian packages on {target}: "
-                         + ", ".join(f"{k} {ver}" for k, ver in sorted(v.items())))
-    closures = [a.debian_closure or {} for a in debs]
-    names = set.intersection(*(set(c) for c in closures))
-    differ = sorted(n for n in names if len({c[n] for c in closures}) > 1)
-    sizes = "/".join(str(len(c)) for c in closures)
-    notes.append(f"dependency closure: {sizes} packages, "
-                 + ("every shared package at the same version" if not differ
-                    else f"{len(differ)} at different versions: {', '.join(differ)}"))
-    for skew in sorted({s for a in debs for s in a.version_skew}):
-        warnings.append(f"version skew allowed (--allow-version-skew): {skew}")
-    return notes, warnings
-
-
 def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[WorkloadResult]:
     """Every workload's results; `references` names the reference target per workload (a
     merged comparison decides it), else it is the 64-bit ABI."""
@@ -289,38 +244,7 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
     for wid, meta in doc.workloads.items():
         primary = meta.primary_metric
         counted = doc.counted(wid)
-        counts = doc.instructions(wid)
-        profiles = doc.counter_profiles(wid)
-        labels = list(meta.targets)
-        emulated = doc.emulated_targets(wid)
-        baselines = doc.baseline_rss(wid)
-        rows: list[TargetRow] = []
-        for label in labels:
-            st = doc.status_of(wid, label)
-            state, reason = (st.state, st.reason) if st else ("ok", None)
-            art = doc.artifact_of(wid, label)
-            sizes = art.main_sizes() if art else {}
-            mine = [s for s in counted if s.target == label]
-            values = [v for s in mine if (v := s.value(meta.primary)) is not None]
-            rss = [float(s.max_rss_kb) for s in mine]
-            tree = [float(s.tree_peak_rss_kb) for s in mine if s.tree_peak_rss_kb is not None]
-            summary = stats.summarize(values) if values else None
-            rss_median = stats.summarize(rss).median if rss else None
-            base = baselines.get(label)
-            base_median = stats.summarize(base).median if base else None
-            rows.append(TargetRow(
-                label=label, state=state, reason=reason, n=len(values), summary=summary,
-                rss_kb=rss_median,
-                tree_kb=stats.summarize(tree).median if tree else None,
-                size=sizes.get("file"), text=sizes.get("text"), data=sizes.get("data"),
-                bss=sizes.get("bss"), stripped=sizes.get("stripped"),
-                outliers=sum(stats.outliers(values)) if len(values) >= 5 else 0,
-                instructions=counts.get(label),
-                instructions_exact=profiles[label].agreed if label in profiles else True,
-                emulated=label in emulated, baseline_rss_kb=base_median,
-                net_rss_kb=rss_median - base_median if rss_median is not None
-                and base_median is not None else None))
-        rows = family_ratios(rows, (references or {}).get(wid))
+        rows = family_ratios(_target_rows(doc, wid, meta, counted), (references or {}).get(wid))
         # A target that loads the host's libraries measures them, not the program: no verdict
         # for it or against it, in time or in size (analyse/foreign.py decides which).
         foreign = withheld(doc, wid)
@@ -331,80 +255,146 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
                              stop_reason=doc.outcomes[wid].text() if wid in doc.outcomes else "")
         res.withheld.extend(no_verdict(doc, wid))
         res.warnings.extend(res.withheld)
-        res.warnings.extend(_sample_warnings(rows, counted, res.stop_reason))
-        res.shapes = target_shapes(counted, labels, meta.primary, primary.better == "higher")
-        res.warnings.extend(shape.words() for shape in res.shapes)
-        if short_of_precision(res.stop_reason):
-            res.warnings.append(describe_sources(counted, labels, meta.primary,
-                                                 primary.better == "higher", res.shapes))
-        top = doc.host.get("cpu_max_mhz")
-        warnings, board_line = board_conditions(
-            counted, float(top) if isinstance(top, int | float) else None)
-        res.warnings.extend(warnings)
-        if board_line:
-            res.provenance.append(board_line)
-        notes, skew = debian_versions([a for a in doc.artifacts if a.workload == wid])
-        res.provenance.extend(notes)
-        conditions = sampling_conditions(counted)
-        if conditions:
-            res.provenance.append(conditions)
-        trees = sorted({s.tree_memory for s in counted if s.tree_memory})
-        for kind in trees:
-            res.provenance.append(f"tree peak RSS: {TREE_MEMORY.get(kind, kind)}")
-        res.warnings.extend(skew)
-        # A counting run that failed leaves its target without a count: say why, rather than
-        # leave a gap in the instructions column.
-        uncounted = {s.target: one_line(s.error or s.status)[:300] for s in doc.of_workload(wid)
-                     if s.kind == "counters" and s.status != "ok" and s.target not in counts}
-        res.warnings.extend(f"{t}: no instruction count: the counting run failed ({why})"
-                            for t, why in uncounted.items())
-        res.validation, res.validation_detail = validate_outputs(doc.of_workload(wid), labels,
-                                                                 meta.validates,
-                                                                 meta.no_validation)
-        # One line per machine: each names the CPU its times are not measurements of.
-        by_cpu: dict[str, list[str]] = {}
-        for name in sorted(emulated, key=labels.index):
-            by_cpu.setdefault(emulated_words(name), []).append(name)
-        for said, names in by_cpu.items():
-            res.emulation.append(
-                f"{', '.join(names)}: {said}; times are shown, never a "
-                "speed verdict; peak memory includes the emulator's own (net estimate below)")
+        _conditions(res, doc, wid, meta, counted)
         _emulated_memory(res, doc, wid, rows)
         res.counts.extend(_count_verdicts(rows))
-        # An emulator's speed says nothing about an ABI on its own hardware: only targets the
-        # host ran itself are compared in time (and in peak memory, which under an emulator
-        # includes the emulator's: compared net of it within the family, above).
-        memory = [(m, better_of("lower"), ("smaller", "larger"), True, res.memory)
-                  for m in measured_memory(counted)]
-        measured = [r.label for r in rows if r.n >= 2 and not r.emulated
-                    and r.label not in foreign]
-        if len(measured) >= 2:
-            wanted = (references or {}).get(wid)
-            ref = wanted if wanted in measured else pick_reference(measured)
-            for other in measured:
-                if other == ref:
-                    continue
-                # Memory is a reduction ("30% smaller" = 0.70x), time a speed-up.
-                for metric, better, words, reduction, bucket in (
-                        (meta.primary, primary.better, PRIMARY_WORDS, False,
-                         res.comparisons), *memory):
-                    pair = doc.paired(wid, metric, other, ref)
-                    try:
-                        ratio = stats.ratio_of(pair.a, pair.b, paired=pair.paired,
-                                               name_a=other, name_b=ref,
-                                               covariate=pair.covariate)
-                    except ValueError as exc:
-                        # e.g. "rate: i386 has values <= 0: ...": no ratio, so no verdict
-                        res.warnings.append(f"{metric}: {exc}")
-                        continue
-                    bucket.append(PairVerdict(metric, other, ref, ratio,
-                                              stats.verdict(ratio, better=better, name_a=other,
-                                                            name_b=ref, words=words,
-                                                            as_reduction=reduction),
-                                              ratio.p_value, pair.a, pair.b))
+        _compare(res, doc, meta, counted, (references or {}).get(wid))
         results.append(res)
     _apply_holm(results)
     return results
+
+
+def _target_rows(doc: RunDoc, wid: str, meta: WorkloadMeta,
+                 counted: list[Sample]) -> list[TargetRow]:
+    """One row per target: its primary metric's summary, memory, sizes and counts."""
+    counts = doc.instructions(wid)
+    profiles = doc.counter_profiles(wid)
+    emulated = doc.emulated_targets(wid)
+    baselines = doc.baseline_rss(wid)
+    rows: list[TargetRow] = []
+    for label in meta.targets:
+        st = doc.status_of(wid, label)
+        state, reason = (st.state, st.reason) if st else ("ok", None)
+        art = doc.artifact_of(wid, label)
+        sizes = art.main_sizes() if art else {}
+        mine = [s for s in counted if s.target == label]
+        values = [v for s in mine if (v := s.value(meta.primary)) is not None]
+        rss = [float(s.max_rss_kb) for s in mine]
+        tree = [float(s.tree_peak_rss_kb) for s in mine if s.tree_peak_rss_kb is not None]
+        summary = stats.summarize(values) if values else None
+        rss_median = stats.summarize(rss).median if rss else None
+        base = baselines.get(label)
+        base_median = stats.summarize(base).median if base else None
+        rows.append(TargetRow(
+            label=label, state=state, reason=reason, n=len(values), summary=summary,
+            rss_kb=rss_median,
+            tree_kb=stats.summarize(tree).median if tree else None,
+            memory=memory_medians(mine),
+            size=sizes.get("file"), text=sizes.get("text"), data=sizes.get("data"),
+            bss=sizes.get("bss"), stripped=sizes.get("stripped"),
+            outliers=sum(stats.outliers(values)) if len(values) >= 5 else 0,
+            instructions=counts.get(label),
+            instructions_exact=profiles[label].agreed if label in profiles else True,
+            emulated=label in emulated, baseline_rss_kb=base_median,
+            net_rss_kb=rss_median - base_median if rss_median is not None
+            and base_median is not None else None))
+    return rows
+
+
+def memory_medians(samples: list[Sample]) -> dict[str, float | None]:
+    """The median of every memory metric of the registry in a target's counted samples: one
+    every sample holds always has an entry (None without samples), one only some workloads
+    measure has one when a sample did. Every format's memory table reads this, nothing else."""
+    out: dict[str, float | None] = {}
+    for metric in MEMORY_METRICS:
+        values = [v for s in samples if (v := s.value(metric)) is not None]
+        if values or always_measured(metric):
+            out[metric] = stats.summarize(values).median if values else None
+    return out
+
+
+def _conditions(res: WorkloadResult, doc: RunDoc, wid: str, meta: WorkloadMeta,
+                counted: list[Sample]) -> None:
+    """What weakens or qualifies a workload's figures: warnings, provenance, the output check,
+    and the targets whose times measure an emulator."""
+    labels = list(meta.targets)
+    res.warnings.extend(_sample_warnings(res.rows, counted, res.stop_reason))
+    higher = meta.primary_metric.better == "higher"
+    res.shapes = target_shapes(counted, labels, meta.primary, higher)
+    res.warnings.extend(shape.words() for shape in res.shapes)
+    if short_of_precision(res.stop_reason):
+        res.warnings.append(describe_sources(counted, labels, meta.primary, higher, res.shapes))
+    top = doc.host.get("cpu_max_mhz")
+    warnings, board_line = board_conditions(
+        counted, float(top) if isinstance(top, int | float) else None)
+    res.warnings.extend(warnings)
+    if board_line:
+        res.provenance.append(board_line)
+    notes, skew = debian_versions([a for a in doc.artifacts if a.workload == wid])
+    res.provenance.extend(notes)
+    conditions = sampling_conditions(counted)
+    if conditions:
+        res.provenance.append(conditions)
+    trees = sorted({s.tree_memory for s in counted if s.tree_memory})
+    for kind in trees:
+        res.provenance.append(f"tree peak RSS: {TREE_MEMORY.get(kind, kind)}")
+    res.warnings.extend(skew)
+    # A counting run that failed leaves its target without a count: say why, rather than
+    # leave a gap in the instructions column.
+    counts = doc.instructions(wid)
+    uncounted = {s.target: one_line(s.error or s.status)[:300] for s in doc.of_workload(wid)
+                 if s.kind == "counters" and s.status != "ok" and s.target not in counts}
+    res.warnings.extend(f"{t}: no instruction count: the counting run failed ({why})"
+                        for t, why in uncounted.items())
+    res.validation, res.validation_detail = validate_outputs(doc.of_workload(wid), labels,
+                                                             meta.validates,
+                                                             meta.no_validation)
+    # One line per machine: each names the CPU its times are not measurements of.
+    by_cpu: dict[str, list[str]] = {}
+    for name in sorted(doc.emulated_targets(wid), key=labels.index):
+        by_cpu.setdefault(emulated_words(name), []).append(name)
+    for said, names in by_cpu.items():
+        res.emulation.append(
+            f"{', '.join(names)}: {said}; times are shown, never a "
+            "speed verdict; peak memory includes the emulator's own (net estimate below)")
+
+
+def _compare(res: WorkloadResult, doc: RunDoc, meta: WorkloadMeta, counted: list[Sample],
+             wanted: str | None) -> None:
+    """Each measured target against the reference: the primary metric and every memory one."""
+    primary = meta.primary_metric
+    # An emulator's speed says nothing about an ABI on its own hardware: only targets the
+    # host ran itself are compared in time (and in peak memory, which under an emulator
+    # includes the emulator's: compared net of it within the family, above).
+    memory = [(m, better_of("lower"), ("smaller", "larger"), True, res.memory)
+              for m in measured_memory(counted)]
+    foreign = withheld(doc, res.id)
+    measured = [r.label for r in res.rows if r.n >= 2 and not r.emulated
+                and r.label not in foreign]
+    if len(measured) < 2:
+        return
+    ref = wanted if wanted in measured else pick_reference(measured)
+    for other in measured:
+        if other == ref:
+            continue
+        # Memory is a reduction ("30% smaller" = 0.70x), time a speed-up.
+        for metric, better, words, reduction, bucket in (
+                (meta.primary, primary.better, PRIMARY_WORDS, False,
+                 res.comparisons), *memory):
+            pair = doc.paired(res.id, metric, other, ref)
+            try:
+                ratio = stats.ratio_of(pair.a, pair.b, paired=pair.paired,
+                                       name_a=other, name_b=ref,
+                                       covariate=pair.covariate)
+            except ValueError as exc:
+                # e.g. "rate: i386 has values <= 0: ...": no ratio, so no verdict
+                res.warnings.append(f"{metric}: {exc}")
+                continue
+            bucket.append(PairVerdict(metric, other, ref, ratio,
+                                      stats.verdict(ratio, better=better, name_a=other,
+                                                    name_b=ref, words=words,
+                                                    as_reduction=reduction),
+                                      ratio.p_value, pair.a, pair.b))
 
 
 def family_ratios(rows: list[TargetRow], reference: str | None = None) -> list[TargetRow]:
@@ -463,42 +453,6 @@ def _emulated_memory(res: WorkloadResult, doc: RunDoc, wid: str, rows: list[Targ
                 f"{base_b / 1024:.1f} MiB) [emulated estimate]")
         res.emulated_memory.append(PairVerdict("max_rss", label, ref, ratio,
                                                replace(v, text=note), ratio.p_value, a, b))
-
-
-SLOW_CLOCK = 0.97  # a clock below this fraction of the maximum counts as lowered
-
-
-def board_conditions(counted: Sequence[Sample], max_mhz: float | None,
-                     ) -> tuple[list[str], str | None]:
-    """Per target, the samples after which the board's clock was lowered or the firmware said
-    it throttled (a warning each), and the clock and temperature range over all of them."""
-    warnings = []
-    by_target: dict[str, list[Sample]] = {}
-    for s in counted:
-        by_target.setdefault(s.target, []).append(s)
-    for label, mine in by_target.items():
-        slow = [s for s in mine if (max_mhz and s.clock_mhz is not None
-                                     and s.clock_mhz < SLOW_CLOCK * max_mhz)
-                or (s.throttled is not None and board.throttle_words(s.throttled))]
-        if not slow:
-            continue
-        clocks = [s.clock_mhz for s in slow if s.clock_mhz is not None and max_mhz
-                  and s.clock_mhz < SLOW_CLOCK * max_mhz]
-        shown = (f"{min(clocks) / 1000:.2g} GHz of {max_mhz / 1000:.2g} GHz" if clocks and max_mhz
-                 else "the firmware reported it")
-        words = sorted({w for s in slow if s.throttled for w in board.throttle_words(s.throttled)})
-        warnings.append(f"{label}: throttled: {shown} during "
-                        f"{stats.short(100 * len(slow) / len(mine), '.0f')}% of samples"
-                        + (f" ({', '.join(words)})" if words else ""))
-    clocks = [s.clock_mhz for s in counted if s.clock_mhz is not None]
-    temps = [s.temp_c for s in counted if s.temp_c is not None]
-    parts = []
-    if clocks:
-        parts.append(f"CPU clock {min(clocks):.0f}–{max(clocks):.0f} MHz"
-                     + (f" (maximum {max_mhz:.0f})" if max_mhz else ""))
-    if temps:
-        parts.append(f"temperature {min(temps):.0f}–{max(temps):.0f} °C")
-    return warnings, ("after each sample: " + ", ".join(parts)) if parts else None
 
 
 SHORT_SAMPLE_S = 0.005  # below this, timer resolution and spawn cost are a visible share

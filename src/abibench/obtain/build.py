@@ -249,31 +249,8 @@ def _build_in(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
                                                  _undeclared(wl, recipe, log_path)))
     seconds = time.monotonic() - t0
 
-    for name in wl.source.data:
-        src_file = cwd / substitute(name, values)
-        if not src_file.exists() or not inside(src_file, cwd):
-            why = "not found" if not src_file.exists() else "outside the build tree"
-            raise BuildError(f"{wl.id}: data file '{name}' {why} after the build for "
-                             f"{abi.name}: fix [source] data in {wl.path}")
-        dest = out / Path(name).name
-        if src_file.is_dir():
-            shutil.copytree(src_file, dest, dirs_exist_ok=True)
-        else:
-            shutil.copy2(src_file, dest)
-    sizes: dict[str, dict[str, int | None]] = {}
-    elf: dict[str, JSONDict] = {}
-    digests: dict[str, str] = {}
-    for name in wl.source.artifacts:
-        path = out / name
-        if not path.is_file() or path.is_symlink() or not inside(path, out):
-            why = ("is a link, not the built file" if path.is_symlink() else
-                   "is outside the output directory" if path.exists() else "was not produced")
-            raise BuildError(f"{wl.id}: artifact '{name}' of the {abi.name} build {why}: fix "
-                             f"[source] artifacts or the build command in {wl.path}")
-        info = check_artifact(path, abi)
-        elf[name] = asdict(info) | {"path": str(final / "bin" / name)}
-        sizes[name] = asdict(section_sizes(path))
-        digests[name] = sha256_file(path)
+    _copy_data(wl, abi, cwd, out, values)
+    sizes, elf, digests = _check_artifacts(wl, abi, out, final)
 
     # Flags and effective target options only where a C compiler got them: a Go or Rust
     # build is not described by gcc's options.
@@ -297,6 +274,43 @@ def _build_in(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
         toolchain=recipe.toolchain,
         isolation=recipe.box.isolation,
     )
+
+
+def _copy_data(wl: Workload, abi: Abi, cwd: Path, out: Path, values: dict[str, str]) -> None:
+    """[source] data: files the build made that the program reads, beside its binaries."""
+    for name in wl.source.data:
+        src_file = cwd / substitute(name, values)
+        if not src_file.exists() or not inside(src_file, cwd):
+            why = "not found" if not src_file.exists() else "outside the build tree"
+            raise BuildError(f"{wl.id}: data file '{name}' {why} after the build for "
+                             f"{abi.name}: fix [source] data in {wl.path}")
+        dest = out / Path(name).name
+        if src_file.is_dir():
+            shutil.copytree(src_file, dest, dirs_exist_ok=True)
+        else:
+            shutil.copy2(src_file, dest)
+
+
+def _check_artifacts(wl: Workload, abi: Abi, out: Path, final: Path,
+                     ) -> tuple[dict[str, dict[str, int | None]], dict[str, JSONDict],
+                                dict[str, str]]:
+    """Every artifact the build must produce: a regular file in {out}, an ELF file of
+    the ABI; its sizes, ELF identity and digest."""
+    sizes: dict[str, dict[str, int | None]] = {}
+    elf: dict[str, JSONDict] = {}
+    digests: dict[str, str] = {}
+    for name in wl.source.artifacts:
+        path = out / name
+        if not path.is_file() or path.is_symlink() or not inside(path, out):
+            why = ("is a link, not the built file" if path.is_symlink() else
+                   "is outside the output directory" if path.exists() else "was not produced")
+            raise BuildError(f"{wl.id}: artifact '{name}' of the {abi.name} build {why}: fix "
+                             f"[source] artifacts or the build command in {wl.path}")
+        info = check_artifact(path, abi)
+        elf[name] = asdict(info) | {"path": str(final / "bin" / name)}
+        sizes[name] = asdict(section_sizes(path))
+        digests[name] = sha256_file(path)
+    return sizes, elf, digests
 
 
 def failure_message(wl: Workload, abi: str, rc: int, log_path: Path, kept: Path,

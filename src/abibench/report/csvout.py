@@ -12,6 +12,7 @@ import io
 import math
 
 from ..analyse.report import Report
+from ..records import MEMORY_METRICS
 
 RESULT_COLUMNS = (
     "set", "host", "kernel_bits", "series", "target", "abi", "workload", "title", "metric",
@@ -90,7 +91,7 @@ def result_rows(report: Report) -> list[dict[str, object]]:
                                percent_better=d.percent, percent_low=d.pct_low,
                                percent_high=d.pct_high, significant=d.significant,
                                verdict=d.verdict)
-                if panel.metric in ("max_rss", "tree_peak_rss"):
+                if panel.metric in MEMORY_METRICS:
                     c = next((c for c in res.memory if c.a == bar.label
                               and c.metric == panel.metric), None)
                     if c is not None:

@@ -67,6 +67,7 @@ def _workload(b: WorkloadBlock) -> dict[str, object]:
         "targets": [{"label": r.label, "state": r.state, "reason": r.reason, "n": r.n,
                      "summary": r.summary.to_dict() if r.summary else None, "outliers": r.outliers,
                      "peak_rss_kb": r.rss_kb, "tree_peak_rss_kb": r.tree_kb,
+                     "memory_kb": dict(r.memory),
                      "file": r.size, "text": r.text,
                      "data": r.data, "bss": r.bss, "stripped": r.stripped,
                      "instructions": r.instructions,

@@ -63,6 +63,22 @@ def render(report: Report) -> str:
     out = [f"# {_esc(r.title)}", "",
            f"_{_esc(sources)} · generated {_esc(r.generated)} by abibench "
            f"{_esc(r.tool_version)}_", "", "## Summary", ""]
+    out += _summary(r)
+    out += _host(r)
+    out += _workloads(r)
+    out += _advice(r)
+    out += _diffs(r)
+    out += _memory(r)
+    out += _index(r)
+    out += _footprint(r)
+    out += _sizes(r)
+    out += _provenance(r)
+    return "\n".join(out)
+
+
+def _summary(r: Report) -> list[str]:
+    """The summary: the suite's mean, one verdict per workload, the results at a glance, warnings."""
+    out: list[str] = []
     for sm in r.suites:
         gm = sm.geomean
         out.append(f"- **suite** ({fmt.count(len(sm.workloads), 'workload')}): geometric mean of "
@@ -106,7 +122,12 @@ def render(report: Report) -> str:
         warnings += [f"{b.result.id}: {w}" for w in [*b.result.warnings, *b.notes]]
     if warnings:
         out += ["### Warnings", ""] + [f"- ⚠ {_esc(w)}" for w in warnings] + [""]
+    return out
 
+
+def _host(r: Report) -> list[str]:
+    """The host context and the noise calibration, one column per result set."""
+    out: list[str] = []
     heads = ["", *[_esc(s.tag or "this run") for s in r.sets]]
     out += ["## Host context", ""]
     out += _table(heads, [[f"**{_esc(c.label)}**", *[_esc(v) for v in c.values]]
@@ -115,13 +136,24 @@ def render(report: Report) -> str:
         out += ["### Noise calibration", "", fmt.CALIBRATION_NOTE, ""]
         out += _table(heads, [[f"**{_esc(c.label)}**", *[_esc(v) for v in c.values]]
                               for c in r.calibration])
+    return out
 
+
+def _workloads(r: Report) -> list[str]:
+    """Every workload's section (a sweep's instances as one curve), then why one ABI wins."""
+    out: list[str] = []
     out += ["## Workloads", ""]
     for item in sweepview.sections(r):  # a sweep's instances are one curve
         out += _workload(item) if isinstance(item, WorkloadBlock) else \
             sweepview.markdown(item, _esc, _table)
 
     out += _why(r)
+    return out
+
+
+def _advice(r: Report) -> list[str]:
+    """A deployment's memory budget, when one was given."""
+    out: list[str] = []
     if r.advice is not None:
         adv = r.advice
         out += ["## Advice", "", _esc(why.advice_note(adv)), ""]
@@ -130,7 +162,12 @@ def render(report: Report) -> str:
                       right={2, 3, 4, 5, 6, 7, 8})
         out += [f"- {_esc(ln.text)}" for ln in adv.lines]
         out += [f"- ⚠ {_esc(n)}" for n in adv.notes] + [""]
+    return out
 
+
+def _diffs(r: Report) -> list[str]:
+    """Every test of every target against the reference."""
+    out: list[str] = []
     diffs = [d for b in r.workloads for d in b.diffs if math.isfinite(d.percent)]
     if diffs:
         out += ["## Every test relative to the reference", "",
@@ -142,15 +179,20 @@ def render(report: Report) -> str:
                         _esc(d.label), _esc(d.reference), _pct(d),
                         ("**INVALID** — " if not d.valid else "") + _esc(d.verdict)]
                        for d in diffs], right={4})
+    return out
 
+
+def _memory(r: Report) -> list[str]:
+    """Peak memory: every memory metric of the registry each target has."""
+    out: list[str] = []
     mem = []
     for b in r.workloads:
         for metric, name in MEMORY_NAMES.items():
             comps = {c.a: c for c in b.result.memory if c.metric == metric}
             for row in b.result.rows:
-                value = row.rss_kb if metric == "max_rss" else row.tree_kb
-                if metric != "max_rss" and value is None:
+                if metric not in row.memory:
                     continue
+                value = row.memory[metric]
                 mc = comps.get(row.label)
                 mem.append([_esc(b.result.id), name, _esc(row.label), fmt.kib(value),
                             "reference" if row.label == b.reference and comps else
@@ -160,7 +202,12 @@ def render(report: Report) -> str:
             "for workloads that measure their whole process tree, also the tree's peak.", ""]
     out += _table(["workload", "memory", "target", "median", "ratio [95% CI]", "verdict"], mem,
                   right={3, 4})
+    return out
 
+
+def _index(r: Report) -> list[str]:
+    """The XBench-style index of the micro tests."""
+    out: list[str] = []
     if r.index is not None:
         out += ["## XBench-style index", "",
                 f"Every micro test scored against {_esc(r.index.reference)} of the same run "
@@ -174,6 +221,12 @@ def render(report: Report) -> str:
         if r.index.excluded:
             out += [f"Left out (outputs differ between ABIs): "
                     f"{_esc(', '.join(r.index.excluded))}", ""]
+    return out
+
+
+def _footprint(r: Report) -> list[str]:
+    """The memory footprint of the data-structure workloads."""
+    out: list[str] = []
     if r.footprint_diffs:
         out += ["## Memory footprint", "",
                 "Median peak RSS per element at the largest N both ABIs measured (lower is "
@@ -186,7 +239,12 @@ def render(report: Report) -> str:
                         fmt.ratio(d.ratio.ratio, d.ratio.ci_low, d.ratio.ci_high),
                         footprint_percent(d)] for d in r.footprint_diffs],
                       right={1, 3, 5, 6, 7})
+    return out
 
+
+def _sizes(r: Report) -> list[str]:
+    """Every target's file and section sizes."""
+    out: list[str] = []
     sizes = []
     for b in r.workloads:
         for row in b.result.rows:
@@ -197,7 +255,12 @@ def render(report: Report) -> str:
     out += _table(["workload", "target", "file", "text", "data", "bss", "stripped"], sizes,
                   right={2, 3, 4, 5, 6})
     out += [f"- {_esc(n)}" for n in dict.fromkeys(n for s in r.sets for n in s.size_notes)]
+    return out
 
+
+def _provenance(r: Report) -> list[str]:
+    """How each target was obtained; where the raw samples are."""
+    out: list[str] = []
     prov = []
     for entry in r.provenance:
         rows_ = dict(entry.rows)
@@ -214,7 +277,7 @@ def render(report: Report) -> str:
     out += ["## Raw samples", "",
             f"{r.counts.total} samples ({r.counts.counted} counted). Every value of every sample: "
             f"`abibench report … --samples-csv FILE`; the HTML report embeds them.", ""]
-    return "\n".join(out)
+    return out
 
 
 def _why(r: Report) -> list[str]:

@@ -167,20 +167,21 @@ def _insn_cells(row: TargetRow) -> list[str]:
     return [f"{row.instructions:,}", ratio]
 
 
-def _workload(b: WorkloadBlock, con: Console, explanations: Sequence[Explanation] = ()) -> None:
+def _target_table(b: WorkloadBlock,
+                  explanations: Sequence[Explanation]) -> tuple[Table, list[str]]:
+    """One row per target: its primary metric, memory, sizes, instructions, explanation;
+    and a note for each target that did not run to the end."""
     res = b.result
-    con.print()
-    con.print(f"[bold]{e(res.id)}[/] — {e(res.title)}")
-    con.print(f"  {e(res.primary)} in {e(res.unit or 'units')}, {fmt.better_words(res.better)}")
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
     explained = {x.a: x for x in explanations}
-    trees = any(row.tree_kb is not None for row in res.rows)
+    # A memory column for each memory metric of the registry some row has (peak RSS always).
+    memory = [m for m in MEMORY_NAMES if any(m in row.memory for row in res.rows)]
     emulated = any(r.emulated for r in res.rows)
     # Instructions per ABI and each one's ratio to the LP64 ABI of its own machine (the
     # ILP32/LP64 ratio of every pair: sparc32plus/sparc64, i386/x86_64, ...).
     insns = {r.label: r.instructions for r in res.rows if r.instructions}
-    for col in ("ABI", "n", "median", "min", "max", "outliers", "peak RSS",
-                *(["tree peak"] if trees else []), *(["net of emulator"] if emulated else []),
+    for col in ("ABI", "n", "median", "min", "max", "outliers",
+                *(MEMORY_NAMES[m] for m in memory), *(["net of emulator"] if emulated else []),
                 "file size", "text", *(["instructions", "/ 64-bit"] if insns else []),
                 "explanation"):
         # An ABI name is never cut ("mips64el-n…"): the numbers wrap instead.
@@ -200,12 +201,21 @@ def _workload(b: WorkloadBlock, con: Console, explanations: Sequence[Explanation
             e(fmt.si(s.min, res.unit)) if s else "-",
             e(fmt.si(s.max, res.unit)) if s else "-",
             str(row.outliers) if s else "-",
-            fmt.kib(row.rss_kb), *([fmt.kib(row.tree_kb)] if trees else []),
+            *(fmt.kib(row.memory.get(m)) for m in memory),
             *([fmt.kib(row.net_rss_kb) if row.emulated else "-"] if emulated else []),
             fmt.size(row.size), fmt.size(row.text),
             *(_insn_cells(row) if insns else []),
             e(explained[row.label].short) if row.label in explained else
             ("reference" if explained and row.label == b.reference else ""))
+    return table, notes
+
+
+def _workload(b: WorkloadBlock, con: Console, explanations: Sequence[Explanation] = ()) -> None:
+    res = b.result
+    con.print()
+    con.print(f"[bold]{e(res.id)}[/] — {e(res.title)}")
+    con.print(f"  {e(res.primary)} in {e(res.unit or 'units')}, {fmt.better_words(res.better)}")
+    table, notes = _target_table(b, explanations)
     con.print(table)
     for note in notes:
         con.print(note)
