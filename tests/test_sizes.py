@@ -24,25 +24,6 @@ PACKAGE = Path(abibench.__file__).resolve().parent
 MAX_FILE_LINES = 600
 MAX_FUNCTION_LINES = 80
 
-# The offenders another branch is shrinking (issue 29's "small rooms"), exempt here until it is
-# merged; the coordinator empties this set at that merge. A file is named by its path under
-# src/abibench, a function by path:qualified name. Nothing may be added to it.
-_SHRUNK_ON_ANOTHER_BRANCH = frozenset({
-    "records.py",
-    "stats.py",
-    "report/html.py",
-    "run/schedule.py",
-    "run/suite.py",
-    "workloads/profile.py",
-    "analyse/results.py:analyse",
-    "obtain/build.py:_build_in",
-    "report/markdown.py:render",
-    "report/terminal.py:_workload",
-    "run/suite.py:_measure",
-    "workloads/profile.py:load_profile",
-})
-
-
 # ---- Python ---------------------------------------------------------------------------------
 
 def python_functions(source: str) -> dict[str, int]:
@@ -140,16 +121,9 @@ def _package_offenders() -> frozenset[str]:
 
 
 def test_no_new_file_or_function_over_the_limits() -> None:
-    new = sorted(_package_offenders() - _SHRUNK_ON_ANOTHER_BRANCH)
+    new = sorted(_package_offenders())
     assert new == [], (f"over {MAX_FILE_LINES} lines a file or {MAX_FUNCTION_LINES} a function: "
                        f"{new}; split it into named steps (docs/architecture.md)")
-
-
-def test_every_exemption_is_still_an_offender() -> None:
-    """An exemption outlives its reason only by mistake: once the file or function is small,
-    it leaves the set (and with the other branch merged, the set is empty)."""
-    stale = sorted(_SHRUNK_ON_ANOTHER_BRANCH - _package_offenders())
-    assert stale == [], f"no longer over the limits: remove {stale} from _SHRUNK_ON_ANOTHER_BRANCH"
 
 
 def test_the_c_sources_are_scanned() -> None:
