@@ -1,7 +1,7 @@
 /* abibench's measuring service in a booted whole system (abibench system run).
  *
  * Started by systemd after multi-user.target (abibench-report.service), it waits for the system
- * to settle (argv[1] seconds), then reports what the running kernel counts, on the second serial
+ * to settle (abibench.settle=N seconds on the kernel command line), then reports what the running kernel counts, on the second serial
  * port (/dev/ttyS1), in the framed format of native/vminit.c (one frame a line, free-form fields
  * as hex, each ending with the FNV-1a hash of what precedes it):
  *   "ABIBENCH-SYS 1 BEGIN <release hex> <machine hex> <hash>"
@@ -13,8 +13,8 @@
  *   "X <phase> <exit status of the load> <hash>"
  *   "ABIBENCH-SYS 1 END <number of frames before it> <hash>"
  * Phase "idle" is measured after the settling time; when /etc/abibench/load exists (a profile's
- * load, run by /bin/sh, argv[2] seconds at most) phase "load" is measured while it runs, argv[3]
- * seconds after it started. Then the machine is powered off (its disk is a throw-away overlay).
+ * load, run by /bin/sh, abibench.load_seconds=N at most) phase "load" is measured while it runs,
+ * abibench.load_after=N seconds after it started. Then the machine is powered off (its disk is a throw-away overlay).
  * Built statically per userspace ABI: the 64-bit system holds no 32-bit program and vice versa.
  */
 #define _GNU_SOURCE
@@ -208,9 +208,20 @@ static void load_phase(int limit_s, int after_s) {
     end_frame();
 }
 
-int main(int argc, char **argv) {
-    int settle = argc > 1 ? atoi(argv[1]) : 30;
-    int limit = argc > 2 ? atoi(argv[2]) : 120, after = argc > 3 ? atoi(argv[3]) : 10;
+/* A number the host put on the kernel command line ("abibench.settle=30"), or `otherwise`:
+ * the timing is the run's, not the disk's, so one image serves every profile of its packages. */
+static int cmdline_int(const char *key, int otherwise) {
+    char line[4096], want[64];
+    if (slurp("/proc/cmdline", line, sizeof line) <= 0) return otherwise;
+    snprintf(want, sizeof want, "abibench.%s=", key);
+    for (char *w = strtok(line, " \n"); w; w = strtok(NULL, " \n"))
+        if (strncmp(w, want, strlen(want)) == 0) return atoi(w + strlen(want));
+    return otherwise;
+}
+
+int main(void) {
+    int settle = cmdline_int("settle", 30);
+    int limit = cmdline_int("load_seconds", 120), after = cmdline_int("load_after", 10);
     report = open_report();
     if (!report) return 1;
     struct utsname u;

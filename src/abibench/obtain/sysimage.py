@@ -1,6 +1,6 @@
 """Whole-system disk images from Debian's archive (abibench system run).
 
-One image per (system profile, Debian architecture, release): mmdebstrap --variant=minbase with
+One image per (package set, Debian architecture, release): mmdebstrap --variant=minbase with
 the profile's packages, from the Debian archive this host's apt already uses (read from its
 sources, never written here), then abibench's measuring service (native/sysreport.c, static,
 built for the image's own ABI) and its systemd unit added, and the tree made into an ext4 disk
@@ -39,7 +39,7 @@ After=multi-user.target
 
 [Service]
 Type=simple
-ExecStart=/usr/local/sbin/abibench-sysreport {settle} {load_seconds} {load_after}
+ExecStart=/usr/local/sbin/abibench-sysreport
 StandardOutput=null
 
 [Install]
@@ -97,8 +97,7 @@ def archive_uri(release: str, apt_dir: Path = Path("/etc/apt")) -> str:
 
 def image_key(profile: SystemProfile, arch: str, reporter: Path) -> str:
     fields = {"v": IMAGE_VERSION, "arch": arch, **profile.key_fields(),
-              "settle": profile.settle_s, "load_seconds": profile.load_seconds,
-              "load_after": profile.load_after_s, "reporter": reporter.parent.name}
+              "reporter": reporter.parent.name}
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -124,9 +123,7 @@ def customise(root: Path, profile: SystemProfile, reporter: Path) -> None:
     units = root / "etc/systemd/system"
     wants = units / "multi-user.target.wants"
     wants.mkdir(parents=True, exist_ok=True)
-    (units / "abibench-report.service").write_text(REPORT_UNIT.format(
-        settle=profile.settle_s, load_seconds=profile.load_seconds,
-        load_after=profile.load_after_s))
+    (units / "abibench-report.service").write_text(REPORT_UNIT)
     os.symlink("/etc/systemd/system/abibench-report.service",
                wants / "abibench-report.service")
     for unit in profile.services:
@@ -141,7 +138,7 @@ def customise(root: Path, profile: SystemProfile, reporter: Path) -> None:
     if profile.load:
         (root / "etc/abibench").mkdir(parents=True, exist_ok=True)
         (root / "etc/abibench/load").write_text(profile.load)
-    (root / "etc/hostname").write_text(f"abibench-{profile.id}\n")
+    (root / "etc/hostname").write_text("abibench\n")
 
 
 def _tree_mb(root: Path) -> int:
@@ -166,7 +163,8 @@ def build_image(profile: SystemProfile, abi: Abi, cache_root: Path) -> SystemIma
     arch = abi.debian_arch
     reporter = reporter_for(abi, cache_root)
     key = image_key(profile, arch, reporter)
-    final = cache_root / IMAGE_DIR / f"{profile.id}-{arch}-{profile.release}-{key}"
+    # Named for what it holds, not for the profile: profiles of one package set share it.
+    final = cache_root / IMAGE_DIR / f"{arch}-{profile.release}-{key}"
     image = final / "root.img"
     if image.is_file():
         return SystemImage(image, profile.id, arch, profile.release, key)
