@@ -272,7 +272,9 @@ def measure(profile: SystemProfile, combos: Sequence[Combination], boots: int, c
     if boots < 1:
         raise UsageError("--boots takes a positive number")
     flavours = list(dict.fromkeys(c.kernel for c in combos))
-    version = common_version(flavours, AptCache())
+    # One kernel version for the machine's every flavour, booted alone or with the others: a
+    # run of one combination compares with the whole matrix's.
+    version = common_version(list(dict.fromkeys(c.kernel for c in X86)), AptCache())
     kernels = {}
     for f in flavours:
         say(f"kernel {f}: Debian's linux-image-{f} {version or '(newest)'}")
