@@ -265,6 +265,12 @@ def boot_order(combos: Sequence[Combination], boots: int, seed: int) -> list[Com
     return order
 
 
+def kernel_version() -> str | None:
+    """One kernel version for the machine's every flavour, booted alone or with the others: a
+    run of one combination compares with the whole matrix's."""
+    return common_version(list(dict.fromkeys(c.kernel for c in X86)), AptCache())
+
+
 def measure(profile: SystemProfile, combos: Sequence[Combination], boots: int, cache_root: Path,
             say: Callable[[str], None] = lambda _: None, seed: int = 0) -> SystemRun:
     """Build (or reuse) the kernels and disks, then boot every combination `boots` times."""
@@ -272,9 +278,7 @@ def measure(profile: SystemProfile, combos: Sequence[Combination], boots: int, c
     if boots < 1:
         raise UsageError("--boots takes a positive number")
     flavours = list(dict.fromkeys(c.kernel for c in combos))
-    # One kernel version for the machine's every flavour, booted alone or with the others: a
-    # run of one combination compares with the whole matrix's.
-    version = common_version(list(dict.fromkeys(c.kernel for c in X86)), AptCache())
+    version = kernel_version()
     kernels = {}
     for f in flavours:
         say(f"kernel {f}: Debian's linux-image-{f} {version or '(newest)'}")
