@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -218,3 +219,16 @@ def test_a_boot_that_reported_nothing_is_a_problem_not_a_zero() -> None:
     r = result.results[0]
     assert (r.boots, r.ok) == (3, 2) and min(r.used) > 0
     assert any("deadline of 900 s" in p for p in result.problems)
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["nosuch"], "no system profile 'nosuch': choose one of minimal, server"),
+    (["minimal", "--combo", "amd64:armhf"], "abibench boots 686-pae:i386"),
+    (["minimal", "--boots", "0"], "--boots takes a positive number"),
+])
+def test_what_no_system_run_can_do_is_refused_in_one_line(cli: Any, args: list[str],
+                                                          words: str) -> None:
+    done = cli("system", "run", *args)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("abibench: error: ")
+    assert words in done.stderr
