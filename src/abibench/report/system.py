@@ -41,7 +41,8 @@ def text_lines(a: SystemAnalysis) -> list[str]:
     """The terminal's system section, one line each (the CLI prints them through _say)."""
     lines = [f"system {a.profile}: {a.description}; {a.memory_mb} MB of memory, booted under "
              "QEMU TCG", *(f"kernel {f}: {k}" for f, k in a.kernels.items()),
-             "MiB per combination, median of boots [95% distribution-free interval]:"]
+             "MiB per combination, median of boots [95% distribution-free interval; below 6 "
+             "boots, the range]:"]
     for r in a.results:
         lines.append(f"  {r.combination.label} ({r.phase}; {r.ok}/{r.boots} boots reported):")
         lines += [f"    {FIGURE_WORDS[f]}: {_est(r.figures.get(f))}" for f in FIGURES]
@@ -92,7 +93,7 @@ def _md(text: str) -> str:
 def to_markdown(a: SystemAnalysis) -> str:
     out = [f"## System {_md(a.profile)}: what each combination costs in memory", "",
            f"{_md(a.description)}; {a.memory_mb} MB, booted under QEMU TCG. MiB, median of boots "
-           "[95% interval].", "",
+           "[95% interval; below 6 boots, the range].", "",
            "| combination | phase | boots | used | kernel | kernel image | userspace | cache |",
            "|---|---|---|---|---|---|---|---|"]
     for r in a.results:
