@@ -75,7 +75,7 @@ def test_the_smallest_system_boots_under_both_userspaces(cli_env: dict[str, str]
     assert _ours(str(tmp_path)) == [] and _left(tmp_path) == []
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def parts(debian_cache: Path) -> tuple[SystemKernel, SystemImage]:
     profile = parse_system("ci", {"packages": ["systemd-sysv"], "settle": 2}, "ci")
     kernel = system_kernel("amd64", debian_cache, version=sysboot.kernel_version())
