@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from abibench.analyse.system import analyse, combo_result, compare, figures
+from abibench.analyse.system import analyse, combo_result, compare, figures, units
 from abibench.errors import ProfileError
 from abibench.obtain.apt import PackageError
 from abibench.obtain.sysimage import archive_uri
@@ -209,6 +209,15 @@ def test_a_clear_difference_is_a_verdict_with_its_interval() -> None:
     assert "<svg" in shown.to_html(result) and "| amd64 kernel + i386 |" in shown.to_markdown(
         result)
     assert shown.to_json(result)["published"][0]["someone_elses_hardware"] is True  # type: ignore[index]
+
+
+def test_the_harness_and_the_load_driver_are_not_the_system() -> None:
+    rep = parse_sysreport(report_bytes(
+        {"MemTotal": 1000, "MemAvailable": 400},
+        [(1, 2048, 4096, b"systemd", b"/init.scope"),
+         (90, 1024, 2048, b"curl", b"/system.slice/abibench-report.service")], []))
+    ph = rep.phases["idle"]
+    assert figures(ph)["userspace"] == 2.0 and "abibench-report.service" not in units(ph)
 
 
 def test_a_boot_that_reported_nothing_is_a_problem_not_a_zero() -> None:

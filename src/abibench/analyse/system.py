@@ -4,7 +4,8 @@ Per boot and phase, from the guest's own counts (run/sysboot.py):
   used       MemTotal - MemAvailable: what the system holds that the kernel cannot hand back
   kernel     Slab + PageTables + KernelStack: the kernel's own dynamic memory
   image      the kernel image's ranges in /proc/iomem (code, rodata, data, bss): outside MemTotal
-  userspace  the sum of every process's PSS (shared pages split among their users)
+  userspace  the sum of every process's PSS (shared pages split among their users), but for
+             the measuring service's own cgroup (it and the load's driver are abibench's)
   cache      Cached + Buffers: the page cache (reclaimable, mostly outside `used`)
 and userspace PSS per systemd unit. Per combination: the median over boots and its
 distribution-free interval (stats.median_ci); between combinations, the ratio of geometric means
@@ -19,7 +20,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..run.sysboot import Combination, Phase, SystemRun
+from ..run.sysboot import Combination, Phase, Process, SystemRun
 from ..stats import median, median_ci, ratio_of
 from ..workloads.system import Published
 
@@ -29,6 +30,15 @@ FIGURE_WORDS = {"used": "used (MemTotal - MemAvailable)",
                 "image": "kernel image (/proc/iomem; outside MemTotal)",
                 "userspace": "userspace (sum of PSS)", "cache": "page cache (Cached + Buffers)"}
 EMULATED = "emulation time: QEMU's (TCG), not a machine's"
+
+
+# The measuring service's own cgroup: the service and the load's driver it starts (a shell, curl,
+# mysql), which are abibench's, not the system's.
+HARNESS_UNIT = "abibench-report.service"
+
+
+def system_processes(ph: Phase) -> list[Process]:
+    return [p for p in ph.processes if p.unit != HARNESS_UNIT]
 
 
 def figures(ph: Phase) -> dict[str, float]:
@@ -41,8 +51,9 @@ def figures(ph: Phase) -> dict[str, float]:
         out["kernel"] = (m["Slab"] + m["PageTables"] + m["KernelStack"]) / 1024
     if ph.kernel_image:
         out["image"] = sum(ph.kernel_image.values()) / (1 << 20)
-    if ph.processes:
-        out["userspace"] = sum(p.pss_kb for p in ph.processes) / 1024
+    procs = system_processes(ph)
+    if procs:
+        out["userspace"] = sum(p.pss_kb for p in procs) / 1024
     if "Cached" in m and "Buffers" in m:
         out["cache"] = (m["Cached"] + m["Buffers"]) / 1024
     return {k: v for k, v in out.items() if math.isfinite(v) and v >= 0}
@@ -51,7 +62,7 @@ def figures(ph: Phase) -> dict[str, float]:
 def units(ph: Phase) -> dict[str, float]:
     """Userspace PSS per systemd unit (MiB)."""
     out: dict[str, float] = {}
-    for p in ph.processes:
+    for p in system_processes(ph):
         out[p.unit] = out.get(p.unit, 0.0) + p.pss_kb / 1024
     return out
 
@@ -156,6 +167,9 @@ def analyse(run: SystemRun, combos: Sequence[Combination]) -> SystemAnalysis:
     problems = [f"{b.combination.label}: boot {i + 1} {b.ended} after {b.seconds:.0f} s "
                 f"without a complete report{': ' + b.console_tail if b.console_tail else ''}"
                 for i, b in enumerate(run.boots) if not b.ok]
+    problems += [f"{b.combination.label}: the load exited {b.report.load_status}"
+                 + (" (killed at its time limit)" if b.report.load_status == 137 else "")
+                 for b in run.boots if b.report is not None and b.report.load_status]
     problems += [f"{r.combination.label}: the system was {s!r} when measured"
                  for r in results for s in dict.fromkeys(r.states) if s not in ("running",)]
     return SystemAnalysis(run.profile.id, run.profile.description, run.profile.memory_mb,
