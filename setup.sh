@@ -24,6 +24,7 @@ PKGS=(
   chromium fonts-dejavu-core
   qemu-user   # the dynamic build: it has the TCG plugin API that --counters uses under emulation
   qemu-system-x86   # abibench vm: a booted x86_64 kernel (TCG) runs x32 where this kernel cannot
+  mmdebstrap arch-test e2fsprogs   # abibench system: Debian roots per arch, ext4 disks by mke2fs -d
   npm     # node-octane and chromium-octane fetch Octane (benchmark-octane) with npm pack
   util-linux   # unshare: a browser sample's own PID and mount namespaces (chroot mode)
   xvfb   # the virtual X server of the GL and game workloads (run/xserver.py)

@@ -18,11 +18,13 @@ from .paths import NATIVE_DIR
 
 
 @cache
-def native_tool(name: str, cache_root: Path, static: bool = False) -> Path:
+def native_tool(name: str, cache_root: Path, static: bool = False,
+                flags: tuple[str, ...] = ()) -> Path:
     """The binary of native/<name>.c, built with the host compiler on first use; `static`: linked
-    statically (a booted guest's init, run/vm.py, has no C library beside it)."""
+    statically (a booted guest's init, run/vm.py, has no C library beside it); `flags`: the
+    target ABI's own (-m32: a 32-bit guest's programs, obtain/sysimage.py)."""
     src = NATIVE_DIR / f"{name}.c"
-    link = ("-static",) if static else ()
+    link = (*flags, "-static") if static else tuple(flags)
     digest = hashlib.sha256(src.read_bytes() + " ".join(link).encode()).hexdigest()[:16]
     exe = cache_root / "tools" / digest / f"abibench-{name}"
     if exe.is_file():

@@ -245,7 +245,9 @@ def cache_scratch_dirs(cache_root: Path) -> list[Path]:
     return [*_subdirs(cache_root / "builds"),  # build staging: .{abi}-{tag}-xxxx
             cache_root / "debsrc",  # Debian source trees being fetched: .{package}-{tag}-xxxx
             sysroots,  # sysroot staging: .{arch}-{tag}-xxxx
-            cache_root / "debian" / "debs"]  # apt-get download: .dl-{tag}-xxxx
+            cache_root / "debian" / "debs",  # apt-get download: .dl-{tag}-xxxx
+            cache_root / "system-images",  # a system's disk being built: .image-{tag}-xxxx
+            cache_root / "system-kernels"]  # a kernel and its initramfs: .kernel-{tag}-xxxx
 
 
 def clean_stale(cache_root: Path | None = None, temp_base: Path | None = None) -> list[Path]:

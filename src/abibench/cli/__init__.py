@@ -31,6 +31,7 @@ from . import (
     report,
     run,
     runs,
+    system,
     vm,
 )
 from .advise import cmd_advise
@@ -50,6 +51,7 @@ from .push import cmd_push
 from .report import _report_sources, cmd_report
 from .run import _with_run_store
 from .runs import cmd_runs
+from .system import cmd_system
 from .vm import cmd_vm
 
 # Names tests and scripts import from `abibench.cli`.
@@ -57,7 +59,7 @@ __all__ = ["_asked_abis", "_join_negative_values", "build_parser", "fleet_run_ar
 
 # Every command's parser, in the order `abibench --help` lists them (report.py adds `report`
 # and `compare`).
-COMMANDS = (probe, calibrate, listing, run, fleet, vm, runs, report, history, explain, advise,
+COMMANDS = (probe, calibrate, listing, run, fleet, vm, system, runs, report, history, explain, advise,
             importing, export, push, inspection)
 
 
@@ -135,6 +137,8 @@ def _command(argv: list[str] | None) -> int:
             return cmd_fleet(args, _join_negative_values(own))
         if args.command == "vm":
             return cmd_vm(args)
+        if args.command == "system":
+            return cmd_system(args)
         ref = db_ref(args.db)
         readers = {"report": cmd_report, "compare": cmd_report, "explain": cmd_explain,
                    "advise": cmd_advise}

@@ -39,14 +39,17 @@ class Kernel:
         return f"{self.package} {self.version}"
 
 
-def kernel_package(meta: str, arch: str, apt: AptSource) -> Pinned:
+def kernel_package(meta: str, arch: str, apt: AptSource, version: str | None = None) -> Pinned:
     """The versioned kernel image package the metapackage `meta` depends on, at the version
-    apt would install (the highest it knows)."""
-    records = [r for r in parse_show(apt.show([meta], [arch])) if r.arch == arch]
+    apt would install (the highest it knows), or at the metapackage's `version`."""
+    records = [r for r in parse_show(apt.show([meta], [arch])) if r.arch == arch
+               and (version is None or r.version == version)]
     if not records:
-        raise PackageError(f"apt knows no {meta} for {arch}: run apt-get update")
-    wanted = re.compile(rf"^{re.escape(meta.rsplit('-', 1)[0])}-\d")
-    newest = max(records, key=lambda r: _version_key(r.version))
+        raise PackageError(f"apt knows no {meta} {version or ''} for {arch}: run apt-get update")
+    # linux-image-amd64 and linux-image-686-pae both lead to linux-image-<abi number>-...
+    wanted = re.compile(r"^linux-image-\d" if meta.startswith("linux-image-")
+                        else rf"^{re.escape(meta.rsplit('-', 1)[0])}-\d")
+    newest = max(records, key=lambda r: version_key(r.version))
     image = next((alt.name for group in newest.depends for alt in group
                   if wanted.match(alt.name)), None)
     if image is None:
@@ -54,11 +57,11 @@ def kernel_package(meta: str, arch: str, apt: AptSource) -> Pinned:
     versions = [r for r in parse_show(apt.show([image], [arch])) if r.arch == arch]
     if not versions:
         raise PackageError(f"apt knows no {image} for {arch}: run apt-get update")
-    best = max(versions, key=lambda r: _version_key(r.version))
+    best = max(versions, key=lambda r: version_key(r.version))
     return Pinned(image, best.version, arch)
 
 
-def _version_key(version: str) -> tuple[object, ...]:
+def version_key(version: str) -> tuple[object, ...]:
     return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", version))
 
 
@@ -73,7 +76,7 @@ def kernel(kernel_abi: Abi, cache_root: Path, apt: AptSource | None = None) -> K
     (deb,) = download([pin], cache_root)
     final.parent.mkdir(parents=True, exist_ok=True)
     with owned_dir(".kernel", parent=final.parent) as staging:
-        _extract_image(deb, staging / "vmlinuz")
+        extract_image(deb, staging / "vmlinuz")
         try:
             os.rename(staging, final)
         except OSError:
@@ -82,7 +85,7 @@ def kernel(kernel_abi: Abi, cache_root: Path, apt: AptSource | None = None) -> K
     return Kernel(image, pin.name, pin.version)
 
 
-def _extract_image(deb: Path, dest: Path) -> None:
+def extract_image(deb: Path, dest: Path) -> None:
     """/boot/vmlinuz-* of a kernel .deb, read from its data archive without unpacking the rest."""
     dpkg_deb, tar = shutil.which("dpkg-deb"), shutil.which("tar")
     if dpkg_deb is None or tar is None:

@@ -199,7 +199,8 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
-def _wait(proc: subprocess.Popen[bytes], report: Path, t0: float, deadline_s: float) -> str:
+def _wait(proc: subprocess.Popen[bytes], report: Path, t0: float, deadline_s: float,
+          allowance_s: float = BOOT_ALLOWANCE_S) -> str:
     """How the boot ended: its power-off, qemu's own exit, or one of two deadlines: the boot's
     (no report begun within BOOT_ALLOWANCE_S: a kernel that hangs before init) and the whole
     run's (`deadline_s`: the guest's init times each program out itself, so this one is reached
@@ -213,8 +214,8 @@ def _wait(proc: subprocess.Popen[bytes], report: Path, t0: float, deadline_s: fl
         spent = time.monotonic() - t0
         if spent > deadline_s:
             return f"deadline of {deadline_s:.0f} s"
-        if spent > BOOT_ALLOWANCE_S and not _begun(report):
-            return f"no report after {BOOT_ALLOWANCE_S:.0f} s of booting"
+        if spent > allowance_s and not _begun(report):
+            return f"no report after {allowance_s:.0f} s of booting"
 
 
 def _begun(report: Path) -> bool:
@@ -222,6 +223,28 @@ def _begun(report: Path) -> bool:
         return report.stat().st_size > 0
     except OSError:
         return False
+
+
+def run_guest(argv: list[str], work: Path, report: Path, deadline_s: float,
+              allowance_s: float = BOOT_ALLOWANCE_S,
+              on_start: Callable[[int], None] | None = None) -> tuple[str, float]:
+    """Run qemu (`argv`, its files in the owned directory `work`) until its power-off or a
+    deadline; how it ended and the seconds it took. qemu is killed by its PID on every way out,
+    and its TMPDIR is `work` (a -snapshot overlay lives and dies there)."""
+    t0 = time.monotonic()
+    with (work / "qemu.log").open("wb") as log:
+        # Marked with its directory: if abibench itself is SIGKILLed, the next abibench's
+        # workspace.clean_stale kills this qemu, which its own session kept alive.
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                start_new_session=True,
+                                env={**os.environ, **marked_env(work), "TMPDIR": str(work)})
+    try:
+        if on_start is not None:
+            on_start(proc.pid)
+        ended = _wait(proc, report, t0, deadline_s, allowance_s)
+    finally:
+        _stop(proc)
+    return ended, time.monotonic() - t0
 
 
 def boot(emulator: str, kernel: Path, initrd_bytes: bytes, cmdline: str, deadline_s: float,
@@ -235,20 +258,7 @@ def boot(emulator: str, kernel: Path, initrd_bytes: bytes, cmdline: str, deadlin
         initrd.write_bytes(initrd_bytes)
         plugin = f"{counter.argument(marks)},mode=system" if counter is not None else None
         argv = qemu_argv(emulator, kernel, initrd, cmdline, console, report, plugin)
-        t0 = time.monotonic()
-        with (work / "qemu.log").open("wb") as log:
-            # Marked with its directory: if abibench itself is SIGKILLed, the next abibench's
-            # workspace.clean_stale kills this qemu, which its own session kept alive.
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                    start_new_session=True,
-                                    env={**os.environ, **marked_env(work)})
-        try:
-            if on_start is not None:
-                on_start(proc.pid)
-            ended = _wait(proc, report, t0, deadline_s)
-        finally:
-            _stop(proc)
-        seconds = time.monotonic() - t0
+        ended, seconds = run_guest(argv, work, report, deadline_s, on_start=on_start)
         data = report.read_bytes() if report.is_file() else b""
         try:
             parsed: Report | None = parse_report(data)

@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""The whole-system matrix (issue 28): every x86 kernel/userspace combination, booted N times.
+
+Runs `abibench system run SYSTEM --boots N --json` for each system named (default: minimal),
+then prints the table docs/systems.md keeps: combination x system, used / kernel / kernel image /
+userspace / page cache (MiB, median [95% interval]), the comparisons with their intervals, and
+the published figures beside them (someone else's hardware). An hour or more under TCG here.
+
+    .venv/bin/python bench/system_matrix.py --boots 3 minimal server
+    .venv/bin/python bench/system_matrix.py --from-json out/minimal.json   # the table again
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+FIGS = ("used", "kernel", "image", "userspace", "cache")
+
+
+def cell(est: dict[str, float] | None) -> str:
+    if not est:
+        return "-"
+    ci = f" [{est['low']:.1f}, {est['high']:.1f}]" if est.get("low") is not None else ""
+    return f"{est['median']:.1f}{ci}"
+
+
+def table(docs: list[dict[str, Any]]) -> str:
+    out = ["| system | combination | phase | boots | used | kernel | kernel image | userspace "
+           "| page cache |", "|---|---|---|---|---|---|---|---|---|"]
+    notes: list[str] = []
+    for doc in docs:
+        for r in doc["results"]:
+            figs = r["figures"]
+            out.append(f"| {doc['profile']} | {r['combination']} | {r['phase']} | "
+                       f"{r['boots_reported']}/{r['boots']} | "
+                       + " | ".join(cell(figs.get(f)) for f in FIGS) + " |")
+        notes += [f"* {c['sentence']}" for c in doc["comparisons"]]
+        notes += [f"* published, someone else's hardware ({p['hardware']}): {p['what']}: "
+                  f"+{p['increase_pct']:.0f}%" for p in doc["published"]]
+        notes += [f"* problem: {p}" for p in doc["problems"]]
+    return "\n".join([*out, "", *dict.fromkeys(notes)]) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("systems", nargs="*", default=["minimal"])
+    ap.add_argument("--boots", type=int, default=3)
+    ap.add_argument("--out", type=Path, default=Path("system-matrix"))
+    ap.add_argument("--from-json", type=Path, nargs="*", default=None)
+    args = ap.parse_args()
+    paths = list(args.from_json or [])
+    if not paths:
+        args.out.mkdir(parents=True, exist_ok=True)
+        abibench = Path(sys.executable).with_name("abibench")
+        for system in args.systems:
+            path = args.out / f"{system}.json"
+            cmd = [str(abibench), "system", "run", system, "--boots", str(args.boots),
+                   "--json", str(path), "--html", str(args.out / f"{system}.html")]
+            print("$", " ".join(cmd), file=sys.stderr)
+            subprocess.run(cmd, check=False)
+            if path.is_file():
+                paths.append(path)
+    print(table([json.loads(p.read_text()) for p in paths]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,242 @@
+/* abibench's measuring service in a booted whole system (abibench system run).
+ *
+ * Started by systemd after multi-user.target (abibench-report.service), it waits for the system
+ * to settle (abibench.settle=N seconds on the kernel command line), then reports what the running kernel counts, on the second serial
+ * port (/dev/ttyS1), in the framed format of native/vminit.c (one frame a line, free-form fields
+ * as hex, each ending with the FNV-1a hash of what precedes it):
+ *   "ABIBENCH-SYS 1 BEGIN <release hex> <machine hex> <hash>"
+ *   "Y <phase> <systemctl is-system-running's answer, hex> <hash>"
+ *   "S <phase> <guest uptime ms> <hash>"
+ *   "M <phase> <meminfo key> <kB> <hash>"               every line of /proc/meminfo
+ *   "K <phase> <iomem name hex> <bytes> <hash>"          the kernel image's ranges in /proc/iomem
+ *   "P <phase> <pid> <pss kB> <rss kB> <comm hex> <cgroup hex> <hash>"   every user process
+ *   "X <phase> <exit status of the load> <hash>"
+ *   "ABIBENCH-SYS 1 END <number of frames before it> <hash>"
+ * Phase "idle" is measured after the settling time; when /etc/abibench/load exists (a profile's
+ * load, run by /bin/sh, abibench.load_seconds=N at most) phase "load" is measured while it runs,
+ * abibench.load_after=N seconds after it started. Then the machine is powered off (its disk is a throw-away overlay).
+ * Built statically per userspace ABI: the 64-bit system holds no 32-bit program and vice versa.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/reboot.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+static FILE *report;
+static unsigned frame_hash = 2166136261u;
+static long frames;
+
+static void put(int c) {
+    frame_hash = (frame_hash ^ (unsigned char)c) * 16777619u;
+    fputc(c, report);
+}
+
+static void text(const char *s) {
+    while (*s) put(*s++);
+}
+
+static void fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static void fmt(const char *f, ...) {
+    char buf[512];
+    va_list ap;
+    va_start(ap, f);
+    vsnprintf(buf, sizeof buf, f, ap);
+    va_end(ap);
+    text(buf);
+}
+
+static void hex(const char *p, size_t n) {
+    static const char digits[] = "0123456789abcdef";
+    if (n == 0) { put('-'); return; }
+    for (size_t i = 0; i < n; i++) {
+        put(digits[(unsigned char)p[i] >> 4]);
+        put(digits[(unsigned char)p[i] & 15]);
+    }
+}
+
+static void end_frame(void) {
+    fprintf(report, " %08x\n", frame_hash);
+    fflush(report);
+    frame_hash = 2166136261u;
+    frames++;
+}
+
+/* A whole small file (at most cap-1 bytes), NUL-terminated; its length, or -1. */
+static long slurp(const char *path, char *buf, size_t cap) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    size_t n = 0;
+    ssize_t r;
+    while (n + 1 < cap && (r = read(fd, buf + n, cap - 1 - n)) > 0) n += (size_t)r;
+    close(fd);
+    buf[n] = 0;
+    return (long)n;
+}
+
+static void meminfo(const char *phase) {
+    static char buf[16384];
+    if (slurp("/proc/meminfo", buf, sizeof buf) < 0) return;
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+        char key[64];
+        long long kb;
+        if (sscanf(line, "%63[^:]: %lld", key, &kb) != 2) continue;
+        for (char *k = key; *k; k++) if (!isalnum((unsigned char)*k) && *k != '_') *k = '_';
+        fmt("M %s %s %lld", phase, key, kb);
+        end_frame();
+    }
+}
+
+static void iomem(const char *phase) {
+    static char buf[65536];
+    if (slurp("/proc/iomem", buf, sizeof buf) < 0) return;
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+        unsigned long long a, b;
+        char name[128];
+        if (sscanf(line, " %llx-%llx : %127[^\n]", &a, &b, name) != 3) continue;
+        if (strncmp(name, "Kernel ", 7) != 0 || b < a) continue;
+        fmt("K %s ", phase);
+        hex(name, strlen(name));
+        fmt(" %llu", b - a + 1);
+        end_frame();
+    }
+}
+
+static long long field_kb(const char *text_, const char *key) {
+    const char *p = strstr(text_, key);
+    return p ? atoll(p + strlen(key)) : -1;
+}
+
+static void process(const char *phase, const char *pid) {
+    static char path[320], rollup[4096], comm[64], cgroup[1024];
+    snprintf(path, sizeof path, "/proc/%s/smaps_rollup", pid);
+    if (slurp(path, rollup, sizeof rollup) <= 0) return;  /* a kernel thread, or gone */
+    long long pss = field_kb(rollup, "\nPss:"), rss = field_kb(rollup, "\nRss:");
+    if (pss < 0 || rss < 0) return;
+    snprintf(path, sizeof path, "/proc/%s/comm", pid);
+    long nc = slurp(path, comm, sizeof comm);
+    snprintf(path, sizeof path, "/proc/%s/cgroup", pid);
+    long ng = slurp(path, cgroup, sizeof cgroup);
+    if (nc > 0 && comm[nc - 1] == '\n') comm[--nc] = 0;
+    const char *cg = cgroup;
+    if (ng > 0) {  /* cgroup v2: "0::/system.slice/cron.service" */
+        char *two = strstr(cgroup, "0::");
+        cg = two ? two + 3 : cgroup;
+        cgroup[strcspn(cgroup, "\n")] = 0;
+    }
+    fmt("P %s %s %lld %lld ", phase, pid, pss, rss);
+    hex(comm, nc > 0 ? (size_t)nc : 0);
+    put(' ');
+    hex(cg, ng > 0 ? strlen(cg) : 0);
+    end_frame();
+}
+
+static void state(const char *phase) {
+    char out[128] = "";
+    FILE *p = popen("systemctl is-system-running 2>/dev/null", "r");
+    size_t n = 0;
+    if (p) {
+        n = fread(out, 1, sizeof out - 1, p);
+        pclose(p);
+    }
+    while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == ' ')) n--;
+    fmt("Y %s ", phase);
+    hex(out, n);
+    end_frame();
+}
+
+static void measure(const char *phase) {
+    char up[64];
+    double s = 0;
+    if (slurp("/proc/uptime", up, sizeof up) > 0) s = atof(up);
+    state(phase);
+    fmt("S %s %lld", phase, (long long)(s * 1000));
+    end_frame();
+    meminfo(phase);
+    iomem(phase);
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (isdigit((unsigned char)e->d_name[0]) && atol(e->d_name) != (long)getpid())
+            process(phase, e->d_name);  /* not itself: the measuring is no part of the system */
+    }
+    if (d) closedir(d);
+}
+
+static FILE *open_report(void) {
+    int fd = open("/dev/ttyS1", O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    struct termios t;
+    if (tcgetattr(fd, &t) == 0) {  /* raw: the tty must not turn "\n" into "\r\n" */
+        cfmakeraw(&t);
+        cfsetospeed(&t, B115200);
+        tcsetattr(fd, TCSANOW, &t);
+    }
+    return fdopen(fd, "w");
+}
+
+static void load_phase(int limit_s, int after_s) {
+    if (access("/etc/abibench/load", R_OK) != 0) return;
+    pid_t child = fork();
+    if (child == 0) {
+        execl("/bin/sh", "sh", "/etc/abibench/load", (char *)NULL);
+        _exit(127);
+    }
+    if (child < 0) return;
+    sleep((unsigned)after_s);
+    measure("load");
+    int status = 0, waited = 0;
+    while (waitpid(child, &status, WNOHANG) == 0 && waited < limit_s) {
+        sleep(1);
+        waited++;
+    }
+    if (waited >= limit_s) {
+        kill(child, SIGKILL);
+        waitpid(child, &status, 0);
+    }
+    fmt("X load %d", WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    end_frame();
+}
+
+/* A number the host put on the kernel command line ("abibench.settle=30"), or `otherwise`:
+ * the timing is the run's, not the disk's, so one image serves every profile of its packages. */
+static int cmdline_int(const char *key, int otherwise) {
+    char line[4096], want[64];
+    if (slurp("/proc/cmdline", line, sizeof line) <= 0) return otherwise;
+    snprintf(want, sizeof want, "abibench.%s=", key);
+    for (char *w = strtok(line, " \n"); w; w = strtok(NULL, " \n"))
+        if (strncmp(w, want, strlen(want)) == 0) return atoi(w + strlen(want));
+    return otherwise;
+}
+
+int main(void) {
+    int settle = cmdline_int("settle", 30);
+    int limit = cmdline_int("load_seconds", 120), after = cmdline_int("load_after", 10);
+    report = open_report();
+    if (!report) return 1;
+    struct utsname u;
+    uname(&u);
+    text("ABIBENCH-SYS 1 BEGIN ");
+    hex(u.release, strlen(u.release));
+    put(' ');
+    hex(u.machine, strlen(u.machine));
+    end_frame();
+    sleep((unsigned)settle);
+    measure("idle");
+    load_phase(limit, after);
+    fmt("ABIBENCH-SYS 1 END %ld", frames);
+    end_frame();
+    sync();
+    reboot(RB_POWER_OFF);
+    return 0;
+}

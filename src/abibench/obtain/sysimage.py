@@ -1,0 +1,195 @@
+"""Whole-system disk images from Debian's archive (abibench system run).
+
+One image per (package set, Debian architecture, release): mmdebstrap --variant=minbase with
+the profile's packages, from the Debian archive this host's apt already uses (read from its
+sources, never written here), then abibench's measuring service (native/sysreport.c, static,
+built for the image's own ABI) and its systemd unit added, and the tree made into an ext4 disk
+image by `mke2fs -d` (no loop mount). mmdebstrap runs in a mount namespace of its own, so the
+/proc, /sys and /dev it mounts in the tree vanish with it on every path, a kill included. The
+image is cached under a key of everything it is made of; a boot never writes it (qemu's
+snapshot overlay, in the boot's own directory, takes the writes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..abi import Abi
+from ..errors import HostError
+from ..tools import native_tool
+from ..workloads.system import SystemProfile
+from ..workspace import owned_dir
+from .apt import PackageError
+
+IMAGE_DIR = "system-images"  # under the cache root
+IMAGE_VERSION = 1  # bump when the way an image is made changes
+BUILD_TIMEOUT_S = 3600.0
+REPORT_UNIT = """[Unit]
+Description=abibench: measure the settled system, report on ttyS1, power off
+After=multi-user.target
+
+[Service]
+Type=simple
+ExecStart=/usr/local/sbin/abibench-sysreport
+StandardOutput=null
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+
+@dataclass(frozen=True)
+class SystemImage:
+    path: Path  # the raw ext4 disk
+    profile: str
+    arch: str  # Debian architecture of the userspace
+    release: str
+    key: str
+
+
+def _deb822_uris(text: str, release: str) -> list[str]:
+    found: list[str] = []
+    for stanza in re.split(r"\n\s*\n", text):
+        fields = {m[1].lower(): m[2].strip()
+                  for m in re.finditer(r"^([A-Za-z-]+):[ \t]*(.*)$", stanza, re.M)}
+        if "deb" in fields.get("types", "").split() and \
+                release in fields.get("suites", "").split() and \
+                fields.get("enabled", "yes").lower() != "no":
+            found += fields.get("uris", "").split()
+    return found
+
+
+def _list_uris(text: str, release: str) -> list[str]:
+    found = []
+    for line in text.splitlines():
+        words = re.sub(r"\[[^]]*\]", " ", line.split("#", 1)[0]).split()
+        if len(words) >= 3 and words[0] == "deb" and words[2] == release:
+            found.append(words[1])
+    return found
+
+
+def archive_uri(release: str, apt_dir: Path = Path("/etc/apt")) -> str:
+    """The URI of the Debian archive apt uses for `release` (not its security archive: its
+    i386 index may not download, and the point release is what the kernels come from)."""
+    files = [apt_dir / "sources.list", *sorted((apt_dir / "sources.list.d").glob("*"))]
+    for f in files:
+        try:
+            text = f.read_text(errors="replace")
+        except OSError:
+            continue
+        uris = _deb822_uris(text, release) if f.suffix == ".sources" else \
+            _list_uris(text, release) if f.suffix == ".list" or f.name == "sources.list" else []
+        for uri in uris:
+            if re.fullmatch(r"(https?|file)://[^\s\"'`$\\]+", uri):
+                return uri.rstrip("/")
+    raise HostError(f"apt has no Debian archive for {release} in {apt_dir}/sources.list(.d): "
+                    f"add the {release} main archive to apt's sources")
+
+
+def image_key(profile: SystemProfile, arch: str, reporter: Path) -> str:
+    fields = {"v": IMAGE_VERSION, "arch": arch, **profile.key_fields(),
+              "reporter": reporter.parent.name}
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def reporter_for(abi: Abi, cache_root: Path) -> Path:
+    """native/sysreport.c built statically for the userspace's ABI (-m32 for i386)."""
+    return native_tool("sysreport", cache_root, static=True, flags=tuple(abi.cflags))
+
+
+def mmdebstrap_argv(exe: str, arch: str, release: str, packages: Iterable[str], root: Path,
+                    uri: str) -> list[str]:
+    include = ",".join(sorted(set(packages)))
+    return ["unshare", "--mount", "--propagation", "private", exe, "--variant=minbase",
+            f"--arch={arch}", "--mode=root", *([f"--include={include}"] if include else []),
+            release, str(root), f"deb {uri} {release} main"]
+
+
+def customise(root: Path, profile: SystemProfile, reporter: Path) -> None:
+    """abibench's measuring service, its unit enabled, the profile's services and load."""
+    sbin = root / "usr/local/sbin"
+    sbin.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(reporter, sbin / "abibench-sysreport")
+    os.chmod(sbin / "abibench-sysreport", 0o755)
+    units = root / "etc/systemd/system"
+    wants = units / "multi-user.target.wants"
+    wants.mkdir(parents=True, exist_ok=True)
+    (units / "abibench-report.service").write_text(REPORT_UNIT)
+    os.symlink("/etc/systemd/system/abibench-report.service",
+               wants / "abibench-report.service")
+    for unit in profile.services:
+        found = [d / unit for d in (root / "lib/systemd/system", root / "usr/lib/systemd/system")
+                 if (d / unit).is_file()]
+        if not found:
+            raise PackageError(f"system {profile.id}: no unit {unit} in its packages; add the "
+                               "package that has it to [system] packages")
+        link = wants / unit
+        if not link.is_symlink():
+            os.symlink(f"/{found[0].relative_to(root)}", link)
+    if profile.load:
+        (root / "etc/abibench").mkdir(parents=True, exist_ok=True)
+        (root / "etc/abibench/load").write_text(profile.load)
+    (root / "etc/hostname").write_text("abibench\n")
+
+
+def _tree_mb(root: Path) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(root):
+        for f in files:
+            with contextlib.suppress(OSError):  # gone meanwhile: not ours to count
+                total += os.lstat(os.path.join(dirpath, f)).st_blocks * 512
+    return total // (1 << 20)
+
+
+def _run(argv: list[str], what: str, timeout: float) -> None:
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+    if proc.returncode != 0:
+        tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])[:400]
+        raise PackageError(f"{what} failed ({proc.returncode}): {tail}")
+
+
+def build_image(profile: SystemProfile, abi: Abi, cache_root: Path) -> SystemImage:
+    """The profile's system for `abi`'s Debian architecture: cached, or built now."""
+    arch = abi.debian_arch
+    reporter = reporter_for(abi, cache_root)
+    key = image_key(profile, arch, reporter)
+    # Named for what it holds, not for the profile: profiles of one package set share it.
+    final = cache_root / IMAGE_DIR / f"{arch}-{profile.release}-{key}"
+    image = final / "root.img"
+    if image.is_file():
+        return SystemImage(image, profile.id, arch, profile.release, key)
+    exe, mke2fs = shutil.which("mmdebstrap"), shutil.which("mke2fs")
+    if exe is None or mke2fs is None or shutil.which("unshare") is None:
+        raise HostError("mmdebstrap, mke2fs or unshare not found: apt-get install mmdebstrap "
+                        "e2fsprogs util-linux (or bash setup.sh)")
+    if os.geteuid() != 0:
+        raise HostError("building a system image needs root (mmdebstrap's root mode, and files "
+                        "owned by root on the disk): run abibench system as root once, the "
+                        "image is then cached")
+    uri = archive_uri(profile.release)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with owned_dir(".image", parent=final.parent) as staging:
+        root = staging / "root"
+        _run(mmdebstrap_argv(exe, arch, profile.release, profile.packages, root, uri),
+             f"mmdebstrap of {profile.id} for {arch}", BUILD_TIMEOUT_S)
+        customise(root, profile, reporter)
+        size_mb = _tree_mb(root) * 5 // 4 + 128  # room for what the boot writes (journal, logs)
+        _run([mke2fs, "-q", "-F", "-t", "ext4", "-L", "abibench", "-d", str(root),
+              str(staging / "root.img"), f"{size_mb}M"], "mke2fs -d", 600.0)
+        shutil.rmtree(root)
+        try:
+            os.rename(staging, final)
+        except OSError:
+            if not image.is_file():
+                raise
+    return SystemImage(image, profile.id, arch, profile.release, key)

@@ -1,0 +1,299 @@
+"""Whole systems booted per kernel/userspace combination (abibench system run).
+
+Each combination is one of Debian's kernels (obtain/syskernel.py) booting one userspace's disk
+(obtain/sysimage.py) under qemu-system-x86_64 (TCG: see run/vm.py for why never KVM), with a
+fixed memory size. The disk is attached with `snapshot=on`: the writes of a boot go to an
+overlay qemu makes in the boot's own directory (its TMPDIR), so the cached image never changes
+and nothing of a boot outlives it. The system's own measuring service (native/sysreport.c)
+reports on the second serial port in hashed frames, read by `run/vm.verified_frames` only:
+nothing on a screen or console is ever scraped. qemu is started and stopped exactly as
+`abibench vm` does it (run/vm.run_guest: its own session, killed by PID on every way out).
+
+Time under TCG is QEMU's translation, not the machine's: every time here is "emulation time".
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..abi import ABIS
+from ..errors import UsageError
+from ..obtain.apt import AptCache
+from ..obtain.sysimage import SystemImage, build_image
+from ..obtain.syskernel import SystemKernel, common_version, system_kernel
+from ..text import one_line
+from ..workloads.system import SystemProfile
+from ..workspace import clean_stale, owned_dir
+from .vm import emulator_of, run_guest, verified_frames
+
+BASE_CMDLINE = ("console=ttyS0", "panic=-1", "quiet")
+# A TCG boot of systemd to multi-user took 80-110 s here; the whole boot may take this many
+# times the settling and load time on top of its boot allowance before it is abandoned.
+BOOT_ALLOWANCE_S = 600.0
+
+
+@dataclass(frozen=True)
+class Combination:
+    """A kernel flavour booting a userspace ABI's system."""
+
+    kernel: str  # syskernel.KERNELS key: "amd64", "686-pae"
+    userspace: str  # an ABI name: "i386", "x86_64"
+
+    @property
+    def label(self) -> str:
+        return f"{self.kernel} kernel + {self.userspace}"
+
+    @property
+    def bits(self) -> tuple[int, int]:
+        """(kernel, userspace) pointer width."""
+        return (32 if self.kernel in ("686-pae", "armmp-lpae") else 64,
+                ABIS[self.userspace].pointer_bits)
+
+
+X86 = (Combination("686-pae", "i386"), Combination("amd64", "i386"),
+       Combination("amd64", "x86_64"))
+
+
+def parse_combinations(text: str | None) -> tuple[Combination, ...]:
+    """`--combo amd64:i386,amd64:x86_64` (kernel:userspace), or every x86 combination."""
+    if not text:
+        return X86
+    out = []
+    for part in text.split(","):
+        kernel, _, user = part.strip().partition(":")
+        combo = Combination(kernel, user)
+        if combo not in X86:
+            raise UsageError(f"--combo {one_line(part)[:40]}: abibench boots "
+                             f"{', '.join(f'{c.kernel}:{c.userspace}' for c in X86)}")
+        out.append(combo)
+    return tuple(dict.fromkeys(out))
+
+
+# ---------------------------------------------------------------------------------- the report
+
+
+@dataclass(frozen=True)
+class Process:
+    pid: int
+    pss_kb: int
+    rss_kb: int
+    comm: str
+    cgroup: str
+
+    @property
+    def unit(self) -> str:
+        """The systemd unit (or scope, or slice) the process runs in: its cgroup's last part."""
+        return self.cgroup.rstrip("/").rsplit("/", 1)[-1] or "/"
+
+
+@dataclass
+class Phase:
+    """One measurement of the settled system (idle, or under the profile's load)."""
+
+    state: str = ""  # systemctl is-system-running: running, degraded, starting...
+    uptime_s: float = 0.0  # guest time since its boot: emulation time
+    meminfo: dict[str, int] = field(default_factory=dict)  # kB
+    kernel_image: dict[str, int] = field(default_factory=dict)  # /proc/iomem "Kernel ...": bytes
+    processes: list[Process] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SysReport:
+    release: str
+    machine: str
+    phases: dict[str, Phase]
+    load_status: int | None
+    complete: bool  # the END frame came, and counted every frame before it
+
+
+_HEX = r"((?:[0-9a-f]{2})+|-)"
+_PHASE = r"(idle|load)"
+_FRAMES = {
+    "begin": re.compile(rf"ABIBENCH-SYS 1 BEGIN {_HEX} {_HEX}"),
+    "end": re.compile(r"ABIBENCH-SYS 1 END (\d+)"),
+    "Y": re.compile(rf"Y {_PHASE} {_HEX}"),
+    "S": re.compile(rf"S {_PHASE} (\d{{1,15}})"),
+    "M": re.compile(rf"M {_PHASE} ([A-Za-z0-9_]{{1,60}}) (\d{{1,15}})"),
+    "K": re.compile(rf"K {_PHASE} {_HEX} (\d{{1,15}})"),
+    "P": re.compile(rf"P {_PHASE} (\d{{1,10}}) (\d{{1,15}}) (\d{{1,15}}) {_HEX} {_HEX}"),
+    "X": re.compile(r"X load (-?\d{1,5})"),
+}
+
+
+def _text(field_: str) -> str:
+    return "" if field_ == "-" else one_line(bytes.fromhex(field_).decode("utf-8", "replace"))
+
+
+class SysReportError(ValueError):
+    """No BEGIN frame: the system reported nothing."""
+
+
+def _apply(kind: str, m: re.Match[str], phases: dict[str, Phase]) -> None:
+    ph = phases.setdefault(m[1], Phase())
+    if kind == "Y":
+        ph.state = _text(m[2])[:40]
+    elif kind == "S":
+        ph.uptime_s = int(m[2]) / 1000
+    elif kind == "M":
+        ph.meminfo[m[2]] = int(m[3])
+    elif kind == "K":
+        name = _text(m[2])[:60]
+        ph.kernel_image[name] = ph.kernel_image.get(name, 0) + int(m[3])
+    elif kind == "P":
+        ph.processes.append(Process(int(m[2]), int(m[3]), int(m[4]), _text(m[5])[:60],
+                                    _text(m[6])[:300]))
+
+
+def parse_sysreport(data: bytes) -> SysReport:
+    """Every verified frame of the system's report; nothing guessed (see run/vm.verified_frames).
+    Frames are numbers and hex, so nothing a process names itself can end or forge one."""
+    texts = verified_frames(data)
+    begin = next((m for m in map(_FRAMES["begin"].fullmatch, texts) if m), None)
+    if begin is None:
+        raise SysReportError("the system reported nothing (no BEGIN frame)")
+    phases: dict[str, Phase] = {}
+    load_status: int | None = None
+    end: int | None = None
+    counted = 0
+    for t in texts:
+        e = _FRAMES["end"].fullmatch(t)
+        if e is not None:
+            end = int(e[1])
+            break
+        counted += 1
+        x = _FRAMES["X"].fullmatch(t)
+        if x is not None:
+            load_status = int(x[1])
+            continue
+        for kind in ("Y", "S", "M", "K", "P"):
+            m = _FRAMES[kind].fullmatch(t)
+            if m is not None:
+                _apply(kind, m, phases)
+                break
+    return SysReport(_text(begin[1]), _text(begin[2]), phases, load_status,
+                     complete=end is not None and end == counted)
+
+
+# -------------------------------------------------------------------------------------- booting
+
+
+@dataclass(frozen=True)
+class SysBoot:
+    combination: Combination
+    report: SysReport | None
+    seconds: float  # qemu's start to its exit: emulation time
+    ended: str
+    console_tail: str
+
+    @property
+    def ok(self) -> bool:
+        return self.report is not None and self.report.complete and "idle" in self.report.phases
+
+
+def qemu_argv(emulator: str, kernel: SystemKernel, disk: Path, memory_mb: int, console: Path,
+              report: Path, cmdline: str) -> list[str]:
+    """The machine: TCG, fixed memory, one CPU, no network or display; the disk on virtio with
+    its writes in a snapshot overlay; console on the first serial port, report on the second."""
+    return [emulator, "-accel", "tcg", "-m", str(memory_mb), "-smp", "1", "-nic", "none",
+            "-display", "none", "-monitor", "none", "-no-reboot",
+            "-serial", f"file:{console}", "-serial", f"file:{report}",
+            "-kernel", str(kernel.image), "-initrd", str(kernel.initrd), "-append", cmdline,
+            "-drive", f"file={disk},format=raw,if=virtio,snapshot=on"]
+
+
+def cmdline(profile: SystemProfile) -> str:
+    """The kernel's command line: console, no messages, a panic ends the machine; and the
+    measuring service's timing (native/sysreport.c reads it from /proc/cmdline)."""
+    return " ".join((*BASE_CMDLINE, f"abibench.settle={profile.settle_s}",
+                     f"abibench.load_seconds={profile.load_seconds}",
+                     f"abibench.load_after={profile.load_after_s}"))
+
+
+def deadline_of(profile: SystemProfile) -> float:
+    """The boot's allowance, the settling and the load, and two minutes to measure and stop."""
+    return (BOOT_ALLOWANCE_S + profile.settle_s + 120.0
+            + (profile.load_seconds if profile.load else 0))
+
+
+def boot_once(combo: Combination, kernel: SystemKernel, image: SystemImage,
+              profile: SystemProfile, deadline_s: float,
+              on_start: Callable[[int], None] | None = None) -> SysBoot:
+    """One boot to the system's report and power-off, or to the deadline."""
+    emulator = emulator_of(ABIS["x86_64"])
+    with owned_dir(".sys") as work:
+        console, report = work / "console.log", work / "report"
+        argv = qemu_argv(emulator, kernel, image.path, profile.memory_mb, console, report,
+                         cmdline(profile))
+        ended, seconds = run_guest(argv, work, report, deadline_s,
+                                   allowance_s=min(deadline_s, BOOT_ALLOWANCE_S),
+                                   on_start=on_start)
+        data = report.read_bytes() if report.is_file() else b""
+        try:
+            parsed: SysReport | None = parse_sysreport(data)
+        except SysReportError:
+            parsed = None
+        tail = ""
+        if parsed is None or not parsed.complete:
+            text = b"".join(f.read_bytes()[-4000:] for f in (console, work / "qemu.log")
+                            if f.is_file())
+            tail = " | ".join(one_line(ln) for ln in
+                              text.decode("utf-8", "replace").splitlines()[-4:] if ln.strip())
+        return SysBoot(combo, parsed, seconds, ended, tail[:600])
+
+
+@dataclass(frozen=True)
+class SystemRun:
+    profile: SystemProfile
+    kernels: dict[str, SystemKernel]
+    images: dict[str, SystemImage]
+    boots: tuple[SysBoot, ...]
+
+
+def boot_order(combos: Sequence[Combination], boots: int, seed: int) -> list[Combination]:
+    """Every combination `boots` times, each round in a new random order (no combination
+    always booted first, while the host is coolest or least loaded)."""
+    rng = random.Random(seed)
+    order: list[Combination] = []
+    for _ in range(boots):
+        round_ = list(combos)
+        rng.shuffle(round_)
+        order += round_
+    return order
+
+
+def kernel_version() -> str | None:
+    """One kernel version for the machine's every flavour, booted alone or with the others: a
+    run of one combination compares with the whole matrix's."""
+    return common_version(list(dict.fromkeys(c.kernel for c in X86)), AptCache())
+
+
+def measure(profile: SystemProfile, combos: Sequence[Combination], boots: int, cache_root: Path,
+            say: Callable[[str], None] = lambda _: None, seed: int = 0) -> SystemRun:
+    """Build (or reuse) the kernels and disks, then boot every combination `boots` times."""
+    clean_stale(cache_root)  # first: a killed earlier run's qemu, overlays and staging
+    if boots < 1:
+        raise UsageError("--boots takes a positive number")
+    flavours = list(dict.fromkeys(c.kernel for c in combos))
+    version = kernel_version()
+    kernels = {}
+    for f in flavours:
+        say(f"kernel {f}: Debian's linux-image-{f} {version or '(newest)'}")
+        kernels[f] = system_kernel(f, cache_root, version=version)
+    images = {}
+    for user in dict.fromkeys(c.userspace for c in combos):
+        say(f"system {profile.id} for {ABIS[user].debian_arch}: cached or built with mmdebstrap")
+        images[user] = build_image(profile, ABIS[user], cache_root)
+    done: list[SysBoot] = []
+    order = boot_order(combos, boots, seed)
+    for i, combo in enumerate(order):
+        say(f"boot {i + 1}/{len(order)}: {combo.label} ({profile.memory_mb} MB, TCG)")
+        b = boot_once(combo, kernels[combo.kernel], images[combo.userspace], profile,
+                      deadline_of(profile))
+        done.append(b)
+        say(f"boot {i + 1}/{len(order)}: {b.ended} after {b.seconds:.0f} s (emulation time)"
+            + ("" if b.ok else f"; no complete report: {b.console_tail[:200]}"))
+    return SystemRun(profile, kernels, images, tuple(done))

@@ -1,0 +1,133 @@
+"""abibench system: real boots (Debian's amd64 kernel, the minimal system, QEMU TCG).
+
+Slow by nature (a TCG boot of systemd takes one to two minutes here), so CI boots the smallest
+system once per userspace, with the shortest settling, and checks the numbers are sane and that
+nothing is left: no qemu (by PID), no overlay, no owned directory. Fault injection: qemu
+stopped by the deadline at generated points of a boot, and Ctrl-C during one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from abibench.abi import ABIS
+from abibench.obtain.sysimage import SystemImage, build_image
+from abibench.obtain.syskernel import SystemKernel, system_kernel
+from abibench.run import sysboot
+from abibench.workloads.system import load_system, parse_system
+
+from .test_vm import _alive, _ours
+
+NEEDS = pytest.mark.needs_setup("qemu-system-x86", "mmdebstrap", "arch-test", root=True)
+CI_SYSTEM = """[system]
+description = "minimal, measured at once (CI)"
+packages = ["systemd-sysv"]
+settle = 2
+memory_mb = 1024
+"""
+
+
+def _env(cli_env: dict[str, str], debian_cache: Path, tmp: Path) -> dict[str, str]:
+    # Disks and kernels are keyed by what they hold: abibench's own cache keeps them.
+    (tmp / "t").mkdir()
+    return {**cli_env, "ABIBENCH_CACHE": str(debian_cache), "TMPDIR": str(tmp / "t")}
+
+
+def _left(tmp: Path) -> list[str]:
+    """What a boot may leave: owned directories (qemu's files, its overlay) under TMPDIR."""
+    return [str(p) for p in (tmp / "t").rglob("*") if "sys" in p.name or "qemu" in p.name]
+
+
+@NEEDS
+def test_the_smallest_system_boots_under_both_userspaces(cli_env: dict[str, str],
+                                                         debian_cache: Path,
+                                                         tmp_path: Path) -> None:
+    env = _env(cli_env, debian_cache, tmp_path)
+    profile, out = tmp_path / "ci.toml", tmp_path / "sys.json"
+    profile.write_text(CI_SYSTEM)
+    done = subprocess.run([sys.executable, "-m", "abibench", "system", "run", str(profile),
+                           "--combo", "amd64:i386,amd64:x86_64", "--boots", "1",
+                           "--json", str(out)],
+                          capture_output=True, text=True, env=env, timeout=1800, check=False)
+    doc = json.loads(out.read_text())
+    by = {r["userspace"]: r for r in doc["results"]}
+    assert set(by) == {"i386", "x86_64"}, done.stderr
+    for r in by.values():
+        assert r["boots_reported"] == 1, doc["problems"]
+        f = {k: v["median"] for k, v in r["figures"].items()}
+        # sane: a systemd system in 1 GiB uses tens of MiB, the kernel some, userspace some
+        assert 10 < f["used"] < 900 and 1 < f["kernel"] < f["used"]
+        assert 1 < f["userspace"] < 900 and 1 < f["image"] < 200 and f["cache"] > 1
+        assert "init.scope" in r["units"]
+    assert done.returncode in (0, 1), done.stderr  # 1: a unit failed (problems listed)
+    assert "emulation time" in done.stdout
+    assert _ours(str(tmp_path)) == [] and _left(tmp_path) == []
+
+
+@pytest.fixture(scope="module")
+def parts(debian_cache: Path) -> tuple[SystemKernel, SystemImage]:
+    profile = parse_system("ci", {"packages": ["systemd-sysv"], "settle": 2}, "ci")
+    kernel = system_kernel("amd64", debian_cache, version=sysboot.kernel_version())
+    return kernel, build_image(profile, ABIS["x86_64"],
+                                                             debian_cache)
+
+
+@NEEDS
+@settings(max_examples=3, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.floats(0.0, 25.0))
+def test_a_boot_stopped_anywhere_or_never_reporting_leaves_nothing(
+        parts: tuple[SystemKernel, SystemImage],
+        tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
+        deadline: float) -> None:
+    # The family: qemu ended by a deadline wherever the guest is (firmware, kernel, initramfs,
+    # systemd), which is also a guest that never reports.
+    kernel, image = parts
+    tmp = tmp_path_factory.mktemp("sysdeadline")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    started: list[int] = []
+    combo = sysboot.Combination("amd64", "x86_64")
+    done = sysboot.boot_once(combo, kernel, image, load_system("minimal"), deadline,
+                             started.append)
+    assert done.ended.startswith("deadline") and not done.ok
+    assert started and not _alive(started[0])
+    assert [p.name for p in (tmp / f"abibench-{os.getuid()}").iterdir()] == []
+
+
+@NEEDS
+def test_ctrl_c_during_a_boot_leaves_nothing(cli_env: dict[str, str], debian_cache: Path,
+                                             tmp_path: Path,
+                                             parts: tuple[SystemKernel,
+                                                          SystemImage]) -> None:
+    env = _env(cli_env, debian_cache, tmp_path)
+    profile = tmp_path / "ci.toml"
+    profile.write_text(CI_SYSTEM)
+    proc = subprocess.Popen([sys.executable, "-m", "abibench", "system", "run", str(profile),
+                             "--combo", "amd64:x86_64", "--boots", "1"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        qemu: list[int] = []
+        while not qemu and proc.poll() is None:  # polled, no fixed sleep
+            qemu = _ours(str(tmp_path / "t"), "qemu-system")
+            time.sleep(0.05)
+        assert qemu, proc.communicate()[1]
+        os.kill(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert not any(_alive(p) for p in qemu)
+    assert _ours(str(tmp_path)) == [] and _left(tmp_path) == []
