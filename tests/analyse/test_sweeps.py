@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import os
 import subprocess
 from collections.abc import Callable
@@ -119,6 +120,13 @@ def test_a_sweep_is_one_section_with_its_ratio_table(cli: Cli, tmp_path: Path,
     html = page.read_text()
     chart = html.split("curve: swept over n</h3>", 1)[1].split("</article>", 1)[0]
     assert 'aria-label="curve: ratios against n"' in chart and "at every n" in chart
+    # The summary has one row per swept workload, linked to its curve, headed by its largest n.
+    summary = html.split('id="summary"', 1)[1].split("</section>", 1)[0]
+    link = re.search(r'<article id="([^"]+)"><h3>curve: swept over n</h3>', html)
+    assert link is not None, html[:3000]
+    assert summary.count(f'href="#{link[1]}">curve (swept over n)</a>') == 2, summary
+    assert "curve[n=" not in summary, re.findall(r".{200}curve\[n=.{100}", summary)
+    assert summary.count("at n=50, the largest of 3") == 2
     doc = json.loads(cli("export", "latest").stdout)
     # The samples stay per instance: the curve is a view, not a different record.
     assert {s["workload"] for s in doc["samples"]} == {"curve[n=5]", "curve[n=20]",

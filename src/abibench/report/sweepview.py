@@ -37,6 +37,15 @@ def sections(report: Report) -> list[WorkloadBlock | Curve]:
     return out
 
 
+def headline_crossovers(curve: Curve) -> list[str]:
+    """The primary metric's crossovers where the winner changes along the curve: what a
+    one-line summary of the sweep must say beside its value at the largest size."""
+    first = curve.blocks[0].result
+    return [f"{a.label}/{a.reference} {a.crossover(curve.param, curve.values)}"
+            for a in curve.axes if a.metric == first.primary
+            and len({p.side(a.better) for p in a.points if p is not None}) > 1]
+
+
 def _axis_head(a: Axis) -> str:
     return f"{a.label}/{a.reference} {MEMORY_NAMES.get(a.metric, a.metric)}"
 
@@ -46,7 +55,7 @@ def _cell(a: Axis, i: int) -> str:
     return "-" if p is None else fmt.ratio(p.ratio, p.low, p.high)
 
 
-def _once(curve: Curve) -> tuple[list[str], list[str]]:
+def once(curve: Curve) -> tuple[list[str], list[str]]:
     """(target states that are not ok, warnings), each distinct one once, in order."""
     states: list[str] = []
     warnings: list[str] = []
@@ -105,7 +114,7 @@ def terminal(curve: Curve, con: Console, e: Callable[[object], str]) -> None:
         con.print(f"  [bold]{e(line)}[/]")
     for line in checks(curve):
         con.print(f"  [red bold]{e(line)}[/]" if "MISCOMPARE" in line else f"  {e(line)}")
-    states, warnings = _once(curve)
+    states, warnings = once(curve)
     for s in states:
         con.print(f"  [yellow]{e(s)}[/]")
     for w in warnings:
@@ -127,7 +136,7 @@ def markdown(curve: Curve, esc: Callable[[object], str],
     out += table(heads, rows, set(range(len(heads))))
     out += [f"- **{esc(line)}**" for line in curve.crossovers()]
     out += [f"- {esc(line)}" for line in checks(curve)]
-    states, warnings = _once(curve)
+    states, warnings = once(curve)
     out += [f"- {esc(s)}" for s in states] + [f"- ⚠ {esc(w)}" for w in warnings] + [""]
     return out
 
