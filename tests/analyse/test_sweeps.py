@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 import os
+import re
 import subprocess
 from collections.abc import Callable
 from dataclasses import replace
