@@ -20,6 +20,7 @@ PKGS=(
   dpkg-dev valgrind hyperfine bubblewrap python3-venv python3-dev
   sysbench
   autoconf automake tcl   # seed workloads: POV-Ray's prebuild.sh, SQLite's amalgamation (tclsh)
+  cmake   # examples/cmake and examples/jq (Oniguruma is a CMake project)
   chromium fonts-dejavu-core
   qemu-user   # the dynamic build: it has the TCG plugin API that --counters uses under emulation
   qemu-system-x86   # abibench vm: a booted x86_64 kernel (TCG) runs x32 where this kernel cannot
