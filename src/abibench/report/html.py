@@ -111,6 +111,7 @@ ul.warnings li{color:var(--warn)}
 .charts{display:flex;flex-wrap:wrap;gap:10px;margin:8px 0}
 figure{margin:0;border:1px solid var(--line);border-radius:6px;padding:4px;background:#fff}
 .charts figure{flex:1 1 300px;max-width:390px}
+figure.curve{max-width:640px}
 figure svg.chart{display:block;width:100%;height:auto}
 figure.wide{max-width:760px}
 figcaption{font-size:.8rem;color:var(--muted);padding:2px 4px}
@@ -373,11 +374,13 @@ class _Page:
         return [h("article", h("h3", f"{c.base}: swept over {c.param}"),
                   h("figure", Html(sweepview.chart_svg(c, salt=f"s{i}")),
                     h("figcaption", f"each ABI's value over the reference's against "
-                      f"{c.param}, 95% CI; 1 is no difference")),
+                      f"{c.param}, 95% CI; 1 is no difference"), class_="curve"),
                   h("ul", *[h("li", line) for line in [*c.crossovers(), *sweepview.checks(c)]]),
-                  h("p", "each value's own section: ", join(
-                      [h("a", f"{c.param}={v} ", href=f"#{self.ids[b.result.id]}")
-                       for v, b in zip(c.values, c.blocks, strict=True)]), class_="muted"),
+                  h("p", "each value's own section: ", *[
+                      x for v, b in zip(c.values, c.blocks, strict=True)
+                      for x in (" · " if v != c.values[0] else "",
+                                h("a", f"{c.param}={v}", href=f"#{self.ids[b.result.id]}"))],
+                    class_="muted"),
                   id=self.curve_ids[c.base])
                 for i, c in enumerate(self.curves)]
 
