@@ -136,3 +136,22 @@ def test_a_sweep_is_one_section_with_its_ratio_table(cli: Cli, tmp_path: Path,
             ok = [s for s in doc["samples"] if (s["workload"], s["target"]) == (w, t)
                   and s["status"] == "ok" and not s["warmup"]]
             assert len(ok) >= 3, (w, t, len(ok))
+
+
+def test_a_miscompare_at_one_value_is_in_the_sweeps_summary_row(cli: Cli, tmp_path: Path) -> None:
+    # Outputs agree at every n but 20, where they name the pointer size.
+    (tmp_path / "ptr.c").write_text(
+        '#include <stdio.h>\n#include <stdlib.h>\nint main(int c, char **v) {\n'
+        '  long n = atol(v[1]);\n  printf("checksum: %ld\\n", n == 20 ? (long)sizeof(void *) : n);'
+        '\n  return 0;\n}\n')
+    prof = tmp_path / "ptr.toml"
+    prof.write_text('id = "ptr"\ntitle = "t"\n[params]\nn = "5"\n[sweep]\nn = ["5", "20", "50"]\n'
+                    '[source]\nfiles = ["ptr.c"]\nartifacts = ["ptr"]\n[run]\n'
+                    'command = ["{bin}/ptr", "{n}"]\n[validate]\n'
+                    'stdout_match = \'(?m)^checksum: (\\S+)$\'\n')
+    page = tmp_path / "r.html"
+    cli("run", str(prof), "--abi", "i386,x86_64", "--rounds", "2", "--warmup", "0",
+        "--html", str(page))
+    summary = page.read_text().split('id="summary"', 1)[1].split("</section>", 1)[0]
+    assert summary.count("INVALID at n=20 (outputs differ)") == 1, summary
+    assert "INVALID at n=5" not in summary and "INVALID at n=50" not in summary

@@ -229,6 +229,11 @@ class _Page:
             missing = ", ".join(f"{row.label}: {row.state}" for row in res.rows
                                 if row.n < 2) or "fewer than two measured targets"
             badges.append(h("span", f"not compared ({missing})", class_="badge missing"))
+        if isinstance(sec, Curve):  # a miscompare at another value is never hidden by this one
+            badges += [h("span", f"INVALID at {sec.param}={v} (outputs differ)",
+                         class_="badge invalid") for v, other in zip(sec.values, sec.blocks,
+                                                                     strict=True)
+                       if other is not b and other.result.validation == "miscompare"]
         return h("li", self.section_link(sec), " ",
                  h("span", f"{res.primary}, {better_words(res.better)}", class_="muted"),
                  *self.curve_note(sec), h("br"), *badges)
