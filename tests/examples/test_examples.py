@@ -88,6 +88,7 @@ def test_the_cxx_map_sweep_is_one_curve_of_three_sizes(cli: Cli, env: dict[str, 
     out = done.stdout
     assert out.count("swept over n (3 values)") == 1, out
     assert "i386/x86_64 rate" in out and "i386/x86_64 peak RSS" in out
+    assert "i386/x86_64 rate against n (log axis" in out
     assert "output check: identical at every n" in out
     html = page.read_text()
     assert html.count('aria-label="cxx-map: ratios against n"') == 1
