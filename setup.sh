@@ -21,6 +21,7 @@ PKGS=(
   libc6-dbg   # the C library's symbols: counted runs name its internal functions (_int_malloc)
   sysbench
   autoconf automake tcl   # seed workloads: POV-Ray's prebuild.sh, SQLite's amalgamation (tclsh)
+  cmake   # examples/cmake and examples/jq (Oniguruma is a CMake project)
   chromium fonts-dejavu-core
   qemu-user   # the dynamic build: it has the TCG plugin API that --counters uses under emulation
   qemu-system-x86   # abibench vm: a booted x86_64 kernel (TCG) runs x32 where this kernel cannot

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import subprocess
 from collections.abc import Callable
 from dataclasses import replace
@@ -114,11 +115,20 @@ def test_a_sweep_is_one_section_with_its_ratio_table(cli: Cli, tmp_path: Path,
     assert "i386/x86_64 wall" in out and "i386/x86_64 peak RSS" in out
     assert "output check: identical at every n" in out
     assert "suite (1 workload)" in out
+    # ...and a chart of each ratio against n in the terminal too.
+    assert out.count("i386/x86_64 wall against n (log axis; | is 1") == 1, out
     text = md.read_text()
     assert text.count("### curve: a curve") == 1 and "| n | i386 median" in text
     html = page.read_text()
     chart = html.split("curve: swept over n</h3>", 1)[1].split("</article>", 1)[0]
     assert 'aria-label="curve: ratios against n"' in chart and "at every n" in chart
+    # The summary has one row per swept workload, linked to its curve, headed by its largest n.
+    summary = html.split('id="summary"', 1)[1].split("</section>", 1)[0]
+    link = re.search(r'<article id="([^"]+)"><h3>curve: swept over n</h3>', html)
+    assert link is not None, html[:3000]
+    assert summary.count(f'href="#{link[1]}">curve (swept over n)</a>') == 2, summary
+    assert "curve[n=" not in summary, re.findall(r".{200}curve\[n=.{100}", summary)
+    assert summary.count("at n=50, the largest of 3") == 2
     doc = json.loads(cli("export", "latest").stdout)
     # The samples stay per instance: the curve is a view, not a different record.
     assert {s["workload"] for s in doc["samples"]} == {"curve[n=5]", "curve[n=20]",
@@ -128,3 +138,47 @@ def test_a_sweep_is_one_section_with_its_ratio_table(cli: Cli, tmp_path: Path,
             ok = [s for s in doc["samples"] if (s["workload"], s["target"]) == (w, t)
                   and s["status"] == "ok" and not s["warmup"]]
             assert len(ok) >= 3, (w, t, len(ok))
+
+
+def test_a_miscompare_at_one_value_is_in_the_sweeps_summary_row(cli: Cli, tmp_path: Path) -> None:
+    # Outputs agree at every n but 20, where they name the pointer size.
+    (tmp_path / "ptr.c").write_text(
+        '#include <stdio.h>\n#include <stdlib.h>\nint main(int c, char **v) {\n'
+        '  long n = atol(v[1]);\n  printf("checksum: %ld\\n", n == 20 ? (long)sizeof(void *) : n);'
+        '\n  return 0;\n}\n')
+    prof = tmp_path / "ptr.toml"
+    prof.write_text('id = "ptr"\ntitle = "t"\n[params]\nn = "5"\n[sweep]\nn = ["5", "20", "50"]\n'
+                    '[source]\nfiles = ["ptr.c"]\nartifacts = ["ptr"]\n[run]\n'
+                    'command = ["{bin}/ptr", "{n}"]\n[validate]\n'
+                    'stdout_match = \'(?m)^checksum: (\\S+)$\'\n')
+    page = tmp_path / "r.html"
+    cli("run", str(prof), "--abi", "i386,x86_64", "--rounds", "2", "--warmup", "0",
+        "--html", str(page))
+    summary = page.read_text().split('id="summary"', 1)[1].split("</section>", 1)[0]
+    assert summary.count("INVALID at n=20 (outputs differ)") == 1, summary
+    assert "INVALID at n=5" not in summary and "INVALID at n=50" not in summary
+
+
+_RATIO = st.floats(min_value=1e-6, max_value=1e6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_RATIO, _RATIO, _RATIO), min_size=1, max_size=6))
+def test_the_terminal_chart_puts_each_ratio_inside_its_ci_on_one_axis(
+        triples: list[tuple[float, float, float]]) -> None:
+    from abibench.report.sweepview import CHART_WIDTH, text_chart
+
+    pts = [RatioPoint(*sorted(t)[1:2], *sorted(t)[::2]) for t in triples]  # ratio, low, high
+    values = [str(10 ** i) for i in range(len(pts))]
+    rows = text_chart(Axis("wall", "s", "lower", "i386", "x86_64", tuple(pts)), values)
+    assert len(rows) == len(pts) + 1
+    bars = [r[len(values[-1]) + 2:][:CHART_WIDTH] for r in rows[1:]]
+    ones = {b.find("|") for b in bars if "|" in b}
+    assert len(ones) <= 1  # 1 is at one place on every row
+    for bar in bars:
+        assert bar.count("o") == 1, bar
+        o = bar.index("o")
+        left, right = bar.find("["), bar.find("]")  # either may be under the ratio's mark
+        assert (left == -1 or left <= o) and (right == -1 or o <= right), bar
+        if "|" not in bar:  # hidden only under the ratio's mark or an end of its CI
+            assert all(bar[i] in "o[]" for i in ones), bar

@@ -46,6 +46,7 @@ from ..paths import MICRO_DIR
 from ..workloads.confine import inside
 from ..workloads.profile import Workload, resolve_source_files, substitute
 from ..workspace import kill_marked, marked_env
+from . import buildlog
 
 SANDBOX_SWITCH = "ABIBENCH_BUILD_SANDBOX"  # "off": never sandbox (hosts where bwrap misbehaves)
 PROBE_TIMEOUT_S = 30.0
@@ -301,7 +302,7 @@ def run(argv: Sequence[str], cwd: Path, log: IO[str], box: Box) -> int:
     """Run one build command in the box, its output to log; its exit status.
 
     However this returns (an exit, an exception, Ctrl-C), no process of the command is left."""
-    log.write(f"$ {shlex.join(argv)}\n")
+    log.write(f"{buildlog.COMMAND_MARK}{shlex.join(argv)}\n")
     log.flush()
     proc = subprocess.Popen(box.argv(argv, cwd), cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, env=box.env, start_new_session=True,

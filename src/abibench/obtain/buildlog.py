@@ -17,18 +17,25 @@ from ..text import one_line
 CAUSE_LINES = 5  # at most this many lines of a log in a message
 LINE_CHARS = 200  # each cut to this many characters
 TAIL_BYTES = 65536  # only the end of a long log is read
+COMMAND_MARK = "$ "  # what starts the line buildbox.run writes for each command it runs
 
 # What the tools that fail builds write on the line that says why: gcc/clang "error:", ld's
 # "cannot find -lfoo" and "undefined reference", make's "***", cargo's "error[E0463]".
-_MEANINGFUL = re.compile(r"error|cannot find|undefined reference|not found|No such file|\*\*\*",
-                         re.IGNORECASE)
+_MEANINGFUL = re.compile(r"error|cannot find|undefined reference|not found|No such file|\*\*\*"
+                         r"|(?:^|\W)(?:help|hint):", re.IGNORECASE)
+# The last two alternatives are the tool's own fix, which an error line alone does not give:
+# rustc's "= help: consider downloading the target with `rustup target add i686-...`" below
+# "error[E0463]: can't find crate for `std`", a linker's or meson's "hint:".
 
 
 def cause(text: str, limit: int = CAUSE_LINES) -> list[str]:
-    """The lines of a build log that say why it failed: the last `limit` that name an error, or
+    """The lines of a build log that say why it failed: the last `limit` that name an error or
+    the tool's fix for it (a "help:" or "hint:" line), or
     the last `limit` non-blank lines when none does; each one line, sanitised and bounded."""
     lines = [one_line(line).strip() for line in text.splitlines()]
-    lines = [line for line in lines if line]
+    # abibench's own record of each command (COMMAND_MARK) is no tool's output: a recipe that
+    # mentions "error" (an `echo 'error: ...'` branch) would otherwise be its own cause.
+    lines = [line for line in lines if line and not line.startswith(COMMAND_MARK)]
     chosen = [line for line in lines if _MEANINGFUL.search(line)] or lines
     return [_cut(line) for line in chosen[-limit:]] if limit > 0 else []
 

@@ -69,6 +69,17 @@ def size(value: int | None) -> str:
     return _binary(value / 1024, digits=1)
 
 
+def size_change(subject: str, percent: float, other: str) -> str:
+    """How much larger or smaller one file is than another, the sign said by the word: "x86_64
+    6.9% larger than i386", "x86_64 16.0% smaller than i386" (never "-16.0% larger")."""
+    if not math.isfinite(percent):
+        return f"{subject} against {other}: no comparable size"
+    shown = number(abs(percent), ".1f")
+    if shown == number(0.0, ".1f"):
+        return f"{subject} the same size as {other}"
+    return f"{subject} {shown}% {'larger' if percent > 0 else 'smaller'} than {other}"
+
+
 def with_ci(value: float, low: float, high: float, spec: str, unit: str = "",
             no_ci: str = "") -> str:
     """A number and its CI in one format: "1.234 [1.200, 1.270]"; `no_ci` marks a missing CI."""

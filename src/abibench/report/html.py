@@ -18,7 +18,7 @@ import re
 from ..analyse.footprint import Difference
 from ..analyse.report import MEMORY_NAMES, Cell, Report, WorkloadBlock
 from ..analyse.results import PairVerdict
-from ..analyse.sweeps import curves
+from ..analyse.sweeps import Curve, curves
 from . import charts, csvout, sweepview, why
 from . import formatting as fmt
 from .formatting import better_words, footprint_percent, index_rows
@@ -45,6 +45,10 @@ class _Page:
         self.colours = {s.label: charts.colour(i) for i, s in enumerate(report.series)}
         self.ids = {b.result.id: f"w{i}-{_slug(b.result.id)}" for i, b in
                     enumerate(report.workloads)}
+        self.curves = curves(report)
+        self.curve_ids = {c.base: f"s{i}-{_slug(c.base)}" for i, c in enumerate(self.curves)}
+        # The summary's rows: a workload, or a whole sweep in place of its instances.
+        self.sections = sweepview.sections(report)
 
     def swatch(self, label: str) -> Html:
         return h("span", h("span", class_="swatch", style=f"background:{self.colours.get(label)}"),
@@ -75,22 +79,15 @@ class _Page:
         if not r.suites:
             parts.append(h("p", "No suite summary: no workload had two measured targets.",
                            class_="muted"))
-        items = []
-        for b in r.workloads:
-            res = b.result
-            badges: list[object] = [self.verdict_badge(b, c) for c in res.comparisons]
-            if not badges:
-                missing = ", ".join(f"{row.label}: {row.state}" for row in res.rows
-                                    if row.n < 2) or "fewer than two measured targets"
-                badges.append(h("span", f"not compared ({missing})", class_="badge missing"))
-            items.append(h("li", h("a", res.id, href=f"#{self.ids[res.id]}"), " ",
-                           h("span", f"{res.primary}, {better_words(res.better)}",
-                             class_="muted"), h("br"), *badges))
+        items = [self.verdict_item(s) for s in self.sections]
         parts += [h("h3", "Verdict per workload"), h("ul", *items, class_="verdicts")]
         parts += [h("h3", "Results at a glance"), self.glance()]
         warnings = list(r.warnings)
-        for b in r.workloads:
-            warnings += [f"{b.result.id}: {w}" for w in [*b.result.warnings, *b.notes]]
+        for sec in self.sections:
+            if isinstance(sec, Curve):  # each distinct one once, named by its value
+                warnings += [f"{sec.base}: {w}" for w in sweepview.once(sec)[1]]
+            else:
+                warnings += [f"{sec.result.id}: {w}" for w in [*sec.result.warnings, *sec.notes]]
         if warnings:
             parts += [h("h3", "Warnings"), h("ul", *[h("li", w) for w in warnings],
                                              class_="warnings")]
@@ -98,16 +95,52 @@ class _Page:
             parts.append(h("p", "No warnings.", class_="muted"))
         return h("section", *parts, id="summary")
 
+    def section_link(self, sec: WorkloadBlock | Curve) -> Html:
+        """A workload's id linked to its section; a sweep's base id linked to its curve."""
+        if isinstance(sec, Curve):
+            return h("a", f"{sec.base} (swept over {sec.param})",
+                     href=f"#{self.curve_ids[sec.base]}")
+        return h("a", sec.result.id, href=f"#{self.ids[sec.result.id]}")
+
+    @staticmethod
+    def curve_note(sec: WorkloadBlock | Curve) -> list[object]:
+        """Under a sweep's name: which value its row shows, and where the winner changes."""
+        if not isinstance(sec, Curve):
+            return []
+        return [h("br"), h("span", f"at {sec.param}={sec.values[-1]}, the largest of "
+                           f"{len(sec.values)}", class_="muted"),
+                *[join([h("br"), h("span", line, class_="muted")])
+                  for line in sweepview.headline_crossovers(sec)]]
+
+    def verdict_item(self, sec: WorkloadBlock | Curve) -> Html:
+        """One workload's verdicts; one sweep's at its largest value, with its crossovers."""
+        b = sec.blocks[-1] if isinstance(sec, Curve) else sec
+        res = b.result
+        badges: list[object] = [self.verdict_badge(b, c) for c in res.comparisons]
+        if not badges:
+            missing = ", ".join(f"{row.label}: {row.state}" for row in res.rows
+                                if row.n < 2) or "fewer than two measured targets"
+            badges.append(h("span", f"not compared ({missing})", class_="badge missing"))
+        if isinstance(sec, Curve):  # a miscompare at another value is never hidden by this one
+            badges += [h("span", f"INVALID at {sec.param}={v} (outputs differ)",
+                         class_="badge invalid") for v, other in zip(sec.values, sec.blocks,
+                                                                     strict=True)
+                       if other is not b and other.result.validation == "miscompare"]
+        return h("li", self.section_link(sec), " ",
+                 h("span", f"{res.primary}, {better_words(res.better)}", class_="muted"),
+                 *self.curve_note(sec), h("br"), *badges)
+
     def glance(self) -> Html:
         """The N-way table: one row per workload, one column per target or series."""
         labels = [s.label for s in self.r.series]
         rows = []
-        for b in self.r.workloads:
+        for sec in self.sections:
+            b = sec.blocks[-1] if isinstance(sec, Curve) else sec
             res = b.result
-            cells: list[object] = [join([h("a", res.id, href=f"#{self.ids[res.id]}"), h("br"),
+            cells: list[object] = [join([self.section_link(sec), h("br"),
                                          h("span", f"{res.primary} ({res.unit}, "
                                                    f"{better_words(res.better)})",
-                                           class_="muted")])]
+                                           class_="muted"), *self.curve_note(sec)])]
             cells += [self.glance_cell(c, res.unit) for c in b.cells(labels)]
             rows.append(cells)
         head: list[object] = ["workload", *[self.swatch(lbl) for lbl in labels]]
@@ -243,9 +276,15 @@ class _Page:
         return [h("article", h("h3", f"{c.base}: swept over {c.param}"),
                   h("figure", Html(sweepview.chart_svg(c, salt=f"s{i}")),
                     h("figcaption", f"each ABI's value over the reference's against "
-                      f"{c.param}, 95% CI; 1 is no difference")),
-                  h("ul", *[h("li", line) for line in [*c.crossovers(), *sweepview.checks(c)]]))
-                for i, c in enumerate(curves(self.r))]
+                      f"{c.param}, 95% CI; 1 is no difference"), class_="curve"),
+                  h("ul", *[h("li", line) for line in [*c.crossovers(), *sweepview.checks(c)]]),
+                  h("p", "each value's own section: ", *[
+                      x for v, b in zip(c.values, c.blocks, strict=True)
+                      for x in (" · " if v != c.values[0] else "",
+                                h("a", f"{c.param}={v}", href=f"#{self.ids[b.result.id]}"))],
+                    class_="muted"),
+                  id=self.curve_ids[c.base])
+                for i, c in enumerate(self.curves)]
 
     # ----------------------------------------------------------------- differences
     def differences(self) -> Html:

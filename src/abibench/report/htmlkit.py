@@ -91,6 +91,7 @@ ul.warnings li{color:var(--warn)}
 .ok{color:var(--good)}
 .charts{display:flex;flex-wrap:wrap;gap:10px;margin:8px 0}
 figure{margin:0;border:1px solid var(--line);border-radius:6px;padding:4px;background:#fff}
+figure.curve{max-width:640px}
 .charts figure{flex:1 1 300px;max-width:390px}
 figure svg.chart{display:block;width:100%;height:auto}
 figure.wide{max-width:760px}

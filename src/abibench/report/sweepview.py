@@ -8,7 +8,8 @@ once: a build shared by every value that failed is one reason, not one per value
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -37,6 +38,53 @@ def sections(report: Report) -> list[WorkloadBlock | Curve]:
     return out
 
 
+def headline_crossovers(curve: Curve) -> list[str]:
+    """The primary metric's crossovers where the winner changes along the curve: what a
+    one-line summary of the sweep must say beside its value at the largest size."""
+    first = curve.blocks[0].result
+    return [f"{a.label}/{a.reference} {a.crossover(curve.param, curve.values)}"
+            for a in curve.axes if a.metric == first.primary
+            and len({p.side(a.better) for p in a.points if p is not None}) > 1]
+
+
+CHART_WIDTH = 41  # characters of the terminal chart's ratio axis
+_CLAMP = (1e-3, 1e3)  # ratios beyond are drawn at the edge (the table has the numbers)
+
+
+def text_chart(a: Axis, values: Sequence[str], width: int = CHART_WIDTH) -> list[str]:
+    """One ratio against the swept value as rows of text, a log axis: `|` is 1 (no
+    difference), `o` the ratio, `[---]` its 95% CI; the axis spans every CI and 1. Values
+    are raw (the caller escapes them); nothing but the values comes from outside."""
+    pts = [(v, p) for v, p in zip(values, a.points, strict=True) if p is not None
+           and all(math.isfinite(x) and x > 0 for x in (p.ratio, p.low, p.high))]
+    if not pts:
+        return []
+
+    def clamp(x: float) -> float:
+        return min(max(x, _CLAMP[0]), _CLAMP[1])
+
+    lo = min([1.0, *[clamp(p.low) for _, p in pts]])
+    hi = max([1.0, *[clamp(p.high) for _, p in pts]])
+    span = math.log(hi / lo) or 1.0
+
+    def pos(x: float) -> int:
+        return round(math.log(clamp(x) / lo) / span * (width - 1))
+
+    label_w = max(len(v) for v, _ in pts)
+    rows = [f"{'':>{label_w}}  {fmt.number(lo, '.3g'):<{width // 2}}"
+            f"{fmt.number(hi, '.3g'):>{width - width // 2}}"]
+    for v, p in pts:
+        cells = [" "] * width
+        for i in range(pos(p.low), pos(p.high) + 1):
+            cells[i] = "-"
+        cells[pos(1.0)] = "|"
+        if pos(p.high) - pos(p.low) >= 2:  # else the CI is narrower than the ratio's mark
+            cells[pos(p.low)], cells[pos(p.high)] = "[", "]"
+        cells[pos(p.ratio)] = "o"
+        rows.append(f"{v:>{label_w}}  {''.join(cells)}  {fmt.number(p.ratio, '.3f')}")
+    return rows
+
+
 def _axis_head(a: Axis) -> str:
     return f"{a.label}/{a.reference} {MEMORY_NAMES.get(a.metric, a.metric)}"
 
@@ -46,7 +94,7 @@ def _cell(a: Axis, i: int) -> str:
     return "-" if p is None else fmt.ratio(p.ratio, p.low, p.high)
 
 
-def _once(curve: Curve) -> tuple[list[str], list[str]]:
+def once(curve: Curve) -> tuple[list[str], list[str]]:
     """(target states that are not ok, warnings), each distinct one once, in order."""
     states: list[str] = []
     warnings: list[str] = []
@@ -101,11 +149,18 @@ def terminal(curve: Curve, con: Console, e: Callable[[object], str]) -> None:
     for i, v in enumerate(curve.values):
         table.add_row(e(v), *[e(m) for m in medians[i]], *[_cell(a, i) for a in curve.axes])
     con.print(table)
+    for a in curve.axes:
+        rows = text_chart(a, curve.values)
+        if rows:
+            con.print(f"  {e(_axis_head(a))} against {e(curve.param)} (log axis; | is 1, "
+                      "o the ratio, [-] its 95% CI)")
+            for row in rows:
+                con.print(f"    {e(row)}", highlight=False)
     for line in curve.crossovers():
         con.print(f"  [bold]{e(line)}[/]")
     for line in checks(curve):
         con.print(f"  [red bold]{e(line)}[/]" if "MISCOMPARE" in line else f"  {e(line)}")
-    states, warnings = _once(curve)
+    states, warnings = once(curve)
     for s in states:
         con.print(f"  [yellow]{e(s)}[/]")
     for w in warnings:
@@ -127,7 +182,7 @@ def markdown(curve: Curve, esc: Callable[[object], str],
     out += table(heads, rows, set(range(len(heads))))
     out += [f"- **{esc(line)}**" for line in curve.crossovers()]
     out += [f"- {esc(line)}" for line in checks(curve)]
-    states, warnings = _once(curve)
+    states, warnings = once(curve)
     out += [f"- {esc(s)}" for s in states] + [f"- ⚠ {esc(w)}" for w in warnings] + [""]
     return out
 

@@ -250,8 +250,8 @@ def _workload(b: WorkloadBlock, con: Console, explanations: Sequence[Explanation
     for x in explanations:
         for i, line in enumerate(explanation_lines(x, functions=3)):
             con.print(("  why: " if i == 0 else "  ") + e(line))
-    parts = [f"{r.size_reference} {fmt.number(r.size_larger_pct, '+.1f')}% larger than "
-             f"{r.label}" for r in res.rows if r.size_larger_pct is not None]
+    parts = [fmt.size_change(r.size_reference, r.size_larger_pct, r.label)
+             for r in res.rows if r.size_larger_pct is not None and r.size_reference]
     if parts:
         con.print(f"  file size: {e(', '.join(parts))}")
     if res.validation == "miscompare":
