@@ -261,6 +261,12 @@ def build_parser() -> argparse.ArgumentParser:
                     help="write a self-contained HTML page with a chart per series")
     _db_option(hi)
 
+    st = sub.add_parser("site", help="the store as static pages (no server, no scripts): an "
+                        "index of hosts and runs, each workload's trend, each host, every run's "
+                        "report")
+    st.add_argument("outdir", type=Path, metavar="DIR")
+    _db_option(st)
+
     xp = sub.add_parser("explain", help="why one ABI wins: each comparison's time ratio as "
                         "instructions x time per instruction, with the evidence (needs a run "
                         "with --counters, or --counters=cache)")
@@ -954,7 +960,8 @@ def cmd_runs(args: argparse.Namespace, store: SqlStore) -> int:
     return EXIT_OK
 
 
-_READ_COMMANDS = ("runs", "report", "compare", "export", "explain", "advise", "history")
+_READ_COMMANDS = ("runs", "report", "compare", "export", "explain", "advise", "history",
+                  "site")
 
 
 def _report_sources(args: argparse.Namespace) -> list[str]:
@@ -1035,6 +1042,15 @@ def cmd_history(args: argparse.Namespace, store: SqlStore) -> int:
         write_file(args.html, page(h), "--html")
         _say(f"html: {args.html}", sys.stderr)
     sys.stdout.write(shown.json_text(h) if args.json else shown.terminal(h))
+    return EXIT_OK
+
+
+def cmd_site(args: argparse.Namespace, store: SqlStore) -> int:
+    from .report.site import write_store_site
+
+    n, size = write_store_site(stored_runs(store), store.label, args.outdir,
+                               lambda msg: _say(msg, sys.stderr))
+    _say(f"site: {args.outdir}/index.html ({n} pages, {size / 1e6:.1f} MB)")
     return EXIT_OK
 
 
@@ -1220,7 +1236,8 @@ def _command(argv: list[str] | None) -> int:
         try:
             handler = {"runs": cmd_runs, "report": cmd_report, "compare": cmd_report,
                        "import": cmd_import, "export": cmd_export, "explain": cmd_explain,
-                       "advise": cmd_advise, "history": cmd_history}[args.command]
+                       "advise": cmd_advise, "history": cmd_history,
+                       "site": cmd_site}[args.command]
             return handler(args, store)
         finally:
             store.close()
