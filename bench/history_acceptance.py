@@ -9,11 +9,12 @@ Every step is `abibench` as a user types it, each its own process, into one SQLi
 (WORK/results.sqlite; data and cache directories under WORK):
 
 1. nbody.c (abibench's own micro source) compiled by the host's gcc at -O1 and at -O2, for i386
-   (-m32) and x86_64; each build measured twice as prebuilt binaries (`run --binary ... --label
-   O1|O2 -- --steps N`, wall time), then `history nbody-bin --by version` (two levels, one
-   change) and `compare O2-RUN --against O1` (the change with its CI);
-2. the gate: `run ... --label O2 --against O2 --fail-on-slowdown 5%` unchanged (exit 0 expected),
-   then the same program given 10% more steps (`--steps 1.1N`, 10% more work: exit 13 expected);
+   (-m32) and x86_64, each pair in a profile of prebuilt binaries (WORK/profiles/nbody-O?.toml,
+   primary metric the user CPU time, parameter `steps`); each build measured twice (`run
+   PROFILE --label O1|O2 --set steps=N`), then `history nbody-bin --by version` (two levels,
+   one change) and `compare O2-RUN --against O1` (the change with its CI);
+2. the gate: `run ... --label O2-rerun --against O2 --fail-on-slowdown 5%` unchanged (exit 0
+   expected), then with 10% more work (`--set steps=1.1N`: exit 13 expected);
 3. more real runs (built-in nbody and ptrtree, small sizes) until the store holds at least 20,
    some of them on a second host identity: the same machine in its own UTS namespace
    (`unshare --uts`, hostname `abibench-hostb`), so its runs record another host name;
@@ -61,22 +62,46 @@ def abibench(work: Path, *args: str, host_b: bool = False, timeout: float = 1800
     return step
 
 
-def build(work: Path, level: str) -> dict[str, Path]:
-    out = {}
+PROFILE = """id = "nbody-bin"
+title = "nbody.c built by the host's gcc at {level}"
+primary = "user"
+
+[params]
+steps = {steps}
+
+[binaries]
+i386 = "{i386}"
+x86_64 = "{x86_64}"
+
+[run]
+command = ["{{program}}", "--steps", "{{steps}}"]
+timeout = "300s"
+
+[validate]
+stdout_match = '(?m)^checksum: (\\S+)$'
+"""
+
+
+def build(work: Path, level: str, steps: int) -> Path:
+    """nbody.c at -O1 or -O2 per ABI, and the profile of the two programs: its primary metric
+    is the process's user CPU time (a shared machine's load moves wall time far more), its
+    parameter `steps` the work each sample does."""
+    exes = {}
     for abi, flag in (("i386", "-m32"), ("x86_64", "-m64")):
         exe = work / "bin" / level / f"nbody-{abi}"
         exe.parent.mkdir(parents=True, exist_ok=True)
         subprocess.run(["gcc", flag, f"-{level}", "-o", str(exe), str(NBODY), "-lm"], check=True)
-        out[abi] = exe
-    return out
+        exes[abi] = exe
+    profile = work / "profiles" / f"nbody-{level}.toml"
+    profile.parent.mkdir(parents=True, exist_ok=True)
+    profile.write_text(PROFILE.format(level=level, steps=steps, **exes))
+    return profile
 
 
-def binary_run(work: Path, exes: dict[str, Path], label: str, rounds: int, steps: int,
+def binary_run(work: Path, profile: Path, label: str, rounds: int, steps: int,
                *extra: str, host_b: bool = False) -> dict[str, Any]:
-    return abibench(work, "run", *[f"--binary={a}={p}" for a, p in exes.items()],
-                    "--name", "nbody-bin", "--rounds", str(rounds), "--label", label,
-                    "--check", r"checksum: (\S+)", "--no-html", *extra, "--",
-                    "--steps", str(steps), host_b=host_b)
+    return abibench(work, "run", str(profile), "--rounds", str(rounds), "--label", label,
+                    "--set", f"steps={steps}", "--no-html", *extra, host_b=host_b)
 
 
 def run_id(step: dict[str, Any]) -> str:
@@ -88,7 +113,7 @@ def run_id(step: dict[str, Any]) -> str:
 
 def store_phase(work: Path, rounds: int, steps: int, want_runs: int) -> dict[str, Any]:
     res: dict[str, Any] = {"steps": []}
-    levels = {lv: build(work, lv) for lv in ("O1", "O2")}
+    levels = {lv: build(work, lv, steps) for lv in ("O1", "O2")}
     ids: dict[str, list[str]] = {"O1": [], "O2": []}
     for lv in ("O1", "O1", "O2", "O2"):
         step = binary_run(work, levels[lv], lv, rounds, steps)
@@ -163,8 +188,8 @@ def site_phase(work: Path) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--work", type=Path, required=True)
-    ap.add_argument("--rounds", type=int, default=12)
-    ap.add_argument("--steps", type=int, default=1000000)
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--steps", type=int, default=2000000)
     ap.add_argument("--runs", type=int, default=22, help="runs in the store for the site")
     ap.add_argument("--phase", choices=("all", "store", "site"), default="all")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "history_acceptance.json")
