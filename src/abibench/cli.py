@@ -700,7 +700,7 @@ def _measure(args: argparse.Namespace, store: RunStore, req: Request, resume: Ru
         write_file(args.report, render(rep, "markdown"), "--report")
         _say(f"report: {args.report}", err)
     if not args.no_html:
-        _write_run_html(args, store, doc, rep, sys.stderr if args.json else sys.stdout)
+        _write_run_html(args, store, doc, rep, sys.stderr if args.json else sys.stdout, baseline)
     if result.interrupted:
         _say(f"abibench: interrupted; {len(doc.samples)} samples of run {result.run_id} are "
              f"stored in {store.label}; `abibench run --resume {result.run_id}` measures the "
@@ -735,10 +735,14 @@ def _print_terminal(rep: analysis.Report) -> None:
 
 
 def _write_run_html(args: argparse.Namespace, store: RunStore, doc: RunDoc,
-                    rep: analysis.Report, out: Any) -> None:
+                    rep: analysis.Report, out: Any, baseline: RunDoc | None = None) -> None:
+    from .analyse.baseline import against
+    from .report.baselinehtml import page
+
     try:
         path = args.html or store.local_dir / "reports" / file_name("run id", doc.run.id, ".html")
-        write(rep, [Output("html", path)])
+        cmp = None if baseline is None else against(doc, baseline)
+        write_file(path, page(rep, cmp, args.fail_on_slowdown), "--html")
     except AbibenchError as exc:  # the results are stored; only the file is missing
         _say(f"abibench: warning: {exc} (`abibench report {doc.run.id} --html FILE` "
              "writes it again)", sys.stderr)
@@ -1006,13 +1010,13 @@ def _against(args: argparse.Namespace, doc: RunDoc, baseline: RunDoc | None, out
 
 def cmd_compare_against(args: argparse.Namespace, store: SqlStore | None) -> int:
     """`compare [RUN] --against BASE`: one result set against its baseline."""
-    unused = [o for o, v in (("--html", args.html), ("--csv", args.csv),
+    unused = [o for o, v in (("--csv", args.csv),
                              ("--samples-csv", args.samples_csv), ("--baseline", args.baseline),
                              ("--tag", args.tag)) if v]
     if unused:
         raise UsageError(f"{', '.join(unused)}: for an N-way comparison, not with --against "
-                         "(which prints, or writes --markdown FILE, or --json)")
-    _check_outputs(("--markdown", args.markdown))
+                         "(which prints, or writes --markdown FILE, --html FILE, or --json)")
+    _check_outputs(("--markdown", args.markdown), ("--html", args.html))
     baseline = _baseline(args, store)
     sources = args.sources or ["latest"]
     if len(sources) != 1:
@@ -1028,6 +1032,13 @@ def cmd_compare_against(args: argparse.Namespace, store: SqlStore | None) -> int
 
         write_file(args.markdown, markdown(against(now, baseline)), "--markdown")
         _say(f"markdown: {args.markdown}", sys.stderr)
+    if args.html is not None and baseline is not None:
+        from .analyse.baseline import against
+        from .report.baselinehtml import page
+
+        write_file(args.html, page(analysis.from_run(now), against(now, baseline),
+                                   args.fail_on_slowdown), "--html")
+        _say(f"html: {args.html}", sys.stderr)
     return _against(args, now, baseline, sys.stdout)
 
 

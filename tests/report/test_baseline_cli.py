@@ -47,3 +47,20 @@ def test_the_gate_fails_a_planted_slowdown_and_passes_an_unchanged_rerun(
     # the library's refusals are tested in tests/analyse/test_baseline_history.py).
     bad = cli("compare", "20260103", "--against", "v9", "--fail-on-slowdown", "5%")
     assert bad.returncode == EXIT_USAGE and len(bad.stderr.splitlines()) == 1, bad.stderr
+
+
+def test_the_html_report_states_the_change_against_the_baseline(cli: Any, tmp_path: Path) -> None:
+    files = [_write(tmp_path, 1, 100.0, "v1"), _write(tmp_path, 3, 90.0, "<b>v2</b>")]
+    assert cli("import", *map(str, files)).returncode == EXIT_OK
+    page = tmp_path / "r.html"
+    r = cli("compare", "20260103", "--against", "v1", "--fail-on-slowdown", "5%",
+            "--html", str(page))
+    assert r.returncode == EXIT_SLOWDOWN, r.stderr
+    text = page.read_text()
+    section = text[text.index('<section id="against">'):]
+    section = section[:section.index("</section>")]
+    assert "run 20260103-000000-aaaa against baseline 20260101-000000-aaaa" in section
+    assert "% slower than baseline [+" in section and "i386/x86_64 gap 0.9" in section
+    assert "(exit 13)" in section and "<b>" not in text and "&lt;b&gt;v2" in section
+    # the report is whole: the summary before, the workloads after
+    assert text.index('id="summary"') < text.index('id="against"') < text.index('id="workloads"')
