@@ -19,7 +19,7 @@ from . import __version__
 from .abi import ABIS, HOST_FAMILY, Abi, family_abis, get_abi, parse_abi_list, vm_kernel_abi
 from .analyse import report as analysis
 from .analyse.advise import Deployment, parse_mix, parse_size
-from .axes import AXES
+from .axes import AXES, axes_of
 from .errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -394,6 +394,12 @@ def _fleet_run_options(fr: argparse.ArgumentParser) -> None:
                     "here (default: reports/FLEET.html in the data directory)")
     fr.add_argument("--baseline", default=None, metavar="SERIES",
                     help="the series every other is compared with (as for compare)")
+    fr.add_argument("--against", default=None, metavar="FLEET",
+                    help="also state each host's change against its own run in that earlier "
+                    "fleet run (the id `fleet run` printed), with CIs")
+    fr.add_argument("--fail-on-slowdown", type=_limit, default=None, metavar="PCT",
+                    help=f"with --against: exit {EXIT_SLOWDOWN} when an ABI of a host is "
+                    "significantly slower than its baseline by more than PCT")
     _db_option(fr)
 
 
@@ -819,7 +825,8 @@ def cmd_push(args: argparse.Namespace, ref: str) -> int:
 # Options of `fleet run` that are the fleet's own; every other one goes to `abibench run` on
 # each host, as typed.
 FLEET_FLAGS = {"--serial"}
-FLEET_VALUES = {"--forks", "--html", "--baseline", "--db"}  # --db: each host gets its own
+FLEET_VALUES = {"--forks", "--html", "--baseline", "--db",  # --db: each host gets its own
+                "--against", "--fail-on-slowdown"}
 
 
 def _value_options(parser: argparse.ArgumentParser) -> set[str]:
@@ -886,6 +893,7 @@ def cmd_fleet_run(args: argparse.Namespace, tokens: list[str]) -> int:
     if args.abi or args.family:
         _asked_abis(args)
     ref = db_ref(args.db)
+    baselines = _fleet_baselines(args, ref)  # a wrong fleet id fails before any host is touched
     err = sys.stderr
     # After `fleet run` (a --db value may be a file named "fleet").
     start = next(i for i in range(len(tokens) - 1) if tokens[i:i + 2] == ["fleet", "run"]) + 2
@@ -918,11 +926,34 @@ def cmd_fleet_run(args: argparse.Namespace, tokens: list[str]) -> int:
             _say(f"abibench: warning: {exc}", err)
     elif len(sets) == 1:
         _print_terminal(analysis.from_run(sets[0].doc))
+    slow = EXIT_OK
+    for doc in result.docs if baselines is not None else []:
+        label = axes_of(doc)["tag"] or axes_of(doc)["host"] or doc.id
+        if baselines is None or label not in baselines:
+            _say(f"abibench: warning: host {label} has no run in fleet {args.against}: not "
+                 "compared", err)
+            continue
+        slow = max(slow, _against(args, doc, baselines[label], sys.stdout))
     if result.failed:
         _say(f"abibench: error: fleet {result.fleet_id}: "
              f"{', '.join(f'{h.name} {h.status}' for h in result.failed)} (table above)", err)
         return EXIT_WORKLOAD
-    return EXIT_OK
+    return slow
+
+
+def _fleet_baselines(args: argparse.Namespace, ref: str) -> dict[str, RunDoc] | None:
+    """`fleet run --against FLEET`: each host's run in that fleet run, by inventory name."""
+    from .store.history import fleet_baselines
+
+    if args.against is None:
+        if args.fail_on_slowdown is not None:
+            raise UsageError("--fail-on-slowdown needs a baseline: add --against FLEET")
+        return None
+    store = open_store(ref, readonly=True)
+    try:
+        return fleet_baselines(store, args.against)
+    finally:
+        store.close()
 
 
 def _shown(ref: str) -> str:
@@ -998,7 +1029,8 @@ def _against(args: argparse.Namespace, doc: RunDoc, baseline: RunDoc | None, out
     if baseline is None:
         return EXIT_OK
     cmp = against(doc, baseline)
-    out.write(shown.json_text(cmp) if args.json and out is sys.stdout else shown.terminal(cmp))
+    as_json = getattr(args, "json", False) and out is sys.stdout  # `fleet run` has no --json
+    out.write(shown.json_text(cmp) if as_json else shown.terminal(cmp))
     if args.fail_on_slowdown is None:
         return EXIT_OK
     failed = shown.gate_lines(cmp, args.fail_on_slowdown)
