@@ -189,7 +189,7 @@ def host_page(x: HostEntry, site: Site, names: Names) -> str:
                sum(1 for r in x.runs if w in r.workloads)] for w in x.workloads]
     return page(here, f"host {x.name}",
                 h("section", h("h2", "Context (its newest run)"),
-                  table(["", ""], [[k, v] for k, v in facts])),
+                  table(["", "value"], [[k, v] for k, v in facts])),
                 h("section", h("h2", "Workloads"), table(["workload", "runs"], trends)),
                 h("section", h("h2", "Runs"), table(RUN_HEAD, run_rows(here, names, x.runs))))
 
