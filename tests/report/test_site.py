@@ -138,23 +138,26 @@ def test_a_hostile_store_gives_pages_that_parse_links_that_resolve_and_no_raw_te
         assert re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9._:@\[\]~+=,-]*(\.html)?", p.name), p
 
 
-def test_site_command_writes_every_page_from_the_store(cli: Cli, make_doc: Any,
+def test_site_command_writes_every_page_from_the_store(cli: Cli, make_doc: Any, db_ref: str,
                                                        tmp_path: Path) -> None:
+    """Once per backend: a SQLite file and a PostgreSQL database."""
     files = []
     for i, host in enumerate(("hosta", "hostb", "hosta")):
         f = tmp_path / f"r{i}.json"
         f.write_text(json.dumps(make_doc(run_id=f"20260102-00000{i}-b{i}", host=host,
                                          started=f"2026-01-02T0{i}:00:00+00:00", seed=i)))
         files.append(str(f))
-    assert cli("import", *files).returncode == 0
+    assert cli("--db", db_ref, "import", *files).returncode == 0
     out = tmp_path / "site"
-    r = cli("site", str(out))
+    r = cli("--db", db_ref, "site", str(out))
     assert r.returncode == 0, r.stderr
     assert "site: " in r.stdout and "8 pages" in r.stdout  # index, 2 workloads, 2 hosts, 3 runs
     check_site(out)
     assert len(list(out.glob("runs/*.html"))) == 3 and len(list(out.glob("hosts/*.html"))) == 2
     across = (out / "workloads" / "alpha.html").read_text()
     assert "across hosts (by host)" in across and across.count("<svg ") >= 6
+    if db_ref.startswith("postgresql://"):  # the server is named, never its password
+        assert db_ref not in r.stdout + r.stderr + (out / "index.html").read_text()
     # a file where the directory should be: one line, exit 2, nothing written
-    r = cli("site", files[0])
+    r = cli("--db", db_ref, "site", files[0])
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
