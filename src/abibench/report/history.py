@@ -84,7 +84,7 @@ def to_json(h: History) -> dict[str, object]:
     return {
         "format": "abibench-history", "version": 1, "workload": h.workload,
         "metric": h.metric, "unit": h.unit, "better": h.better, "by": h.by,
-        "reference": h.reference, "series": list(h.series),
+        "reference": h.reference, "series": list(h.series), "ratios": list(h.ratios),
         "runs": [{"run": p.run_id, "started": p.started, "axes": p.axes,
                   "values": {k: v for k, v in p.values.items() if math.isfinite(v)}, "n": p.n}
                  for p in h.points],
