@@ -13,12 +13,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from abibench.analyse.site import build
+from abibench.errors import UsageError
+from abibench.paths import PACKAGE_DIR, cache_dir, data_dir
 from abibench.records import RunDoc
-from abibench.report.site import pages, write_site
+from abibench.report.site import pages, write_site, write_store_site
 from abibench.text import one_line
 from tests.conftest import HOSTILE, synthetic_doc
 
@@ -161,3 +164,15 @@ def test_site_command_writes_every_page_from_the_store(cli: Cli, make_doc: Any, 
     # a file where the directory should be: one line, exit 2, nothing written
     r = cli("--db", db_ref, "site", files[0])
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_a_site_is_never_written_inside_what_abibench_reads(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """outputs.py's fixed places: the cache, the data directory's own files, the package."""
+    monkeypatch.setenv("ABIBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("ABIBENCH_DATA", str(tmp_path / "data"))
+    docs = [_doc(0, "h", "t", "alpha", "title", 90.0)]
+    for where in (cache_dir() / "site", data_dir() / "profiles" / "site", PACKAGE_DIR / "site"):
+        with pytest.raises(UsageError, match="never writes over what it reads"):
+            write_store_site(docs, "store", where)
+        assert not where.exists()
