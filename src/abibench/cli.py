@@ -264,7 +264,8 @@ def build_parser() -> argparse.ArgumentParser:
     st = sub.add_parser("site", help="the store as static pages (no server, no scripts): an "
                         "index of hosts and runs, each workload's trend, each host, every run's "
                         "report")
-    st.add_argument("outdir", type=Path, metavar="DIR")
+    st.add_argument("outdir", type=Path, metavar="DIR", help="where the pages go (created when "
+                    "missing); DIR/index.html is the way in")
     _db_option(st)
 
     xp = sub.add_parser("explain", help="why one ABI wins: each comparison's time ratio as "
