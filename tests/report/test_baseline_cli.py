@@ -6,7 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from abibench.errors import EXIT_OK, EXIT_SLOWDOWN, EXIT_USAGE
+import pytest
+
+from abibench.errors import EXIT_OK, EXIT_SLOWDOWN, EXIT_USAGE, UsageError
 from tests.conftest import synthetic_doc
 
 
@@ -47,3 +49,51 @@ def test_the_gate_fails_a_planted_slowdown_and_passes_an_unchanged_rerun(
     # the library's refusals are tested in tests/analyse/test_baseline_history.py).
     bad = cli("compare", "20260103", "--against", "v9", "--fail-on-slowdown", "5%")
     assert bad.returncode == EXIT_USAGE and len(bad.stderr.splitlines()) == 1, bad.stderr
+
+
+def test_the_html_report_states_the_change_against_the_baseline(cli: Any, tmp_path: Path) -> None:
+    files = [_write(tmp_path, 1, 100.0, "v1"), _write(tmp_path, 3, 90.0, "<b>v2</b>")]
+    assert cli("import", *map(str, files)).returncode == EXIT_OK
+    page = tmp_path / "r.html"
+    r = cli("compare", "20260103", "--against", "v1", "--fail-on-slowdown", "5%",
+            "--html", str(page))
+    assert r.returncode == EXIT_SLOWDOWN, r.stderr
+    text = page.read_text()
+    section = text[text.index('<section id="against">'):]
+    section = section[:section.index("</section>")]
+    assert "run 20260103-000000-aaaa against baseline 20260101-000000-aaaa" in section
+    assert "% slower than baseline [+" in section and "i386/x86_64 gap 0.9" in section
+    assert "(exit 13)" in section and "<b>" not in text and "&lt;b&gt;v2" in section
+    # the report is whole: the summary before, the workloads after
+    assert text.index('id="summary"') < text.index('id="against"') < text.index('id="workloads"')
+
+
+def test_fleet_against_names_each_hosts_run_of_an_earlier_fleet(cli: Any, tmp_path: Path) -> None:
+    from abibench.cli import fleet_run_args
+    from abibench.store.history import fleet_baselines
+    from abibench.store.sqlite import Store
+
+    files = []
+    for run, (host, fleet) in enumerate((("hostA", "F1"), ("hostB", "F1"), ("hostA", "F2")), 1):
+        path = _write(tmp_path, run, 100.0, host)
+        d = json.loads(path.read_text())
+        d["run"]["config"]["fleet"] = fleet
+        path.write_text(json.dumps(d))
+        files.append(str(path))
+    db = tmp_path / "fleet.sqlite"
+    assert cli("--db", str(db), "import", *files).returncode == EXIT_OK
+    store = Store(db, readonly=True)
+    try:
+        found = fleet_baselines(store, "F1")
+        assert {k: v.id for k, v in found.items()} == {"hostA": "20260101-000000-aaaa",
+                                                       "hostB": "20260102-000000-aaaa"}
+        for bad in ("F9", "F%", "F1\" OR"):
+            with pytest.raises(UsageError):
+                fleet_baselines(store, bad)
+    finally:
+        store.close()
+    # the fleet's own options: never passed on to each host's `abibench run`
+    assert fleet_run_args(["inv", "--against", "F1", "--fail-on-slowdown=5%", "--rounds", "3"]) \
+        == ["--rounds", "3"]
+    r = cli("--db", str(db), "fleet", "run", str(tmp_path / "none.ini"), "--against", "F9")
+    assert r.returncode == EXIT_USAGE and "--against F9" in r.stderr, r.stderr

@@ -54,6 +54,11 @@ class History:
     points: tuple[Point, ...]
     changes: tuple[Change, ...]
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # Which series are ratios: said here, never read from a name (a target may hold a '/')
+    ratios: tuple[str, ...] = field(default_factory=tuple)
+
+    def is_ratio(self, series: str) -> bool:
+        return series in self.ratios
 
 
 def ratio_name(other: str, reference: str) -> str:
@@ -122,6 +127,7 @@ def history(docs: Sequence[RunDoc], workload: str, by: str = "version", *,
     reference = pick_reference(measured) if len(measured) >= 2 else None
     per_run = [run_series(d, workload, meta.primary, measured, reference) for d in runs]
     names = [ratio_name(t, reference) for t in measured if reference and t != reference]
+    ratios = tuple(names)
     names += measured
     points = tuple(Point(d.id, d.run.started, axes_of(d, workload),
                          {s: math.exp(float(np.mean(v))) for s, v in got.items()},
@@ -143,7 +149,7 @@ def history(docs: Sequence[RunDoc], workload: str, by: str = "version", *,
             run_index = where[cp.index]
             changes.append(_change(name, cp, run_index, runs[run_index].id))
     return History(workload, meta.primary, metric.unit, metric.better, by, reference,
-                   tuple(names), points, tuple(changes), tuple(notes))
+                   tuple(names), points, tuple(changes), tuple(notes), ratios)
 
 
 def _change(name: str, cp: ChangePoint, run_index: int, run_id: str) -> Change:

@@ -40,7 +40,7 @@ from .calibrate import cmd_calibrate
 from .explain import cmd_explain
 from .export import cmd_export
 from .fleet import cmd_fleet, fleet_run_args
-from .history import cmd_history
+from .history import cmd_history, cmd_site
 from .importing import cmd_import
 from .inspection import cmd_inspect
 from .listing import cmd_list
@@ -73,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-_READ_COMMANDS = ("runs", "report", "compare", "export", "explain", "advise", "history")
+_READ_COMMANDS = ("runs", "report", "compare", "export", "explain", "advise", "history",
+                  "site")
 
 
 # Options of `run` that take a value that may start with '-' (a mistake the parser must
@@ -156,7 +157,8 @@ def _command(argv: list[str] | None) -> int:
         try:
             handler = {"runs": cmd_runs, "report": cmd_report, "compare": cmd_report,
                        "import": cmd_import, "export": cmd_export, "explain": cmd_explain,
-                       "advise": cmd_advise, "history": cmd_history}[args.command]
+                       "advise": cmd_advise, "history": cmd_history,
+                       "site": cmd_site}[args.command]
             return handler(args, store)
         finally:
             store.close()

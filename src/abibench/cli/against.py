@@ -33,7 +33,8 @@ def _against(args: argparse.Namespace, doc: RunDoc, baseline: RunDoc | None, out
     if baseline is None:
         return EXIT_OK
     cmp = against(doc, baseline)
-    out.write(shown.json_text(cmp) if args.json and out is sys.stdout else shown.terminal(cmp))
+    as_json = getattr(args, "json", False) and out is sys.stdout  # `fleet run` has no --json
+    out.write(shown.json_text(cmp) if as_json else shown.terminal(cmp))
     if args.fail_on_slowdown is None:
         return EXIT_OK
     failed = shown.gate_lines(cmp, args.fail_on_slowdown)
@@ -45,13 +46,13 @@ def _against(args: argparse.Namespace, doc: RunDoc, baseline: RunDoc | None, out
 
 def cmd_compare_against(args: argparse.Namespace, store: SqlStore | None) -> int:
     """`compare [RUN] --against BASE`: one result set against its baseline."""
-    unused = [o for o, v in (("--html", args.html), ("--csv", args.csv),
+    unused = [o for o, v in (("--csv", args.csv),
                              ("--samples-csv", args.samples_csv), ("--baseline", args.baseline),
                              ("--tag", args.tag)) if v]
     if unused:
         raise UsageError(f"{', '.join(unused)}: for an N-way comparison, not with --against "
-                         "(which prints, or writes --markdown FILE, or --json)")
-    _check_outputs(("--markdown", args.markdown))
+                         "(which prints, or writes --markdown FILE, --html FILE, or --json)")
+    _check_outputs(("--markdown", args.markdown), ("--html", args.html))
     baseline = _baseline(args, store)
     sources = args.sources or ["latest"]
     if len(sources) != 1:
@@ -67,4 +68,16 @@ def cmd_compare_against(args: argparse.Namespace, store: SqlStore | None) -> int
 
         write_file(args.markdown, markdown(against(now, baseline)), "--markdown")
         _say(f"markdown: {args.markdown}", sys.stderr)
+    if args.html is not None and baseline is not None:
+        _write_against_html(args, now, baseline)
     return _against(args, now, baseline, sys.stdout)
+
+
+def _write_against_html(args: argparse.Namespace, now: RunDoc, baseline: RunDoc) -> None:
+    from ..analyse import report as analysis
+    from ..analyse.baseline import against
+    from ..report.baselinehtml import page
+
+    write_file(args.html, page(analysis.from_run(now), against(now, baseline),
+                               args.fail_on_slowdown), "--html")
+    _say(f"html: {args.html}", sys.stderr)

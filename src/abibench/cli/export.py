@@ -7,28 +7,44 @@ import json
 import sys
 from pathlib import Path
 
-from ..errors import EXIT_OK
+from ..errors import EXIT_OK, UsageError
 from ..report import write_file
 from ..store.sql import SqlStore
 from .argtypes import Commands
 from .options import _db_option
-from .printing import _print_json, _say
+from .printing import _say
 
 
 def add_parser(sub: Commands) -> None:
     ex = sub.add_parser("export", help="write a run as a versioned JSON document")
     ex.add_argument("run", nargs="?", default="latest")
-    ex.add_argument("--json", action="store_true", help="JSON (the only format; accepted for "
+    ex.add_argument("--json", action="store_true", help="JSON (every format is; accepted for "
                     "clarity)")
+    ex.add_argument("--format", choices=("abibench", "hyperfine", "pyperf"), default="abibench",
+                    help="abibench: the whole run (default); hyperfine or pyperf: every counted "
+                    "sample's wall time in that tool's JSON, for its plotting and comparing "
+                    "scripts")
+    ex.add_argument("--workload", default=None, help="with --format: only this workload")
+    ex.add_argument("--abi", default=None, help="with --format: only this target (pyperf then "
+                    "names benchmarks by workload alone, for `pyperf compare_to`)")
     ex.add_argument("-o", "--output", type=Path, default=None)
     _db_option(ex)
 
 
 def cmd_export(args: argparse.Namespace, store: SqlStore) -> int:
-    doc = store.load_run(store.resolve_run(args.run)).to_dict()
+    run = store.load_run(store.resolve_run(args.run))
+    if args.format == "abibench":
+        if args.workload is not None or args.abi is not None:
+            raise UsageError("--workload and --abi select what --format hyperfine|pyperf "
+                             "exports; the abibench format is the whole run")
+        text = json.dumps(run.to_dict(), indent=1, default=str) + "\n"
+    else:
+        from ..report.interchange import render as interchange
+
+        text = interchange(run, args.format, args.workload, args.abi)
     if args.output:
-        write_file(args.output, json.dumps(doc, indent=1, default=str) + "\n", "-o")
+        write_file(args.output, text, "-o")
         _say(f"exported: {args.output}", sys.stderr)
     else:
-        _print_json(doc)
+        sys.stdout.write(text)
     return EXIT_OK

@@ -7,16 +7,20 @@ import sys
 from pathlib import Path
 
 from ..analyse import report as analysis
-from ..errors import EXIT_OK, EXIT_WORKLOAD, AbibenchError
+from ..axes import axes_of
+from ..errors import EXIT_OK, EXIT_SLOWDOWN, EXIT_WORKLOAD, AbibenchError, UsageError
+from ..fleet.controller import FleetResult
 from ..ids import file_name
 from ..outputs import check_output
 from ..paths import data_dir
+from ..records import RunDoc
 from ..report import Output, write
 from ..run.preflight import check_plan_numbers
-from ..store.open import db_ref
+from ..store.open import db_ref, open_store
 from ..store.url import is_url
 from ..workloads.profile import load_workloads
-from .argtypes import Commands, _Parser, _positive
+from .against import _against
+from .argtypes import Commands, _limit, _Parser, _positive
 from .options import _asked_abis, _check_outputs, _db_option, _parse_sets, _plan_options
 from .printing import _print_terminal, _say
 
@@ -46,6 +50,12 @@ def _fleet_run_options(fr: argparse.ArgumentParser) -> None:
                     "here (default: reports/FLEET.html in the data directory)")
     fr.add_argument("--baseline", default=None, metavar="SERIES",
                     help="the series every other is compared with (as for compare)")
+    fr.add_argument("--against", default=None, metavar="FLEET",
+                    help="also state each host's change against its own run in that earlier "
+                    "fleet run (the id `fleet run` printed), with CIs")
+    fr.add_argument("--fail-on-slowdown", type=_limit, default=None, metavar="PCT",
+                    help=f"with --against: exit {EXIT_SLOWDOWN} when an ABI of a host is "
+                    "significantly slower than its baseline by more than PCT")
     _db_option(fr)
 
 
@@ -54,7 +64,8 @@ def _fleet_run_options(fr: argparse.ArgumentParser) -> None:
 FLEET_FLAGS = {"--serial"}
 
 
-FLEET_VALUES = {"--forks", "--html", "--baseline", "--db"}  # --db: each host gets its own
+FLEET_VALUES = {"--forks", "--html", "--baseline", "--db",  # --db: each host gets its own
+                "--against", "--fail-on-slowdown"}
 
 
 def _value_options(parser: argparse.ArgumentParser) -> set[str]:
@@ -121,6 +132,7 @@ def cmd_fleet_run(args: argparse.Namespace, tokens: list[str]) -> int:
     if args.abi or args.family:
         _asked_abis(args)
     ref = db_ref(args.db)
+    baselines = _fleet_baselines(args, ref)  # a wrong fleet id fails before any host is touched
     err = sys.stderr
     # After `fleet run` (a --db value may be a file named "fleet").
     start = next(i for i in range(len(tokens) - 1) if tokens[i:i + 2] == ["fleet", "run"]) + 2
@@ -128,16 +140,7 @@ def cmd_fleet_run(args: argparse.Namespace, tokens: list[str]) -> int:
                        lambda line: _say(line, err), serial=args.serial, forks=args.forks,
                        selected=[*args.workloads, *args.workload])
     sets = result.sets()
-    table = [("host", "status", "run", "samples", "stored / reason")]
-    for h in result.hosts:
-        why = h.stored if h.status == "ok" else f"at '{h.task or '?'}': {h.reason or '?'}"
-        table.append((h.name, h.status, h.run_id or "-", str(h.samples), why))
-    widths = [max(len(row[i]) for row in table) for i in range(4)]
-    _say(f"fleet {result.fleet_id}: {len(result.hosts) - len(result.failed)} of "
-         f"{len(result.hosts)} hosts done in {result.wall_s:.1f}s")
-    for row in table:  # host names and reasons come from the inventory and the hosts: _say
-        _say("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + "  "
-             + row[4][:400])
+    _print_hosts(result)
     if result.kept is not None:
         _say(f"run documents fetched from the hosts: {result.kept}")
     if len(sets) >= 2:
@@ -153,11 +156,48 @@ def cmd_fleet_run(args: argparse.Namespace, tokens: list[str]) -> int:
             _say(f"abibench: warning: {exc}", err)
     elif len(sets) == 1:
         _print_terminal(analysis.from_run(sets[0].doc))
+    slow = EXIT_OK
+    for doc in result.docs if baselines is not None else []:
+        label = axes_of(doc)["tag"] or axes_of(doc)["host"] or doc.id
+        if baselines is None or label not in baselines:
+            _say(f"abibench: warning: host {label} has no run in fleet {args.against}: not "
+                 "compared", err)
+            continue
+        slow = max(slow, _against(args, doc, baselines[label], sys.stdout))
     if result.failed:
         _say(f"abibench: error: fleet {result.fleet_id}: "
              f"{', '.join(f'{h.name} {h.status}' for h in result.failed)} (table above)", err)
         return EXIT_WORKLOAD
-    return EXIT_OK
+    return slow
+
+
+def _print_hosts(result: FleetResult) -> None:
+    """The fleet's table: each host's status, run, samples and where they are (or why not)."""
+    table = [("host", "status", "run", "samples", "stored / reason")]
+    for h in result.hosts:
+        why = h.stored if h.status == "ok" else f"at '{h.task or '?'}': {h.reason or '?'}"
+        table.append((h.name, h.status, h.run_id or "-", str(h.samples), why))
+    widths = [max(len(row[i]) for row in table) for i in range(4)]
+    _say(f"fleet {result.fleet_id}: {len(result.hosts) - len(result.failed)} of "
+         f"{len(result.hosts)} hosts done in {result.wall_s:.1f}s")
+    for row in table:  # host names and reasons come from the inventory and the hosts: _say
+        _say("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) + "  "
+             + row[4][:400])
+
+
+def _fleet_baselines(args: argparse.Namespace, ref: str) -> dict[str, RunDoc] | None:
+    """`fleet run --against FLEET`: each host's run in that fleet run, by inventory name."""
+    from ..store.history import fleet_baselines
+
+    if args.against is None:
+        if args.fail_on_slowdown is not None:
+            raise UsageError("--fail-on-slowdown needs a baseline: add --against FLEET")
+        return None
+    store = open_store(ref, readonly=True)
+    try:
+        return fleet_baselines(store, args.against)
+    finally:
+        store.close()
 
 
 def _shown(ref: str) -> str:

@@ -1,4 +1,4 @@
-"""`abibench history`: one workload over the stored runs."""
+"""`abibench history`: one workload over the stored runs; `abibench site`: all of them as pages."""
 
 from __future__ import annotations
 
@@ -30,6 +30,12 @@ def add_parser(sub: Commands) -> None:
     hi.add_argument("--html", type=Path, default=None,
                     help="write a self-contained HTML page with a chart per series")
     _db_option(hi)
+    st = sub.add_parser("site", help="the store as static pages (no server, no scripts): an "
+                        "index of hosts and runs, each workload's trend, each host, every run's "
+                        "report")
+    st.add_argument("outdir", type=Path, metavar="DIR", help="where the pages go (created when "
+                    "missing); DIR/index.html is the way in")
+    _db_option(st)
 
 
 def cmd_history(args: argparse.Namespace, store: SqlStore) -> int:
@@ -50,4 +56,14 @@ def cmd_history(args: argparse.Namespace, store: SqlStore) -> int:
         write_file(args.html, page(h), "--html")
         _say(f"html: {args.html}", sys.stderr)
     sys.stdout.write(shown.json_text(h) if args.json else shown.terminal(h))
+    return EXIT_OK
+
+
+def cmd_site(args: argparse.Namespace, store: SqlStore) -> int:
+    """`abibench site DIR`: the whole store as static pages (report/site.py)."""
+    from ..report.site import write_store_site
+
+    n, size = write_store_site(stored_runs(store), store.label, args.outdir,
+                               lambda msg: _say(msg, sys.stderr))
+    _say(f"site: {args.outdir}/index.html ({n} pages, {size / 1e6:.1f} MB)")
     return EXIT_OK

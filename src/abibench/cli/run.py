@@ -19,8 +19,8 @@ from ..ids import ID_MAX, file_name, id_problem
 from ..outputs import write_atomic
 from ..paths import cache_dir
 from ..records import RunDoc, Sample
-from ..report import Output, render, write, write_file
 from ..report import formatting as fmt
+from ..report import render, write_file
 from ..report.terminal import e
 from ..run.preflight import check_plan_numbers
 from ..run.progress import RunTracker
@@ -220,7 +220,7 @@ def _measure(args: argparse.Namespace, store: RunStore, req: Request, resume: Ru
         write_file(args.report, render(rep, "markdown"), "--report")
         _say(f"report: {args.report}", err)
     if not args.no_html:
-        _write_run_html(args, store, doc, rep, sys.stderr if args.json else sys.stdout)
+        _write_run_html(args, store, doc, rep, sys.stderr if args.json else sys.stdout, baseline)
     if result.interrupted:
         _say(f"abibench: interrupted; {len(doc.samples)} samples of run {result.run_id} are "
              f"stored in {store.label}; `abibench run --resume {result.run_id}` measures the "
@@ -240,10 +240,14 @@ def _measure(args: argparse.Namespace, store: RunStore, req: Request, resume: Ru
 
 
 def _write_run_html(args: argparse.Namespace, store: RunStore, doc: RunDoc,
-                    rep: analysis.Report, out: Any) -> None:
+                    rep: analysis.Report, out: Any, baseline: RunDoc | None = None) -> None:
+    from ..analyse.baseline import against
+    from ..report.baselinehtml import page
+
     try:
         path = args.html or store.local_dir / "reports" / file_name("run id", doc.run.id, ".html")
-        write(rep, [Output("html", path)])
+        cmp = None if baseline is None else against(doc, baseline)
+        write_file(path, page(rep, cmp, args.fail_on_slowdown), "--html")
     except AbibenchError as exc:  # the results are stored; only the file is missing
         _say(f"abibench: warning: {exc} (`abibench report {doc.run.id} --html FILE` "
              "writes it again)", sys.stderr)

@@ -92,7 +92,10 @@ def _to_svg(fig: Figure, label: str) -> str:
     svg = svg[svg.index("<svg"):]
     svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, count=1, flags=re.S)
     check_svg(svg)
-    return svg.replace("<svg ", f'<svg role="img" aria-label="{escape(label)}" class="chart" ', 1)
+    # The label is a name from a run (a history's is not from a cleaned Report): the one
+    # sanitiser here, for every chart, then escaped for the attribute.
+    shown = escape(one_line(label))
+    return svg.replace("<svg ", f'<svg role="img" aria-label="{shown}" class="chart" ', 1)
 
 
 # matplotlib's transforms multiply data by hundreds of points and divide by an axis's span, so a

@@ -38,7 +38,7 @@ def rows(h: History) -> tuple[list[str], list[list[str]]]:
         cells = [p.run_id, p.started[:19], p.axes.get(h.by) or "-"]
         for s in h.series:
             mark = " *" if (s, i) in starts else ""
-            cells.append(_cell(p.values.get(s), "/" in s) + mark)
+            cells.append(_cell(p.values.get(s), h.is_ratio(s)) + mark)
         body.append(cells)
     return head, body
 
@@ -48,9 +48,10 @@ def change_sentences(h: History) -> list[str]:
     for c in h.changes:
         by = h.points[c.run_index].axes.get(h.by) or "-"
         prev = h.points[c.run_index - 1].axes.get(h.by) or "-" if c.run_index > 0 else "-"
-        kind = "ratio" if "/" in c.series else h.metric
+        ratio = h.is_ratio(c.series)
+        kind = "ratio" if ratio else h.metric
         out.append(f"change in {c.series} {kind} at run {c.run_id} ({h.by} {prev} -> {by}): "
-                   f"{_cell(c.before, '/' in c.series)} -> {_cell(c.after, '/' in c.series)} "
+                   f"{_cell(c.before, ratio)} -> {_cell(c.after, ratio)} "
                    f"({c.relative * 100:+.1f}%, permutation p = {c.p_value:.3f})")
     return out
 
@@ -83,7 +84,7 @@ def to_json(h: History) -> dict[str, object]:
     return {
         "format": "abibench-history", "version": 1, "workload": h.workload,
         "metric": h.metric, "unit": h.unit, "better": h.better, "by": h.by,
-        "reference": h.reference, "series": list(h.series),
+        "reference": h.reference, "series": list(h.series), "ratios": list(h.ratios),
         "runs": [{"run": p.run_id, "started": p.started, "axes": p.axes,
                   "values": {k: v for k, v in p.values.items() if math.isfinite(v)}, "n": p.n}
                  for p in h.points],

@@ -24,7 +24,7 @@ from .html import CSP, STYLE, Html, h, join
 def series_svg(hist: History, series: str, salt: str) -> str:
     """One series over the runs: points per run, each level a horizontal line, red rings where
     a level starts. A ratio gets a line at 1 (both ABIs alike)."""
-    is_ratio = "/" in series
+    is_ratio = hist.is_ratio(series)
     with matplotlib.rc_context(charts._rc(salt)):
         fig = Figure(figsize=(6.4, 2.6), layout="constrained")
         ax = fig.add_subplot()

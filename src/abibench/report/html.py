@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import math
 import re
+from collections.abc import Sequence
 
 from ..analyse.footprint import Difference
 from ..analyse.report import MEMORY_NAMES, Cell, Report, WorkloadBlock
@@ -522,7 +523,7 @@ class _Page:
                    _table(preview_cols, [list(p) for p in preview], num={2, 3, 6, 7})),
                  id="samples")
 
-    def render(self, csp: bool) -> str:
+    def render(self, csp: bool, extra: Sequence[Html] = ()) -> str:
         r = self.r
         sources = "; ".join(f"{s.tag + ': ' if s.tag else ''}{s.source}" for s in r.sets)
         index, curves, advice = self.xbench(), self.footprint(), self.advice()
@@ -543,7 +544,7 @@ class _Page:
         body = join([
             h("header", h("h1", r.title),
               h("p", f"{sources} · generated {r.generated} by abibench {r.tool_version}"), nav),
-            h("main", self.summary(), self.context(), self.workloads(), self.why(), advice,
+            h("main", self.summary(), *extra, self.context(), self.workloads(), self.why(), advice,
               self.differences(),
               index, self.memory(), curves, self.sizes(), self.provenance(), self.samples(),
               h("footer", "Self-contained report: no scripts, no external resources. Bars "
@@ -564,6 +565,7 @@ def _cell(value: object) -> str:
     return "" if value is None else str(value)
 
 
-def render(report: Report, csp: bool = True) -> str:
-    """The whole report as one HTML document (``csp=False`` only for tests of the escaping)."""
-    return _Page(report).render(csp)
+def render(report: Report, csp: bool = True, extra: Sequence[Html] = ()) -> str:
+    """The whole report as one HTML document (``csp=False`` only for tests of the escaping);
+    ``extra``: sections after the summary (report/baselinehtml.py: the run against a baseline)."""
+    return _Page(report).render(csp, extra)

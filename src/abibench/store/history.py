@@ -8,10 +8,11 @@ column is needed: a tag is the `label` a run recorded (`abibench run --label NAM
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..axes import axes_of
 from ..errors import UsageError
+from ..ids import check_id
 from ..records import RunDoc
 from .exchange import load_file
 from .sources import is_file_ref
@@ -60,3 +61,27 @@ def resolve_baseline(ref: str, store: Reader | None, exclude: str | None = None)
                              "see `abibench runs`, or tag runs with `abibench run --label "
                              "NAME`") from None
         return found
+
+
+class FleetReader(Reader, Protocol):
+    def runs_with(self, text: str) -> list[str]: ...
+
+    def run_config(self, run_id: str) -> dict[str, Any]: ...
+
+
+def fleet_baselines(store: FleetReader, fleet: str) -> dict[str, RunDoc]:
+    """`fleet run --against FLEET`: that fleet run's run of each host, by the host's inventory
+    name (the label `fleet run` gives each host's run); UsageError when no run has that fleet
+    id. The id is checked first (ids.py): it goes into a LIKE pattern, and an id holds no
+    wildcard."""
+    check_id("--against fleet id", fleet)
+    ids = [r for r in store.runs_with(f'"fleet": "{fleet}"')
+           if store.run_config(r).get("fleet") == fleet]
+    if not ids:
+        raise UsageError(f"--against {fleet}: no stored run is part of a fleet run with that id; "
+                         "name the fleet id `abibench fleet run` printed ('fleet ID: ...')")
+    out: dict[str, RunDoc] = {}
+    for run_id in ids:  # oldest first: a host's newest run of the fleet wins
+        doc = store.load_run(run_id)
+        out[axes_of(doc)["tag"] or axes_of(doc)["host"] or run_id] = doc
+    return out
