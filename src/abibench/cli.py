@@ -1051,7 +1051,10 @@ def cmd_report(args: argparse.Namespace, store: SqlStore | None) -> int:
     sets = load_sources(sources, store)
     rep = analysis.from_sets(sets, args.baseline, args.tag, _deployment(args))
     if args.json:
-        sys.stdout.write(render(rep, "json"))
+        from .report.jsonout import chunks
+
+        for chunk in chunks(rep):  # streamed: a large run's JSON is never one string
+            sys.stdout.write(chunk)
     outputs = [Output(fmt_, path) for fmt_, path in (
         ("html", args.html), ("markdown", args.markdown), ("csv", args.csv),
         ("samples-csv", args.samples_csv)) if path is not None]

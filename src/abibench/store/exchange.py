@@ -198,6 +198,5 @@ def import_doc(store: SqlStore, doc: RunDoc, source: str) -> Imported:
             store.add_warning(run_id, RunWarning(w.message, w.workload, w.target))
         for wid, o in doc.outcomes.items():
             store.set_outcome(run_id, wid, o)
-        for s in doc.samples:
-            store.add_sample(replace(s, run_id=run_id))
+        store.add_samples(run_id, doc.samples)
     return Imported(run_id, True, len(doc.samples))

@@ -20,7 +20,7 @@ Statements use ``?`` placeholders; the PostgreSQL backend turns them into psycop
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,6 +151,7 @@ class Column:
     default: Any  # the column's value for a record that lacks the field (None: NULL)
     to_sql: Callable[[Any], Any]
     from_sql: Callable[[Any], Any]
+    plain: bool = False  # stored as it is (a number or text): to_sql and from_sql change nothing
 
     def definition(self, dialect: Dialect) -> str:
         """As ALTER TABLE ... ADD COLUMN takes it: older rows get the field's default."""
@@ -180,7 +181,7 @@ def _column(f: Field) -> Column:
     if inner in (int, float, str):
         kind = {int: "{int}", float: "{real}", str: "TEXT"}[inner]
         return Column(f.rule.column or f.name, f.name, kind, not optional, default,
-                      lambda v: v, lambda v: v)
+                      lambda v: v, lambda v: v, plain=True)
     parse = decoder(inner, strict=False)
     return Column(f.rule.column or f"{f.name}_json", f.name, "TEXT", not optional,
                   None if default is None else json.dumps(encode(default)),
@@ -198,17 +199,47 @@ def record_columns(cls: type) -> tuple[Column, ...]:
 SAMPLE_COLUMNS = record_columns(Sample)
 
 
-def sample_row(s: Sample, seq: int) -> tuple[Any, ...]:
-    """A sample's values in the order of COLUMNS["samples"]."""
-    return (s.run_id, seq, *(c.to_sql(getattr(s, c.field)) for c in SAMPLE_COLUMNS
-                             if c.name != "run_id"))
+# The columns after run_id and seq, each with its conversion (None: stored as it is); a run
+# of 10^6 samples goes through these once per sample, so nothing is looked up per value.
+_SAMPLE_OUT = tuple((c.field, None if c.plain else c.to_sql)
+                    for c in SAMPLE_COLUMNS if c.name != "run_id")
+
+
+def sample_row(s: Sample, seq: int, run_id: str | None = None) -> tuple[Any, ...]:
+    """A sample's values in the order of COLUMNS["samples"]; `run_id` stores it under
+    another run (an import that renames a clashing id) without copying the record."""
+    values = vars(s)
+    return (s.run_id if run_id is None else run_id, seq,
+            *(values[f] if to is None else to(values[f]) for f, to in _SAMPLE_OUT))
 
 
 def sample_of(row: Mapping[str, Any] | Any) -> Sample:
     """A stored row as its Sample; a column the database predates reads as its default."""
-    names = set(row.keys())
-    return Sample(**{c.field: c.from_sql(row[c.name] if c.name in names else c.default)
-                     for c in SAMPLE_COLUMNS})
+    names = list(row.keys())
+    return sample_reader(names)(tuple(row[n] for n in names))
+
+
+def sample_reader(names: Sequence[str]) -> Callable[[Sequence[Any]], Sample]:
+    """Rows whose values come in the order of `names` (the columns a database has) as
+    Samples. Equal text values are shared between the samples read by one reader (a
+    workload's id, a digest, a status): a million samples would otherwise hold a million
+    copies of each."""
+    where = {n: i for i, n in enumerate(names)}
+    steps = tuple((c.field, where.get(c.name), None if c.plain else c.from_sql, c.default,
+                   c.type == "TEXT" and c.plain) for c in SAMPLE_COLUMNS)
+    shared: dict[str, str] = {}
+
+    def read(row: Sequence[Any]) -> Sample:
+        kwargs = {}
+        for name, i, conv, default, text in steps:
+            v = default if i is None else row[i]  # a column the database predates
+            if conv is not None:
+                v = conv(v)
+            elif text and v is not None:
+                v = shared.setdefault(v, v)
+            kwargs[name] = v
+        return Sample(**kwargs)
+    return read
 
 
 # What a column added by a migration stands for in a database that predates it (read-only).
