@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import operator
 
 from ..analyse.report import Report, SampleRow
 
@@ -123,10 +124,14 @@ def render_samples(report: Report) -> str:
     return buf.getvalue()
 
 
+# A samples row's own columns (its tag and series); the others, run_id too, are the sample's.
+_OWN = ("set", "host", "kernel_bits", "series")
+_FROM_SAMPLE = operator.attrgetter(*(c for c in SAMPLE_COLUMNS if c not in _OWN))
+
+
 def _sample_cells(r: SampleRow, metrics: list[str]) -> list[str]:
-    fields = vars(r.sample)
-    # the row's tag and series, not the sample's; the rest (run_id too) is the sample's
     own = {"set": r.set, "host": r.host, "kernel_bits": r.kernel_bits, "series": r.series}
-    values = [own[c] if c in own else fields[c] for c in SAMPLE_COLUMNS]
+    theirs = iter(_FROM_SAMPLE(r.sample))
+    values = [own[c] if c in own else next(theirs) for c in SAMPLE_COLUMNS]
     got = r.sample.metrics
     return [cell(v) for v in values] + [cell(got.get(m)) for m in metrics]

@@ -20,6 +20,7 @@ Statements use ``?`` placeholders; the PostgreSQL backend turns them into psycop
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -199,46 +200,60 @@ def record_columns(cls: type) -> tuple[Column, ...]:
 SAMPLE_COLUMNS = record_columns(Sample)
 
 
-# The columns after run_id and seq, each with its conversion (None: stored as it is); a run
+# The columns after run_id and seq, read in one call, and those that need converting; a run
 # of 10^6 samples goes through these once per sample, so nothing is looked up per value.
-_SAMPLE_OUT = tuple((c.field, None if c.plain else c.to_sql)
-                    for c in SAMPLE_COLUMNS if c.name != "run_id")
+_SAMPLE_FIELDS = tuple(c.field for c in SAMPLE_COLUMNS if c.name != "run_id")
+_SAMPLE_GET = operator.attrgetter(*_SAMPLE_FIELDS)
+_SAMPLE_CONVERT = tuple((i, c.to_sql) for i, c in
+                        enumerate(c for c in SAMPLE_COLUMNS if c.name != "run_id") if not c.plain)
 
 
 def sample_row(s: Sample, seq: int, run_id: str | None = None) -> tuple[Any, ...]:
     """A sample's values in the order of COLUMNS["samples"]; `run_id` stores it under
     another run (an import that renames a clashing id) without copying the record."""
-    values = vars(s)
-    return (s.run_id if run_id is None else run_id, seq,
-            *(values[f] if to is None else to(values[f]) for f, to in _SAMPLE_OUT))
+    values = list(_SAMPLE_GET(s))
+    for i, to in _SAMPLE_CONVERT:
+        values[i] = to(values[i])
+    return (s.run_id if run_id is None else run_id, seq, *values)
 
 
 def sample_of(row: Mapping[str, Any] | Any) -> Sample:
     """A stored row as its Sample; a column the database predates reads as its default."""
-    names = list(row.keys())
+    names = [n for n in row.keys() if n in _SAMPLE_NAMES]  # noqa: SIM118 (a Row iterates values)
     return sample_reader(names)(tuple(row[n] for n in names))
 
 
+_SAMPLE_NAMES = frozenset(c.name for c in SAMPLE_COLUMNS)
+
+
 def sample_reader(names: Sequence[str]) -> Callable[[Sequence[Any]], Sample]:
-    """Rows whose values come in the order of `names` (the columns a database has) as
-    Samples. Equal text values are shared between the samples read by one reader (a
-    workload's id, a digest, a status): a million samples would otherwise hold a million
-    copies of each."""
-    where = {n: i for i, n in enumerate(names)}
-    steps = tuple((c.field, where.get(c.name), None if c.plain else c.from_sql, c.default,
-                   c.type == "TEXT" and c.plain) for c in SAMPLE_COLUMNS)
+    """Rows that hold the sample columns `names` (those the database has, each a column of
+    SAMPLE_COLUMNS), in that order, as Samples; a column the database predates reads as its
+    default. Equal text values are shared between the samples one reader reads (a workload's
+    id, a digest, a status): a million samples would otherwise hold a million copies of each.
+    """
+    fields = [c.name for c in SAMPLE_COLUMNS]
+    place = [fields.index(n) for n in names]
+    complete = place == list(range(len(fields)))
+    defaults = [c.default for c in SAMPLE_COLUMNS]
+    convert = [(i, c.from_sql) for i, c in enumerate(SAMPLE_COLUMNS) if not c.plain]
+    texts = [i for i, c in enumerate(SAMPLE_COLUMNS) if c.plain and c.type == "TEXT"]
     shared: dict[str, str] = {}
 
     def read(row: Sequence[Any]) -> Sample:
-        kwargs = {}
-        for name, i, conv, default, text in steps:
-            v = default if i is None else row[i]  # a column the database predates
-            if conv is not None:
-                v = conv(v)
-            elif text and v is not None:
-                v = shared.setdefault(v, v)
-            kwargs[name] = v
-        return Sample(**kwargs)
+        if complete:
+            v = list(row)
+        else:
+            v = list(defaults)
+            for j, i in enumerate(place):
+                v[i] = row[j]
+        for i, conv in convert:
+            v[i] = conv(v[i])
+        for i in texts:
+            x = v[i]
+            if x is not None:
+                v[i] = shared.setdefault(x, x)
+        return Sample(*v)
     return read
 
 

@@ -63,6 +63,9 @@ class Cursor(Protocol):
     @property
     def rowcount(self) -> int: ...
 
+    @property
+    def description(self) -> Any: ...  # the columns of a query's rows: (name, ...) each
+
     def fetchone(self) -> Any: ...
 
     def fetchall(self) -> list[Any]: ...
@@ -508,12 +511,13 @@ class SqlStore:
         return list(self.iter_samples(run_id))
 
     def iter_samples(self, run_id: str) -> Iterator[Sample]:
-        """A run's samples in the order written, read one row at a time."""
-        cursor = self.execute("SELECT * FROM samples WHERE run_id=? ORDER BY id", (run_id,))
-        read: Callable[[Sequence[Any]], Sample] | None = None
-        for row in cursor:
-            if read is None:
-                read = sample_reader(list(row.keys()))
+        """A run's samples in the order written, read one row at a time: the columns this
+        database has of the Sample's, in the order of its fields."""
+        have = {d[0] for d in self.execute("SELECT * FROM samples WHERE 0=1").description}
+        names = [c.name for c in SAMPLE_COLUMNS if c.name in have]
+        read = sample_reader(names)
+        for row in self.execute(f"SELECT {', '.join(names)} FROM samples WHERE run_id=? "
+                                "ORDER BY id", (run_id,)):
             # SQLite's rows are sequences, PostgreSQL's (psycopg's dict_row) are mappings
             yield read(tuple(row.values()) if isinstance(row, dict) else tuple(row))
 
