@@ -1120,12 +1120,15 @@ def cmd_import(args: argparse.Namespace, store: SqlStore) -> int:
 
 
 def cmd_export(args: argparse.Namespace, store: SqlStore) -> int:
-    doc = store.load_run(store.resolve_run(args.run)).to_dict()
+    from .store.exchange import export_chunks
+
+    chunks = export_chunks(store, store.resolve_run(args.run))
     if args.output:
-        write_file(args.output, json.dumps(doc, indent=1, default=str) + "\n", "-o")
+        write_file(args.output, "".join(chunks), "-o")
         _say(f"exported: {args.output}", sys.stderr)
     else:
-        _print_json(doc)
+        for chunk in chunks:  # streamed: a large run's document is never one string
+            sys.stdout.write(chunk)
     return EXIT_OK
 
 
