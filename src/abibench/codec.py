@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import operator
 import re
 import sys
 import types
@@ -450,8 +451,13 @@ def _record(cls: type, strict: bool) -> Callable[[Any, str | None], Any]:
 # --------------------------------------------------------------------------- encoding
 
 
+_SCALAR_TYPES = (str, int, float, bool, type(None))
+
+
 def encode(value: Any) -> Any:
     """A record (or a value inside one) as JSON data."""
+    if type(value) in _SCALAR_TYPES:  # most values: asked first, as a million samples' are
+        return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return _encoder(type(value))(value)
     if isinstance(value, tuple | list):
@@ -472,15 +478,25 @@ def _encoder(cls: type) -> Callable[[Any], Any]:
               or _optional(f.type)[1] in (str, int, float, bool)}
     if as_array(cls):
         return lambda v: [encode(getattr(v, f.name)) for f in plain]
+    names = [f.name for f in plain]
+    keys = [f.key for f in plain]
+    nested = [(i, f.key) for i, f in enumerate(plain) if f.name not in simple]
+    optional = [(f.name, f.key) for f in plain if f.name in tracked]
+
+    def one_by_one(v: Any) -> tuple[Any, ...]:
+        return tuple(getattr(v, n) for n in names)
+    read: Callable[[Any], Any] = operator.attrgetter(*names) if len(names) > 1 else one_by_one
 
     def run(v: Any) -> Any:
-        has = getattr(v, present.name) if present is not None else ()
-        out = {}
-        for f in plain:
-            if f.name in tracked and f.name not in has:
-                continue
-            x = getattr(v, f.name)
-            out[f.key] = x if f.name in simple else encode(x)
+        row = read(v)  # every field in one call (a million samples' worth in an export)
+        out = dict(zip(keys, row, strict=True))  # the fields' order is the document's
+        for i, key in nested:
+            out[key] = encode(row[i])
+        if present is not None:
+            has = getattr(v, present.name)
+            for name, key in optional:
+                if name not in has:
+                    del out[key]
         if extra is not None:
             out.update(getattr(v, extra))
         return out

@@ -106,10 +106,18 @@ def _walk(value: object, seen: dict[int, object]) -> object:
     out: object = value
     if kind in _DATACLASSES or (dataclasses.is_dataclass(value) and not isinstance(value, type)):
         _DATACLASSES.add(kind)
-        changes = {}
+        changes: dict[str, object] = {}
+        # A report holds every sample of a run (10^6 of them): the fields are read from the
+        # instance's dict, and text, the most common kind, is tested here without a call.
+        fields = vars(value) if hasattr(value, "__dict__") else None
         for name in _field_names(kind):
-            old = getattr(value, name)
-            if type(old) in _SCALARS:
+            old = fields[name] if fields is not None else getattr(value, name)
+            kind_of = type(old)
+            if kind_of in _SCALARS:
+                continue
+            if kind_of is str:
+                if _TOUCHED.search(old):
+                    changes[name] = clean(old)
                 continue
             new = _walk(old, seen)
             if new is not old:

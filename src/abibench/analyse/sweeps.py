@@ -127,11 +127,13 @@ def curves(report: Report) -> list[Curve]:
         inst = instance_of(b.result.id)
         if inst is not None:
             groups.setdefault((inst.base, inst.param), {})[inst.value] = b
-    samples = [(r.series, r.sample) for r in report.samples]
     out = []
+    samples: list[tuple[str, Sample]] | None = None  # made only when a curve needs them
     for (base, param), by_value in groups.items():
         if len(by_value) < 2:
             continue
+        if samples is None:
+            samples = [(r.series, r.sample) for r in report.samples]
         values = tuple(ordered(list(by_value)))
         blocks = tuple(by_value[v] for v in values)
         out.append(Curve(base, param, values, blocks, tuple(_axes(blocks, samples))))

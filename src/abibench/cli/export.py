@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..errors import EXIT_OK, UsageError
@@ -32,19 +32,23 @@ def add_parser(sub: Commands) -> None:
 
 
 def cmd_export(args: argparse.Namespace, store: SqlStore) -> int:
-    run = store.load_run(store.resolve_run(args.run))
+    run_id = store.resolve_run(args.run)
+    chunks: Iterable[str]
     if args.format == "abibench":
+        from ..store.exchange import export_chunks
+
         if args.workload is not None or args.abi is not None:
             raise UsageError("--workload and --abi select what --format hyperfine|pyperf "
                              "exports; the abibench format is the whole run")
-        text = json.dumps(run.to_dict(), indent=1, default=str) + "\n"
+        chunks = export_chunks(store, run_id)
     else:
         from ..report.interchange import render as interchange
 
-        text = interchange(run, args.format, args.workload, args.abi)
+        chunks = [interchange(store.load_run(run_id), args.format, args.workload, args.abi)]
     if args.output:
-        write_file(args.output, text, "-o")
+        write_file(args.output, "".join(chunks), "-o")
         _say(f"exported: {args.output}", sys.stderr)
     else:
-        sys.stdout.write(text)
+        for chunk in chunks:  # streamed: a large run's document is never one string
+            sys.stdout.write(chunk)
     return EXIT_OK

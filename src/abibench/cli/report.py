@@ -7,7 +7,7 @@ import sys
 
 from ..analyse import report as analysis
 from ..errors import EXIT_OK, UsageError
-from ..report import Output, render, write
+from ..report import Output, write
 from ..store.sources import latest_fleet, load_sources
 from ..store.sql import SqlStore
 from .against import cmd_compare_against
@@ -55,7 +55,10 @@ def cmd_report(args: argparse.Namespace, store: SqlStore | None) -> int:
     sets = load_sources(sources, store)
     rep = analysis.from_sets(sets, args.baseline, args.tag, _deployment(args))
     if args.json:
-        sys.stdout.write(render(rep, "json"))
+        from ..report.jsonout import chunks
+
+        for chunk in chunks(rep):  # streamed: a large run's JSON is never one string
+            sys.stdout.write(chunk)
     outputs = [Output(fmt_, path) for fmt_, path in (
         ("html", args.html), ("markdown", args.markdown), ("csv", args.csv),
         ("samples-csv", args.samples_csv)) if path is not None]

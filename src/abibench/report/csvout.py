@@ -10,8 +10,9 @@ from __future__ import annotations
 import csv
 import io
 import math
+import operator
 
-from ..analyse.report import Report
+from ..analyse.report import Report, SampleRow
 from ..records import MEMORY_METRICS
 
 RESULT_COLUMNS = (
@@ -31,6 +32,11 @@ _RISKY = ("=", "+", "-", "@", "\t", "\r", "\n")
 
 
 def cell(value: object) -> str:
+    kind = type(value)
+    if kind is str and not value.startswith(_RISKY):  # type: ignore[attr-defined]
+        return value  # type: ignore[return-value]  # most cells: asked first
+    if kind is int:
+        return str(value)
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -111,10 +117,22 @@ def render(report: Report) -> str:
 def render_samples(report: Report) -> str:
     """Every stored sample, one row each, with a column per metric."""
     metrics = sorted({m for r in report.samples for m in r.sample.metrics})
-    rows = []
-    for r in report.samples:
-        row: dict[str, object] = dict(r.to_dict())
-        for m in metrics:
-            row[f"metric:{m}"] = r.sample.metrics.get(m)
-        rows.append(row)
-    return _write([*SAMPLE_COLUMNS, *(f"metric:{m}" for m in metrics)], rows)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow([*SAMPLE_COLUMNS, *(f"metric:{m}" for m in metrics)])
+    for r in report.samples:  # one row at a time from the records: 10^6 of them in a large run
+        w.writerow(_sample_cells(r, metrics))
+    return buf.getvalue()
+
+
+# A samples row's own columns (its tag and series); the others, run_id too, are the sample's.
+_OWN = ("set", "host", "kernel_bits", "series")
+_FROM_SAMPLE = operator.attrgetter(*(c for c in SAMPLE_COLUMNS if c not in _OWN))
+
+
+def _sample_cells(r: SampleRow, metrics: list[str]) -> list[str]:
+    own = {"set": r.set, "host": r.host, "kernel_bits": r.kernel_bits, "series": r.series}
+    theirs = iter(_FROM_SAMPLE(r.sample))
+    values = [own[c] if c in own else next(theirs) for c in SAMPLE_COLUMNS]
+    got = r.sample.metrics
+    return [cell(v) for v in values] + [cell(got.get(m)) for m in metrics]

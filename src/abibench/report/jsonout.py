@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 
 from ..analyse.advise import Advice
 from ..analyse.explain import Explanation, Interval
-from ..analyse.report import Report, WorkloadBlock
+from ..analyse.report import Report, SampleRow, WorkloadBlock
 from ..records import JSON, JSONDict
 
 REPORT_FORMAT = "abibench-report"
@@ -27,6 +28,14 @@ def _clean(value: object) -> JSON:
 
 
 def to_json(report: Report) -> JSONDict:
+    """The whole report as JSON data (samples included)."""
+    out = _head(report)
+    out["samples"] = [_clean(r.to_dict()) for r in report.samples]
+    return out
+
+
+def _head(report: Report) -> JSONDict:
+    """Everything but the samples (an empty list at the end stands for them)."""
     out: dict[str, object] = {
         "format": REPORT_FORMAT, "version": REPORT_VERSION, "kind": report.kind,
         "title": report.title, "generated": report.generated, "tool_version": report.tool_version,
@@ -48,7 +57,7 @@ def to_json(report: Report) -> JSONDict:
         "workloads": [_workload(b) for b in report.workloads],
         "explanations": [explanation_json(x) for x in report.explanations],
         "advice": advice_json(report.advice) if report.advice is not None else None,
-        "samples": [r.to_dict() for r in report.samples],
+        "samples": [],
     }
     cleaned = _clean(out)
     assert isinstance(cleaned, dict)
@@ -149,4 +158,35 @@ def advice_json(advice: Advice) -> JSONDict:
 
 
 def render(report: Report) -> str:
-    return json.dumps(to_json(report), indent=1, allow_nan=False, default=str) + "\n"
+    return "".join(chunks(report))
+
+
+_SAMPLE = json.JSONEncoder(allow_nan=False, default=str)  # the C encoder: one line a sample
+_BATCH = 2000  # samples per chunk written
+
+
+def _sample_line(row: SampleRow) -> str:
+    data = row.to_dict()
+    try:
+        return _SAMPLE.encode(data)
+    except ValueError:  # a value that is not finite: null, as everywhere in the report
+        return _SAMPLE.encode(_clean(data))
+
+
+def chunks(report: Report) -> Iterator[str]:
+    """The JSON report in pieces, for a stream: the report indented, except its samples,
+    each of which is one line (a run holds up to millions of them: the C encoder writes a
+    line in microseconds, the indenting one in ten times that, and a stream never holds the
+    whole text)."""
+    head = json.dumps(_head(report), indent=1, allow_nan=False, default=str)
+    tail = '"samples": []\n}'
+    assert head.endswith(tail)  # "samples" is the last key, empty: the place for the lines
+    if not report.samples:
+        yield head + "\n"
+        return
+    yield head[:-len(tail)] + '"samples": [\n'
+    rows = report.samples
+    for start in range(0, len(rows), _BATCH):
+        lines = ",\n".join(f"  {_sample_line(r)}" for r in rows[start:start + _BATCH])
+        yield lines + (",\n" if start + _BATCH < len(rows) else "\n")
+    yield " ]\n}\n"

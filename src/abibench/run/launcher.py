@@ -40,6 +40,9 @@ STDOUT_PARSE_LIMIT = 16 * 1024 * 1024  # metrics are parsed from at most this mu
 PARENT_ENV = "ABIBENCH_LAUNCH_PARENT"
 GUARD_GRACE_S = 10.0  # a launcher that ignores SIGTERM this long is killed
 STOP_READY_S = 5.0  # how long a stop waits for a just-started launcher to block SIGUSR1
+# A sample alone also starts its program through the gate (run_together); False only to
+# measure what that changes (bench/harness.py P1).
+GATE_ALONE = True
 
 
 @dataclass(frozen=True)
@@ -365,10 +368,13 @@ def run_together(jobs: list[Job], launch: Path) -> list[RawResult]:
 
     Every launcher is started, then waits on a shared pipe; closing its write end starts every
     program at once, so the start of each does not depend on how long Python took to spawn the
-    next launcher.
+    next launcher. A sample alone waits on the pipe too (GATE_ALONE): its program starts only
+    once this process has done its own set-up (the guard thread started), which otherwise ran
+    on the other CPU of a small machine during the program's first fraction of a millisecond
+    (issue 30: the harness floor).
     """
     with contextlib.ExitStack() as stack:
-        gate_r, gate_w = os.pipe() if len(jobs) > 1 else (None, None)
+        gate_r, gate_w = os.pipe() if len(jobs) > 1 or GATE_ALONE else (None, None)
         launched = []
         try:
             for job in jobs:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -198,6 +199,32 @@ def import_doc(store: SqlStore, doc: RunDoc, source: str) -> Imported:
             store.add_warning(run_id, RunWarning(w.message, w.workload, w.target))
         for wid, o in doc.outcomes.items():
             store.set_outcome(run_id, wid, o)
-        for s in doc.samples:
-            store.add_sample(replace(s, run_id=run_id))
+        store.add_samples(run_id, doc.samples)
     return Imported(run_id, True, len(doc.samples))
+
+
+_LINE = json.JSONEncoder(default=str)  # the C encoder: one line a sample
+_EXPORT_BATCH = 2000  # samples per piece
+
+
+def export_chunks(store: SqlStore, run_id: str) -> Iterator[str]:
+    """The export document of a stored run, in pieces ending with a newline: indented, except
+    its samples, each of which is one line. A run holds up to millions of samples; they are
+    read from the store one at a time, never held as one document (the indenting encoder took
+    885 MB and 8 s for 10^5 of them)."""
+    head = RunDoc.from_dict(store.load_run_dict(run_id, with_samples=False)).to_dict()
+    text = json.dumps(head, indent=1, default=str)
+    mark = '\n "samples": [],\n'  # the top level's (deeper levels are indented further)
+    before, found, after = text.partition(mark)
+    assert found, "an export document has samples at its top level"
+    yield before + '\n "samples": [\n'
+    batch: list[str] = []
+    first = True
+    for sample in store.iter_samples(run_id):
+        batch.append("  " + _LINE.encode(sample.to_dict()))
+        if len(batch) == _EXPORT_BATCH:
+            yield ("" if first else ",\n") + ",\n".join(batch)
+            batch, first = [], False
+    if batch:
+        yield ("" if first else ",\n") + ",\n".join(batch)
+    yield "\n ],\n" + after + "\n"

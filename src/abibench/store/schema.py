@@ -20,7 +20,8 @@ Statements use ``?`` placeholders; the PostgreSQL backend turns them into psycop
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+import operator
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,6 +152,7 @@ class Column:
     default: Any  # the column's value for a record that lacks the field (None: NULL)
     to_sql: Callable[[Any], Any]
     from_sql: Callable[[Any], Any]
+    plain: bool = False  # stored as it is (a number or text): to_sql and from_sql change nothing
 
     def definition(self, dialect: Dialect) -> str:
         """As ALTER TABLE ... ADD COLUMN takes it: older rows get the field's default."""
@@ -180,7 +182,7 @@ def _column(f: Field) -> Column:
     if inner in (int, float, str):
         kind = {int: "{int}", float: "{real}", str: "TEXT"}[inner]
         return Column(f.rule.column or f.name, f.name, kind, not optional, default,
-                      lambda v: v, lambda v: v)
+                      lambda v: v, lambda v: v, plain=True)
     parse = decoder(inner, strict=False)
     return Column(f.rule.column or f"{f.name}_json", f.name, "TEXT", not optional,
                   None if default is None else json.dumps(encode(default)),
@@ -198,17 +200,61 @@ def record_columns(cls: type) -> tuple[Column, ...]:
 SAMPLE_COLUMNS = record_columns(Sample)
 
 
-def sample_row(s: Sample, seq: int) -> tuple[Any, ...]:
-    """A sample's values in the order of COLUMNS["samples"]."""
-    return (s.run_id, seq, *(c.to_sql(getattr(s, c.field)) for c in SAMPLE_COLUMNS
-                             if c.name != "run_id"))
+# The columns after run_id and seq, read in one call, and those that need converting; a run
+# of 10^6 samples goes through these once per sample, so nothing is looked up per value.
+_SAMPLE_FIELDS = tuple(c.field for c in SAMPLE_COLUMNS if c.name != "run_id")
+_SAMPLE_GET = operator.attrgetter(*_SAMPLE_FIELDS)
+_SAMPLE_CONVERT = tuple((i, c.to_sql) for i, c in
+                        enumerate(c for c in SAMPLE_COLUMNS if c.name != "run_id") if not c.plain)
+
+
+def sample_row(s: Sample, seq: int, run_id: str | None = None) -> tuple[Any, ...]:
+    """A sample's values in the order of COLUMNS["samples"]; `run_id` stores it under
+    another run (an import that renames a clashing id) without copying the record."""
+    values = list(_SAMPLE_GET(s))
+    for i, to in _SAMPLE_CONVERT:
+        values[i] = to(values[i])
+    return (s.run_id if run_id is None else run_id, seq, *values)
 
 
 def sample_of(row: Mapping[str, Any] | Any) -> Sample:
     """A stored row as its Sample; a column the database predates reads as its default."""
-    names = set(row.keys())
-    return Sample(**{c.field: c.from_sql(row[c.name] if c.name in names else c.default)
-                     for c in SAMPLE_COLUMNS})
+    names = [n for n in row.keys() if n in _SAMPLE_NAMES]  # noqa: SIM118 (a Row iterates values)
+    return sample_reader(names)(tuple(row[n] for n in names))
+
+
+_SAMPLE_NAMES = frozenset(c.name for c in SAMPLE_COLUMNS)
+
+
+def sample_reader(names: Sequence[str]) -> Callable[[Sequence[Any]], Sample]:
+    """Rows that hold the sample columns `names` (those the database has, each a column of
+    SAMPLE_COLUMNS), in that order, as Samples; a column the database predates reads as its
+    default. Equal text values are shared between the samples one reader reads (a workload's
+    id, a digest, a status): a million samples would otherwise hold a million copies of each.
+    """
+    fields = [c.name for c in SAMPLE_COLUMNS]
+    place = [fields.index(n) for n in names]
+    complete = place == list(range(len(fields)))
+    defaults = [c.default for c in SAMPLE_COLUMNS]
+    convert = [(i, c.from_sql) for i, c in enumerate(SAMPLE_COLUMNS) if not c.plain]
+    texts = [i for i, c in enumerate(SAMPLE_COLUMNS) if c.plain and c.type == "TEXT"]
+    shared: dict[str, str] = {}
+
+    def read(row: Sequence[Any]) -> Sample:
+        if complete:
+            v = list(row)
+        else:
+            v = list(defaults)
+            for j, i in enumerate(place):
+                v[i] = row[j]
+        for i, conv in convert:
+            v[i] = conv(v[i])
+        for i in texts:
+            x = v[i]
+            if x is not None:
+                v[i] = shared.setdefault(x, x)
+        return Sample(*v)
+    return read
 
 
 # What a column added by a migration stands for in a database that predates it (read-only).

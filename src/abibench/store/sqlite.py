@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +151,9 @@ class Store(SqlStore):
 
     def execute(self, query: str, params: Sequence[Any] = ()) -> Cursor:
         return self.db.execute(query, params)
+
+    def execute_many(self, query: str, rows: Iterable[Sequence[Any]]) -> None:
+        self.db.executemany(query, rows)
 
     def translate(self, exc: Exception) -> StoreError | None:
         if isinstance(exc, sqlite3.Error):
