@@ -26,248 +26,55 @@ import json
 import math
 import os
 import random
-import resource
 import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from rich.console import Console
+from harness_common import (
+    CFLAGS,
+    FULL,
+    GCC,
+    QUICK,
+    REPO,
+    SPIN_TOML,
+    CpuMeter,
+    Sizes,
+    build_spin,
+    calibrate_spin,
+    clean,
+    console,
+    cpu_hog,
+    disturbance_note,
+    fmt_ms,
+    fmt_pct,
+    fmt_ratio,
+    log,
+    median,
+    ratio_dict,
+    round_ratio_ci,
+    sample_once,
+)
+from harness_p3 import part_p3, show_p3
 from rich.table import Table
 
 from abibench import __version__, stats
 from abibench.abi import ABIS
 from abibench.obtain.build import build
-from abibench.paths import MICRO_DIR, cache_dir
+from abibench.paths import cache_dir
 from abibench.probe import host
 from abibench.records import Artifact, HostContext, Run, RunConfig, Sample, Target
-from abibench.run.launcher import RawResult, launcher, run_sample
-from abibench.run.samples import ParseError, parse_metrics
+from abibench.run.launcher import launcher
 from abibench.run.schedule import Plan, run_workload
-from abibench.run.stopping import widest_interval
 from abibench.store.sqlite import Store
-from abibench.workloads.profile import Workload, builtin_profiles, load_profile, substitute
-
-REPO = Path(__file__).resolve().parent.parent
-SPIN_C = REPO / "tests" / "fixtures" / "spin.c"
-SPIN_TOML = REPO / "tests" / "fixtures" / "spin.toml"
-GCC = "/usr/bin/gcc"
-CFLAGS = ("-O2",)
-P3_WORKLOADS = ("ptrtree", "nbody", "stream")
-P3_ABIS = ("i386", "x86_64")
-
-# Wide enough for the tables when the output goes to a file or a pipe (rich would use 80 columns).
-console = Console(highlight=False, width=None if sys.stdout.isatty() else 170)
-
-
-def log(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-# --------------------------------------------------------------------------- sizes
-
-
-@dataclass(frozen=True)
-class Sizes:
-    p1_batches: int  # batch pairs per command (abibench k samples, hyperfine k samples)
-    p1_k: int  # samples per batch
-    p1_spin_s: float  # target duration of the CPU-burner command
-    p2_spin_s: float
-    p2_rounds: int  # counted rounds (interleaved) = samples per target (sequential); even
-    p2_reps: int
-    p2_hogs: int  # busy-loop processes started halfway
-    p3_params: dict[str, dict[str, str]]  # workload -> parameter overrides ({} = defaults)
-    p3_min_rounds: int
-    p3_max_rounds: int
-    p3_max_time_s: float  # abibench's time budget per workload
-    p3_pts_runs: int = 3
-    p3_pts_max_factor: int = 4
-    p3_pts_threshold: float = 0.035
-
-
-QUICK = Sizes(p1_batches=3, p1_k=10, p1_spin_s=0.05, p2_spin_s=0.04, p2_rounds=12, p2_reps=1,
-              p2_hogs=2,
-              p3_params={"ptrtree": {"nodes": "100000"}, "nbody": {"steps": "1000000"},
-                         "stream": {"elements": "2000000", "times": "10"}},
-              p3_min_rounds=5, p3_max_rounds=30, p3_max_time_s=10.0)
-FULL = Sizes(p1_batches=10, p1_k=30, p1_spin_s=0.05, p2_spin_s=0.15, p2_rounds=30, p2_reps=3,
-             p2_hogs=2, p3_params={}, p3_min_rounds=5, p3_max_rounds=100, p3_max_time_s=300.0)
-
-
-# --------------------------------------------------------------------------- disturbance meter
-
-
-def _proc_stat() -> tuple[float, float]:
-    """(busy, steal) CPU seconds of the whole machine since boot, from /proc/stat."""
-    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
-    v = [int(x) for x in fields]
-    hz = os.sysconf("SC_CLK_TCK")
-    user, nice, system, _idle, _iowait, irq, softirq = v[:7]
-    steal = v[7] if len(v) > 7 else 0
-    return (user + nice + system + irq + softirq) / hz, steal / hz
-
-
-def _own_cpu() -> float:
-    """CPU seconds of this process plus every descendant it (or they) waited for."""
-    total = 0.0
-    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
-        ru = resource.getrusage(who)
-        total += ru.ru_utime + ru.ru_stime
-    return total
-
-
-@dataclass
-class CpuMeter:
-    """CPU time used on the machine by anything other than this harness (and its children)."""
-
-    t0: float = field(default_factory=time.monotonic)
-    busy0: float = 0.0
-    steal0: float = 0.0
-    own0: float = 0.0
-    load0: float = 0.0
-
-    def __post_init__(self) -> None:
-        self.busy0, self.steal0 = _proc_stat()
-        self.own0 = _own_cpu()
-        self.load0 = os.getloadavg()[0]
-
-    def read(self) -> dict[str, float]:
-        busy, steal = _proc_stat()
-        elapsed = time.monotonic() - self.t0
-        foreign = max(0.0, (busy - self.busy0) - (_own_cpu() - self.own0))
-        return {
-            "elapsed_s": elapsed,
-            "foreign_cpu_s": foreign,
-            "foreign_cores": foreign / elapsed if elapsed > 0 else 0.0,
-            "steal_s": steal - self.steal0,
-            "load1_start": self.load0,
-            "load1_end": os.getloadavg()[0],
-        }
-
-
-def disturbance_note(d: dict[str, float]) -> str:
-    text = (f"other processes used {d['foreign_cpu_s']:.1f} CPU-s in {d['elapsed_s']:.0f} s "
-            f"(avg {d['foreign_cores']:.2f} cores), steal {d['steal_s']:.1f} s, "
-            f"load {d['load1_start']:.2f} -> {d['load1_end']:.2f}")
-    if d["foreign_cores"] > 0.1:
-        text += "  ** DISTURBED: another process competed for the CPU; treat these numbers with care"
-    return text
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-def clean(obj: Any) -> Any:
-    """JSON-safe copy: nan/inf become null, tuples lists, paths strings."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {str(k): clean(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [clean(v) for v in obj]
-    if isinstance(obj, Path):
-        return str(obj)
-    return obj
-
-
-def ratio_dict(r: stats.Ratio) -> dict[str, Any]:
-    return {**asdict(r), "half_width": r.half_width()}
-
-
-def fmt_ratio(r: stats.Ratio) -> str:
-    return f"{r.ratio:.4f} [{r.ci_low:.4f}, {r.ci_high:.4f}]"
-
-
-def fmt_pct(x: float) -> str:
-    return f"{x * 100:.2f}%" if math.isfinite(x) else "n/a"
-
-
-def fmt_ms(s: float) -> str:
-    return f"{s * 1000:.3f} ms"
-
-
-def median(xs: Sequence[float]) -> float:
-    return float(stats.summarize(xs).median)
-
-
-def round_ratio_ci(a: Sequence[float], b: Sequence[float], resamples: int = 4000,
-                   seed: int = 0) -> tuple[float, float, float]:
-    """median over rounds of a_r / b_r with a bootstrap (over rounds) percentile 95% CI.
-
-    Not what abibench computes (it takes median(a) / median(b)); shown next to it in P2 because
-    a per-round ratio cancels a drift that hits both targets of a round alike.
-    """
-    lr = np.log(np.asarray(a, dtype=np.float64) / np.asarray(b, dtype=np.float64))
-    rng = np.random.default_rng(seed)
-    reps = np.median(lr[rng.integers(0, lr.size, size=(resamples, lr.size))], axis=1)
-    lo, hi = np.quantile(reps, [0.025, 0.975])
-    return math.exp(float(np.median(lr))), math.exp(float(lo)), math.exp(float(hi))
-
-
-def build_spin(out_dir: Path) -> Path:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    exe = out_dir / "spin"
-    subprocess.run([GCC, "-O2", "-o", str(exe), str(SPIN_C)], check=True)
-    return exe
-
-
-def sample_once(argv: list[str], launch: Path, cwd: Path, env: dict[str, str] | None = None,
-                timeout_s: float = 120.0) -> RawResult:
-    raw = run_sample(argv, cwd=cwd, env=env if env is not None else dict(os.environ),
-                     timeout_s=timeout_s, launch=launch)
-    if not raw.ok:
-        raise RuntimeError(f"{shlex.join(argv)}: {raw.describe_failure()}")
-    return raw
-
-
-def calibrate_spin(spin: Path, launch: Path, cwd: Path, target_s: float) -> dict[str, Any]:
-    """The spin argument (millions of steps) that takes about target_s here, measured now."""
-    probe_n = 20
-    walls = [sample_once([str(spin), str(probe_n)], launch, cwd).wall_s for _ in range(5)]
-    # The fastest probe: another process competing for the CPU only ever makes a run slower.
-    per_million = min(walls) / probe_n
-    n = max(1, round(target_s / per_million))
-    check = [sample_once([str(spin), str(n)], launch, cwd).wall_s for _ in range(3)]
-    return {"millions": n, "per_million_s": per_million, "probe_walls_s": walls,
-            "check_walls_s": check, "check_median_s": median(check), "target_s": target_s}
-
-
-@contextmanager
-def cpu_hog(spin: Path, count: int, record: dict[str, Any]) -> Iterator[Callable[[], None]]:
-    """Yields start(); whatever happens, every hog started is killed by PID on exit."""
-    procs: list[subprocess.Popen[bytes]] = []
-
-    def start() -> None:
-        if procs:
-            return
-        record["started_at"] = time.monotonic()
-        for _ in range(count):
-            # spin with a huge count is a pure busy loop that runs for hours.
-            procs.append(subprocess.Popen([str(spin), "100000000"], stdin=subprocess.DEVNULL,
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                          start_new_session=True))
-        record["pids"] = [p.pid for p in procs]
-
-    try:
-        yield start
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-        for p in procs:
-            p.wait()
-        if procs:
-            record["stopped_at"] = time.monotonic()
-
+from abibench.workloads.profile import Workload, load_profile
 
 # --------------------------------------------------------------------------- P1 overhead
 
@@ -579,202 +386,6 @@ def show_p2(res: dict[str, Any]) -> None:
                   "all of B, CI unpaired. 'median of round ratios' is median(A_r/B_r), a paired "
                   "estimator abibench does not use, shown for comparison. hog slowdown = median "
                   "after the hog started / median before (sequential: B/A).")
-    console.print(disturbance_note(res["disturbance"]))
-
-
-# --------------------------------------------------------------------------- P3 time to precision
-
-
-def _argv_for(wl: Workload, art: Artifact, abi: str, work: Path) -> list[str]:
-    """The command line exactly as schedule.run_workload builds it."""
-    values = {"bin": art.bin_dir, "abi": abi, "work": str(work), "micro": str(MICRO_DIR),
-              "profile_dir": str(wl.path.parent), **wl.params}
-    return [substitute(a, values) for a in wl.command]
-
-
-def _p3_abibench(wl: Workload, targets: list[tuple[Target, Artifact]], sz: Sizes, launch: Path,
-                 tmp: Path) -> dict[str, Any]:
-    store = Store(tmp / f"p3-{wl.id}.sqlite")
-    run_id = f"p3-{wl.id}"
-    store.create_run(Run(run_id, datetime.now(UTC).isoformat(), None, "running", __version__,
-                         RunConfig({})), HostContext())
-    plan = Plan(precision=0.01, min_rounds=sz.p3_min_rounds, max_rounds=sz.p3_max_rounds,
-                max_time_s=sz.p3_max_time_s)
-    samples: list[Sample] = []
-    done_at: list[float] = []  # seconds since the start when each sample finished
-    t0 = time.monotonic()
-
-    def on_sample(smp: Sample) -> None:
-        samples.append(smp)
-        done_at.append(time.monotonic() - t0)
-
-    outcome = run_workload(wl, targets, plan, store, run_id, launch, on_sample)
-    elapsed = time.monotonic() - t0
-    store.close()
-    labels = [t.label for t, _ in targets]
-    # The stopping rule's half-width after every counted round, recomputed on the samples the
-    # schedule had then: when would a looser precision (±5%, ±2%) have been reached?
-    trajectory: list[dict[str, float]] = []
-    for rnd in range(plan.min_rounds, outcome.rounds + 1):
-        upto = [i for i, smp in enumerate(samples) if smp.round <= rnd]
-        hw = widest_interval([samples[i] for i in upto], wl.primary, labels)
-        trajectory.append({"round": rnd, "elapsed_s": done_at[upto[-1]], "half_width": hw})
-    first_at = {f"{p:g}%": next((t["elapsed_s"] for t in trajectory if t["half_width"] <= p / 100),
-                                None) for p in (5.0, 2.0, 1.0)}
-    by: dict[str, dict[int, float]] = {lab: {} for lab in labels}
-    for s in samples:
-        v = s.value(wl.primary)
-        if not s.warmup and s.status == "ok" and v is not None:
-            by[s.target][s.round] = v
-    rnds = sorted(set(by[labels[0]]) & set(by[labels[1]]))
-    ref = [by[labels[0]][r] for r in rnds]
-    other = [by[labels[1]][r] for r in rnds]
-    paired = stats.ratio_of(other, ref, paired=True)
-    unpaired = stats.ratio_of(other, ref, paired=False)
-    return {
-        "plan": asdict(plan), "elapsed_s": elapsed, "rounds": outcome.rounds,
-        "samples_run": len(samples), "stop_reason": outcome.stop_reason,
-        "failed": outcome.failed,
-        "stopping_half_width": widest_interval(samples, wl.primary, labels),
-        "ratio_paired": ratio_dict(paired), "ratio_unpaired": ratio_dict(unpaired),
-        "values": {labels[0]: ref, labels[1]: other},
-        "reached": bool(outcome.stop_reason.startswith("precision reached")),
-        "trajectory": trajectory, "first_reached_s": first_at,
-        "samples": [{"target": s.target, "round": s.round, "position": s.position,
-                     "warmup": s.warmup, "status": s.status, "wall_s": s.wall_s,
-                     "value": s.value(wl.primary), "done_at_s": at}
-                    for s, at in zip(samples, done_at, strict=True)],
-    }
-
-
-def _p3_pts(wl: Workload, targets: list[tuple[Target, Artifact]], sz: Sizes, launch: Path,
-            tmp: Path) -> dict[str, Any]:
-    """PTS-like: per target, sequentially (all of A, then all of B), no warm-up: run 3 times;
-    while the sample stdev (ddof=1) of the primary metric is >= 3.5% of its mean and fewer than
-    4 x 3 = 12 runs were made, run once more."""
-    max_runs = sz.p3_pts_runs * sz.p3_pts_max_factor
-    values: dict[str, list[float]] = {}
-    walls: dict[str, list[float]] = {}
-    cvs: dict[str, list[float]] = {}
-    env = dict(os.environ)
-    t0 = time.monotonic()
-    for target, art in targets:
-        work = tmp / f"pts-{wl.id}-{target.label}"
-        work.mkdir(parents=True, exist_ok=True)
-        argv = _argv_for(wl, art, target.abi.name, work)
-        vals: list[float] = []
-        trace: list[float] = []
-        cv_trace: list[float] = []
-        while True:
-            raw = sample_once(argv, launch, work, env, timeout_s=wl.timeout)
-            try:
-                vals.append(parse_metrics(wl.metrics, raw.stdout)[wl.primary])
-            except (ParseError, KeyError) as exc:
-                raise RuntimeError(f"P3 PTS {wl.id} {target.label}: {exc}") from exc
-            trace.append(raw.wall_s)
-            if len(vals) < sz.p3_pts_runs:
-                continue
-            cv = stats.summarize(vals).cv
-            cv_trace.append(cv)
-            if len(vals) >= max_runs or cv < sz.p3_pts_threshold:
-                break
-        values[target.label] = vals
-        walls[target.label] = trace
-        cvs[target.label] = cv_trace
-    elapsed = time.monotonic() - t0
-    labels = [t.label for t, _ in targets]
-    r = stats.ratio_of(values[labels[1]], values[labels[0]], paired=False)
-    return {
-        "rule": (f"per target, sequentially, no warm-up: {sz.p3_pts_runs} runs; while "
-                 f"stdev(ddof=1)/mean of the primary metric >= {sz.p3_pts_threshold:.1%} and "
-                 f"runs < {max_runs}, one more run"),
-        "elapsed_s": elapsed, "runs": {k: len(v) for k, v in values.items()},
-        "values": values, "walls_s": walls, "cv_after_each_run": cvs,
-        "ratio_unpaired": ratio_dict(r), "reached": bool(r.half_width() <= 0.01),
-    }
-
-
-def part_p3(sz: Sizes, launch: Path, tmp: Path) -> dict[str, Any]:
-    profiles = builtin_profiles()
-    cache = cache_dir()
-    meter = CpuMeter()
-    out: dict[str, Any] = {"workloads": {}, "abis": list(P3_ABIS), "cflags": list(CFLAGS),
-                           "cc": GCC}
-    for i, wid in enumerate(P3_WORKLOADS):
-        wl = load_profile(profiles[wid])
-        if sz.p3_params.get(wid):
-            wl = wl.with_params(sz.p3_params[wid])
-        targets = []
-        for abi in P3_ABIS:
-            art = build(wl, ABIS[abi], GCC, CFLAGS, cache)
-            targets.append((Target(ABIS[abi]), art))
-        rec: dict[str, Any] = {"params": wl.params, "primary": wl.primary,
-                               "unit": wl.metric(wl.primary).unit,
-                               "binaries": {t.label: a.bin_dir for t, a in targets}}
-        order = ["abibench", "pts"] if i % 2 == 0 else ["pts", "abibench"]
-        rec["order"] = order
-        for method in order:
-            log(f"P3 {wid}: {method} ({', '.join(f'{k}={v}' for k, v in wl.params.items())})")
-            m = CpuMeter()
-            if method == "abibench":
-                rec["abibench"] = _p3_abibench(wl, targets, sz, launch, tmp)
-                log(f"P3 {wid} abibench: {rec['abibench']['elapsed_s']:.1f} s, "
-                    f"{rec['abibench']['stop_reason']}")
-            else:
-                rec["pts"] = _p3_pts(wl, targets, sz, launch, tmp)
-                log(f"P3 {wid} pts: {rec['pts']['elapsed_s']:.1f} s, runs {rec['pts']['runs']}, "
-                    f"±{fmt_pct(rec['pts']['ratio_unpaired']['half_width'])}")
-            rec[method]["disturbance"] = m.read()
-        out["workloads"][wid] = rec
-    out["disturbance"] = meter.read()
-    return out
-
-
-def fmt_s(x: float | None) -> str:
-    return "never" if x is None else f"{x:.0f} s"
-
-
-def short_reason(reason: str) -> str:
-    for prefix, short in (("precision reached", "precision"), ("time budget", "time budget"),
-                          ("max ", "max rounds")):
-        if reason.startswith(prefix):
-            return short
-    return reason
-
-
-def show_p3(res: dict[str, Any]) -> None:
-    a, b = res["abis"]
-    t = Table(title=f"P3 time to precision: {b}/{a} ratio of the primary metric, asked ±1% "
-                    "(95% CI half-width)")
-    for col in ("workload", "method", "wall time", "runs per target", "stop", f"ratio {b}/{a}",
-                "±CI paired", "±CI unpaired", "±1% reached", "±5% / ±2% first at",
-                "other CPU"):
-        t.add_column(col)
-    for wid, rec in res["workloads"].items():
-        ab, pts = rec["abibench"], rec["pts"]
-        rp, ru = ab["ratio_paired"], ab["ratio_unpaired"]
-        t.add_row(f"{wid} ({rec['primary']})", "abibench adaptive", f"{ab['elapsed_s']:.1f} s",
-                  f"{ab['rounds']} (+1 warm-up)", short_reason(ab["stop_reason"]),
-                  f"{rp['ratio']:.4f}",
-                  fmt_pct(rp["half_width"]), fmt_pct(ru["half_width"]),
-                  "yes" if ab["reached"] else "no",
-                  " / ".join(fmt_s(ab["first_reached_s"][k]) for k in ("5%", "2%")),
-                  f"{ab['disturbance']['foreign_cores']:.2f} cores")
-        pr = pts["ratio_unpaired"]
-        t.add_row("", "PTS-like", f"{pts['elapsed_s']:.1f} s",
-                  ", ".join(f"{k} {v}" for k, v in pts["runs"].items()), "σ rule", f"{pr['ratio']:.4f}",
-                  "-", fmt_pct(pr["half_width"]), "yes" if pts["reached"] else "no", "-",
-                  f"{pts['disturbance']['foreign_cores']:.2f} cores")
-    console.print(t)
-    first = next(iter(res["workloads"].values()), None)
-    if first:
-        console.print(f"PTS-like rule: {first['pts']['rule']}. abibench: Plan(precision=0.01, "
-                      f"min_rounds={first['abibench']['plan']['min_rounds']}, max_rounds="
-                      f"{first['abibench']['plan']['max_rounds']}, max_time_s="
-                      f"{first['abibench']['plan']['max_time_s']:g}), its stopping rule uses the "
-                      "paired CI; 'unpaired' is the same bootstrap ignoring rounds, as for PTS. "
-                      "'first at' recomputes abibench's stopping half-width after every round. "
-                      "'other CPU' = average cores used by other processes during that method.")
     console.print(disturbance_note(res["disturbance"]))
 
 

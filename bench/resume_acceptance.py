@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 ROUNDS = 10
@@ -100,6 +101,26 @@ def leftovers(tmp: Path, cache: Path) -> list[str]:
     return left
 
 
+def check_resumed(db: Path, before: int, check: Callable[[str, bool, object], None]) -> None:
+    """What the database of a resumed run must hold: every round counted once, complete, sound."""
+    con = sqlite3.connect(db)
+    counted = con.execute(
+        "SELECT workload, target, COUNT(*) FROM samples WHERE warmup=0 AND status='ok' AND "
+        "kind='timed' AND discarded IS NULL GROUP BY 1, 2 ORDER BY 1, 2").fetchall()
+    targets = {t for _, t, _ in counted}
+    check(f"exactly {ROUNDS} counted rounds per workload and target",
+          bool(counted) and all(n == ROUNDS for _, _, n in counted)
+          and {w for w, _, _ in counted} == set(WORKLOADS),
+          ", ".join(f"{w}/{t}={n}" for w, t, n in counted))
+    check("resumed samples added", samples(db) > before, f"{before} -> {samples(db)}")
+    status = con.execute("SELECT status FROM runs").fetchone()[0]
+    check("the run is complete", status == "complete", status)
+    integrity = con.execute("PRAGMA integrity_check").fetchone()[0]
+    check("PRAGMA integrity_check", integrity == "ok", integrity)
+    con.close()
+    check("targets", len(targets) >= 2, ", ".join(sorted(targets)))
+
+
 def one(sig: signal.Signals) -> bool:
     base = Path(tempfile.mkdtemp(prefix="resume-acceptance-"))
     tag = uuid.uuid4().hex
@@ -158,24 +179,9 @@ def one(sig: signal.Signals) -> bool:
         r = abibench(env, "run", "--resume", run["id"])
         check(f"abibench run --resume {run['id']} exits 0", r.returncode == 0,
               f"{time.monotonic() - t:.1f}s" if r.returncode == 0 else r.stderr[-800:])
-        con = sqlite3.connect(db)
-        counted = con.execute(
-            "SELECT workload, target, COUNT(*) FROM samples WHERE warmup=0 AND status='ok' AND "
-            "kind='timed' AND discarded IS NULL GROUP BY 1, 2 ORDER BY 1, 2").fetchall()
-        targets = {t for _, t, _ in counted}
-        check(f"exactly {ROUNDS} counted rounds per workload and target",
-              bool(counted) and all(n == ROUNDS for _, _, n in counted)
-              and {w for w, _, _ in counted} == set(WORKLOADS),
-              ", ".join(f"{w}/{t}={n}" for w, t, n in counted))
-        check("resumed samples added", samples(db) > before, f"{before} -> {samples(db)}")
-        status = con.execute("SELECT status FROM runs").fetchone()[0]
-        check("the run is complete", status == "complete", status)
-        integrity = con.execute("PRAGMA integrity_check").fetchone()[0]
-        check("PRAGMA integrity_check", integrity == "ok", integrity)
-        con.close()
+        check_resumed(db, before, check)
         check("no temporary directory left", not leftovers(tmp, cache), leftovers(tmp, cache))
         check("no process left", wait_for(lambda: not tagged(tag), 10), tagged(tag) or "")
-        check("targets", len(targets) >= 2, ", ".join(sorted(targets)))
     finally:
         for pid in tagged(tag):  # only what this script's runs started, by PID
             os.kill(pid, signal.SIGKILL)
