@@ -107,5 +107,8 @@ def test_every_command_grows_at_most_linearly(tmp_path_factory: pytest.TempPathF
         (c1, m1), (c2, m2), (c4, m4) = (costs[name] for costs in by_size)
         assert c4 - c2 <= GROWTH * max(c2 - c1, 0) + SLACK_CALLS, \
             f"{name}: calls {c1} {c2} {c4} at {sizes} samples grow faster than the data"
-        assert m4 - m2 <= GROWTH * max(m2 - m1, 0) + SLACK_BYTES, \
+        # Peak allocation is noisier than a call count (a cache warmed at n, a chart drawn only
+        # where the data has a tail): doubling the data may at most multiply it by GROWTH, so a
+        # quadratic term that dominates (x4 per doubling) is caught, the noise at n is not read.
+        assert m4 <= GROWTH * m2 + SLACK_BYTES, \
             f"{name}: peak bytes {m1} {m2} {m4} at {sizes} samples grow faster than the data"
