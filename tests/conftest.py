@@ -145,6 +145,20 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             pytest.skip(problem)
 
 
+# Session fixtures that hold state outside the test's own files (the fleet's hosts keep their
+# work directories in abibench's cache, one per checkout), or that cost more to make once per
+# worker than their tests gain from running in parallel (the fault harness's reference run):
+# every test that uses one runs on one worker, in turn (pytest-xdist --dist loadgroup).
+ONE_WORKER_FIXTURES = {"ssh_fleet": "fleet", "warmed": "faults"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture, group in ONE_WORKER_FIXTURES.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.xdist_group(group))
+
+
 def isolation_modes() -> list[str]:
     out = ["bwrap"] if shutil.which("bwrap") else []
     if os.geteuid() == 0:
@@ -193,10 +207,24 @@ def captured() -> Path:
     return TESTS / "data"
 
 
+def run_wide_dir(factory: pytest.TempPathFactory, name: str) -> Path:
+    """A directory shared by every worker of this test run (pytest-xdist's workers each have a
+    base temp of their own, popen-gwN, under the run's), made empty at the run's start; without
+    workers, the session's. Only for what abibench itself locks (locks.py): caches."""
+    base = factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    where = base / name
+    where.mkdir(exist_ok=True)
+    return where
+
+
 @pytest.fixture(scope="session")
 def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One build cache for the whole session: tests that need a cold cache make their own."""
-    return tmp_path_factory.mktemp("cache")
+    """One build cache for the whole test run, every worker's: an artifact that several tests
+    build is built once (its maker holds the entry's lock, obtain/build.py). Tests that need a
+    cold cache make their own."""
+    return run_wide_dir(tmp_path_factory, "cache")
 
 
 @pytest.fixture(scope="session")
