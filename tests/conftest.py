@@ -152,6 +152,13 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 ONE_WORKER_FIXTURES = {"ssh_fleet": "fleet", "warmed": "faults"}
 
 
+@pytest.fixture(scope="session")
+def one_worker_fixtures() -> dict[str, str]:
+    """ONE_WORKER_FIXTURES: session fixture -> the xdist group of every test that uses it."""
+    return ONE_WORKER_FIXTURES
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         for fixture, group in ONE_WORKER_FIXTURES.items():

@@ -129,3 +129,22 @@ def test_two_sshd_fleets_at_once_share_no_port_and_no_directory() -> None:
         assert one.hosts["h"].port != two.hosts["h"].port
         assert one.key.parent != two.key.parent
         assert one.key.read_bytes() != two.key.read_bytes()
+
+
+def test_tests_of_a_one_worker_fixture_are_grouped_onto_one_worker(
+        request: pytest.FixtureRequest, one_worker_fixtures: dict[str, str]) -> None:
+    # Every collected test that uses such a fixture carries its group, and under
+    # --dist loadgroup pytest-xdist saw it (it appends @GROUP to the test's id).
+    grouped = request.config.getvalue("loadgroup") if hasattr(request.config.option,
+                                                                "loadgroup") else False
+    users = 0
+    for item in request.session.items:
+        for fixture, group in one_worker_fixtures.items():
+            if fixture not in getattr(item, "fixturenames", ()):
+                continue
+            users += 1
+            marks = [m.args[0] for m in item.iter_markers("xdist_group")]
+            assert marks == [group], (item.nodeid, marks)
+            if grouped:
+                assert item.nodeid.endswith(f"@{group}"), item.nodeid
+    assert users or len(request.session.items) < 100  # the whole suite has such tests
