@@ -4,7 +4,7 @@
 # The tests run in parallel (pytest-xdist): most of their time is spent waiting on builds,
 # emulators, servers and browsers, so more workers than cores pays (ABIBENCH_TEST_WORKERS, default
 # 3; 0 runs them in this process, one after the other). Tests that share a session fixture with
-# state outside their own files run on one worker in turn (--dist loadgroup, tests/conftest.py);
+# state outside their own files run on one worker in turn (tests/conftest.py, ONE_WORKER_MODULES);
 # every shared cache entry is made once, under its lock (src/abibench/locks.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,4 +17,4 @@ esac
 if [ "$workers" -eq 0 ]; then
   exec .venv/bin/pytest -q "$@"
 fi
-exec .venv/bin/pytest -q -n "$workers" --dist loadgroup "$@"
+exec .venv/bin/pytest -q -n "$workers" --dist load "$@"

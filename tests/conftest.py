@@ -148,22 +148,38 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 # Session fixtures that hold state outside the test's own files (the fleet's hosts keep their
 # work directories in abibench's cache, one per checkout), or that cost more to make once per
 # worker than their tests gain from running in parallel (the fault harness's reference run):
-# every test that uses one runs on one worker, in turn (pytest-xdist --dist loadgroup).
+# every test that uses one runs on one worker, in turn. The groups are by module, so that the
+# controller of pytest-xdist, which sees only test ids, can keep them together
+# (pytest_xdist_make_scheduler below); tests/invariants/test_shared_state.py checks that every
+# test using such a fixture is in its fixture's module group.
 ONE_WORKER_FIXTURES = {"ssh_fleet": "fleet", "warmed": "faults"}
+ONE_WORKER_MODULES = {"tests/fleet/test_fleet.py": "fleet", "tests/faults/test_faults.py": "faults"}
+
+
+def one_worker_group(nodeid: str) -> str | None:
+    """The group a test runs in (all of it on one worker), or None: anywhere."""
+    return ONE_WORKER_MODULES.get(nodeid.split("::", 1)[0])
 
 
 @pytest.fixture(scope="session")
-def one_worker_fixtures() -> dict[str, str]:
-    """ONE_WORKER_FIXTURES: session fixture -> the xdist group of every test that uses it."""
-    return ONE_WORKER_FIXTURES
+def one_worker() -> tuple[dict[str, str], Callable[[str], str | None]]:
+    """(ONE_WORKER_FIXTURES, one_worker_group), for the test of the rule."""
+    return ONE_WORKER_FIXTURES, one_worker_group
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        for fixture, group in ONE_WORKER_FIXTURES.items():
-            if fixture in getattr(item, "fixturenames", ()):
-                item.add_marker(pytest.mark.xdist_group(group))
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """pytest-xdist's load scheduling, but each group's tests as one unit. (Its own loadgroup
+    mode reads xdist_group marks by renaming test ids, which pytest 9 no longer allows.)"""
+    if config.getvalue("dist") not in ("load", "loadgroup"):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Grouped(LoadScopeScheduling):  # type: ignore[misc]  # untyped base
+        def _split_scope(self, nodeid: str) -> str:
+            return one_worker_group(nodeid) or nodeid
+
+    return Grouped(config, log)
 
 
 def isolation_modes() -> list[str]:
