@@ -1,4 +1,4 @@
-"""One maker for each shared cache entry: an exclusive lock beside the entry while it is made.
+"""One maker for each shared cache entry: an exclusive lock held while it is made.
 
 The caches (builds, Debian sources and sysroots, abibench's own tools) are shared by every
 abibench process on the machine: two runs, a fleet's hosts on one machine, the test suite's
@@ -8,7 +8,8 @@ sysroot costs minutes. ``made_once`` serialises the makers of ONE entry: the fir
 others wait on the lock and then find it made. Makers of different entries do not wait for each
 other.
 
-The lock is ``flock(2)`` on a small file beside the entry (``.NAME.lock``): the kernel releases it
+The lock is ``flock(2)`` on a small file near the entry (``../.locks/PARENT--NAME.lock``): the
+kernel releases it
 when its holder exits, however it exits (a SIGKILL included), so a dead maker never blocks the
 next one, and the file itself is harmless to leave behind.
 """
@@ -26,9 +27,9 @@ T = TypeVar("T")
 
 
 def lock_path(entry: Path) -> Path:
-    """The lock file of a cache entry: beside it, hidden, never a directory that a sweep of
-    stale staging directories (workspace.clean_stale) would look at."""
-    return entry.parent / f".{entry.name}.lock"
+    """The lock file of a cache entry: in a hidden `.locks` directory one level up, so that the
+    entry's own directory holds only entries (what lists it sees nothing else)."""
+    return entry.parent.parent / ".locks" / f"{entry.parent.name}--{entry.name}.lock"
 
 
 @contextlib.contextmanager

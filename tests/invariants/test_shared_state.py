@@ -34,6 +34,7 @@ from pathlib import Path
 from abibench.locks import made_once
 entry = Path(sys.argv[1])
 def make():
+    entry.parent.mkdir(parents=True, exist_ok=True)
     entry.write_text("made by a contender")
     return "made"
 print(made_once(entry, lambda: "found" if entry.exists() else None, make))
@@ -79,6 +80,7 @@ def test_each_entry_is_made_once_and_other_entries_do_not_wait(waiting: int, oth
                 done = subprocess.run([sys.executable, "-c", CONTENDER, str(other)],
                                       capture_output=True, text=True, timeout=120, check=False)
                 assert done.stdout.split() == ["made"], done.stderr
+            entry.parent.mkdir(parents=True, exist_ok=True)
             entry.write_text("made by the first")
             return "made"
 
