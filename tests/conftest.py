@@ -145,6 +145,43 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             pytest.skip(problem)
 
 
+# Session fixtures that hold state outside the test's own files (the fleet's hosts keep their
+# work directories in abibench's cache, one per checkout), or that cost more to make once per
+# worker than their tests gain from running in parallel (the fault harness's reference run):
+# every test that uses one runs on one worker, in turn. The groups are by module, so that the
+# controller of pytest-xdist, which sees only test ids, can keep them together
+# (pytest_xdist_make_scheduler below); tests/invariants/test_shared_state.py checks that every
+# test using such a fixture is in its fixture's module group.
+ONE_WORKER_FIXTURES = {"ssh_fleet": "fleet", "warmed": "faults"}
+ONE_WORKER_MODULES = {"tests/fleet/test_fleet.py": "fleet", "tests/faults/test_faults.py": "faults"}
+
+
+def one_worker_group(nodeid: str) -> str | None:
+    """The group a test runs in (all of it on one worker), or None: anywhere."""
+    return ONE_WORKER_MODULES.get(nodeid.split("::", 1)[0])
+
+
+@pytest.fixture(scope="session")
+def one_worker() -> tuple[dict[str, str], Callable[[str], str | None]]:
+    """(ONE_WORKER_FIXTURES, one_worker_group), for the test of the rule."""
+    return ONE_WORKER_FIXTURES, one_worker_group
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """pytest-xdist's load scheduling, but each group's tests as one unit. (Its own loadgroup
+    mode reads xdist_group marks by renaming test ids, which pytest 9 no longer allows.)"""
+    if config.getvalue("dist") not in ("load", "loadgroup"):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Grouped(LoadScopeScheduling):  # type: ignore[misc]  # untyped base
+        def _split_scope(self, nodeid: str) -> str:
+            return one_worker_group(nodeid) or nodeid
+
+    return Grouped(config, log)
+
+
 def isolation_modes() -> list[str]:
     out = ["bwrap"] if shutil.which("bwrap") else []
     if os.geteuid() == 0:
@@ -193,10 +230,24 @@ def captured() -> Path:
     return TESTS / "data"
 
 
+def run_wide_dir(factory: pytest.TempPathFactory, name: str) -> Path:
+    """A directory shared by every worker of this test run (pytest-xdist's workers each have a
+    base temp of their own, popen-gwN, under the run's), made empty at the run's start; without
+    workers, the session's. Only for what abibench itself locks (locks.py): caches."""
+    base = factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    where = base / name
+    where.mkdir(exist_ok=True)
+    return where
+
+
 @pytest.fixture(scope="session")
 def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One build cache for the whole session: tests that need a cold cache make their own."""
-    return tmp_path_factory.mktemp("cache")
+    """One build cache for the whole test run, every worker's: an artifact that several tests
+    build is built once (its maker holds the entry's lock, obtain/build.py). Tests that need a
+    cold cache make their own."""
+    return run_wide_dir(tmp_path_factory, "cache")
 
 
 @pytest.fixture(scope="session")

@@ -21,7 +21,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("abibench", "abibench.errors", "abibench.paths", "abibench.records", "abibench.codec",
               "abibench.ids",
               "abibench.abi", "abibench.elf", "abibench.stats", "abibench.text", "abibench.hashing",
-              "abibench.tools",
+              "abibench.tools", "abibench.locks",
               "abibench.workspace", "abibench.files",
               "abibench.workloads")),
     ("probe", ("abibench.probe",)),

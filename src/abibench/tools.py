@@ -14,6 +14,7 @@ from functools import cache
 from pathlib import Path
 
 from .errors import HostError
+from .locks import made_once
 from .paths import NATIVE_DIR
 
 
@@ -27,8 +28,12 @@ def native_tool(name: str, cache_root: Path, static: bool = False,
     link = (*flags, "-static") if static else tuple(flags)
     digest = hashlib.sha256(src.read_bytes() + " ".join(link).encode()).hexdigest()[:16]
     exe = cache_root / "tools" / digest / f"abibench-{name}"
-    if exe.is_file():
-        return exe
+    # One compiler per tool at a time (locks.py): a concurrent process waits, then finds it.
+    return made_once(exe, lambda: exe if exe.is_file() else None,
+                     lambda: _compile(src, link, exe, name))
+
+
+def _compile(src: Path, link: tuple[str, ...], exe: Path, name: str) -> Path:
     cc = shutil.which("gcc") or shutil.which("cc")
     if cc is None:
         raise HostError(f"no C compiler to build abibench's {name} tool: apt-get install "

@@ -6,10 +6,11 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from .harness import FAULTS, SEED_ENV, Outcome, fault_seed, summary, warm
+from .harness import FAULTS, SEED_ENV, Case, Outcome, fault_seed, summary, warm
 
 TRIED: list[Outcome] = []
 
@@ -32,12 +33,31 @@ def tried() -> Iterator[list[Outcome]]:
     yield TRIED
 
 
+# Under pytest-xdist the cases run in a worker: each worker sends the cases it tried to the
+# controller (workeroutput), which prints the one summary line for all of them.
+WORKER_KEY = "abibench_faults_tried"
+FROM_WORKERS: list[Outcome] = []
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    out = getattr(session.config, "workeroutput", None)
+    if out is not None:  # a pytest-xdist worker
+        out[WORKER_KEY] = [(o.case.fault, o.case.at, o.code, o.violations) for o in TRIED]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    rows = getattr(node, "workeroutput", {}).get(WORKER_KEY, [])
+    FROM_WORKERS.extend(Outcome(Case(f, at), code, list(v)) for f, at, code, v in rows)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if not TRIED:
+    tried = TRIED + FROM_WORKERS
+    if not tried:
         return
     terminalreporter.write_line(
-        f"fault injection (seed {fault_seed()}; {SEED_ENV} repeats it): {len(TRIED)} of "
-        f"{len(FAULTS)} faults, at " + ", ".join(o.case.id for o in TRIED))
-    for fault, row in summary(TRIED).items():
+        f"fault injection (seed {fault_seed()}; {SEED_ENV} repeats it): {len(tried)} of "
+        f"{len(FAULTS)} faults, at " + ", ".join(o.case.id for o in tried))
+    for fault, row in summary(tried).items():
         terminalreporter.write_line(f"  {fault}: {row['cases']} cases, {row['violations']} "
                                     "violations")

@@ -27,6 +27,7 @@ from ..elf import section_sizes
 from ..errors import AbibenchError, BuildError, HostError
 from ..hashing import sha256_file
 from ..ids import file_name
+from ..locks import made_once
 from ..paths import MICRO_DIR
 from ..records import Artifact, JSONDict
 from ..workloads.confine import inside
@@ -188,23 +189,38 @@ def build(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], cache_root: 
     # one Debian source package (gzip and gunzip) and by the instances of one [sweep].
     final = (cache_root / "builds" / file_name("workload", wl.source.debian or wl.base_id or wl.id)
              / f"{abi.name}-{key[:16]}")
-    meta_path = final / "artifact.json"
-    if meta_path.is_file():
-        art = Artifact.from_dict(json.loads(meta_path.read_text()))
-        # A cache entry is only files on disk: the header and the bytes must still be what was
-        # built, or the entry is thrown away and built again.
-        if _intact(art, abi):
-            return replace(art, cached=True, workload=wl.id,
-                           inspection=inspect_artifacts(Path(art.bin_dir), art.files))
-        shutil.rmtree(final, ignore_errors=True)
+    # One maker per entry (locks.py): a concurrent process that wants the same build waits for
+    # this one and then finds it made, instead of making it too.
+    return made_once(final, lambda: _cached(final, wl, abi),
+                     lambda: _make(wl, abi, cc, cflags, tree, extras, key, final, cache_root))
 
+
+def _cached(final: Path, wl: Workload, abi: Abi) -> Artifact | None:
+    """The cache entry at final, when it is there and still what was built."""
+    meta_path = final / "artifact.json"
+    if not meta_path.is_file():
+        return None
+    art = Artifact.from_dict(json.loads(meta_path.read_text()))
+    # A cache entry is only files on disk: the header and the bytes must still be what was
+    # built, or the entry is thrown away and built again.
+    if _intact(art, abi):
+        return replace(art, cached=True, workload=wl.id,
+                       inspection=inspect_artifacts(Path(art.bin_dir), art.files))
+    shutil.rmtree(final, ignore_errors=True)
+    return None
+
+
+def _make(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
+          tree: debsource.SourceTree | None, extras: dict[str, debsource.SourceTree],
+          key: str, final: Path, cache_root: Path) -> Artifact:
     final.parent.mkdir(parents=True, exist_ok=True)
     # Named for its owner and removed on every exit; a later run removes it, and kills what
     # still works in it, if this one is killed (workspace.clean_stale).
     with owned_dir(f".{abi.name}", parent=final.parent) as staging:
         art = _build_in(wl, abi, cc, cflags, tree, extras, key, final, staging, cache_root)
         (staging / "artifact.json").write_text(json.dumps(art.info_dict(), indent=1))
-        # Failing: another abibench process finished the same build first, as good as ours.
+        # Failing: another abibench process (one without the lock: an older version) finished
+        # the same build first, as good as ours.
         with contextlib.suppress(OSError):
             os.rename(staging, final)
     return replace(art, inspection=inspect_artifacts(final / "bin", art.files))

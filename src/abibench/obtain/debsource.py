@@ -17,6 +17,7 @@ from pathlib import Path
 from debian.debian_support import Version
 
 from ..errors import AbibenchError, HostError
+from ..locks import exclusive
 from ..workspace import owned_dir
 from . import buildbox
 
@@ -78,6 +79,15 @@ def fetch(package: str, wanted: str | None, cache_root: Path) -> SourceTree:
     tree = final / "tree"
     if (final / "complete").is_file():
         return SourceTree(package, version, tree)
+    # One fetch per version at a time (locks.py): a concurrent process waits, then finds it.
+    with exclusive(final):
+        if not (final / "complete").is_file():
+            _fetch_into(package, version, final)
+    return SourceTree(package, version, tree)
+
+
+def _fetch_into(package: str, version: str, final: Path) -> None:
+    """apt-get source and dpkg-source -x into a staging directory, renamed to final."""
     final.parent.mkdir(parents=True, exist_ok=True)
     # Owned by this process and removed on every exit; a killed run's is removed, and what
     # still runs in it killed, by the next start (workspace.clean_stale).
@@ -100,4 +110,3 @@ def fetch(package: str, wanted: str | None, cache_root: Path) -> SourceTree:
         # Failing: another process unpacked the same version first.
         with contextlib.suppress(OSError):
             staging.rename(final)
-    return SourceTree(package, version, tree)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import HostError
+from ..locks import made_once
 from ..paths import NATIVE_DIR
 
 HEADER = "include/qemu/qemu-plugin.h"
@@ -116,8 +117,14 @@ def header(cache_root: Path, version: str | None = None) -> Path:
     version = version or qemu_source_version()
     where = cache_root / "qemu-plugin" / re.sub(r"[^A-Za-z0-9.+~-]", "_", version)
     found = where / "qemu-plugin.h"
-    if found.is_file() and (where / "stamp.json").is_file():
-        return found
+    def have() -> Path | None:
+        return found if found.is_file() and (where / "stamp.json").is_file() else None
+
+    # One fetch of QEMU's source at a time (locks.py): a concurrent process waits, then finds it.
+    return made_once(where, have, lambda: _fetch_header(version, where, found))
+
+
+def _fetch_header(version: str, where: Path, found: Path) -> Path:
     if shutil.which("apt-get") is None:
         raise PluginError("apt-get not found: the plugin header comes from Debian's qemu source "
                           "package")

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..abi import Abi, by_debian_arch
 from ..errors import HostError
+from ..locks import exclusive, made_once
 from ..records import JSONDict
 from ..workspace import SYSROOT_WORK_DIR, prefix
 from .apt import SUPPORTED_ARCHES, AptSource, PackageError, apt_env
@@ -37,6 +38,15 @@ def download(pins: Iterable[Pinned], cache_root: Path) -> list[Path]:
     pool = pool_dir(cache_root)
     pool.mkdir(parents=True, exist_ok=True)
     wanted = sorted(set(pins), key=lambda p: (p.name, p.arch))
+    if any(not (pool / p.filename).is_file() for p in wanted):
+        # One downloader in the pool at a time (locks.py): a concurrent process waits, then
+        # fetches only what is still missing (usually nothing).
+        with exclusive(pool):
+            _fetch_missing(wanted, pool)
+    return [pool / p.filename for p in wanted]
+
+
+def _fetch_missing(wanted: list[Pinned], pool: Path) -> None:
     missing = [p for p in wanted if not (pool / p.filename).is_file()]
     if missing:
         exe = shutil.which("apt-get")
@@ -59,7 +69,6 @@ def download(pins: Iterable[Pinned], cache_root: Path) -> list[Path]:
                     raise PackageError(f"apt-get download did not produce {p.filename} for "
                                        f"{p.spec()}; run apt-get update and try again")
                 os.replace(src, pool / p.filename)
-    return [pool / p.filename for p in wanted]
 
 
 @dataclass(frozen=True)
@@ -151,8 +160,11 @@ def shared_dir(cache_root: Path) -> Path:
 def unpacked_once(deb: Path, shared: Path) -> Path:
     """The tree of an Architecture: all .deb, unpacked the first time any sysroot needs it."""
     final = shared / deb.name.removesuffix(".deb")
-    if final.is_dir():
-        return final
+    return made_once(final, lambda: final if final.is_dir() else None,
+                     lambda: _unpack_shared(deb, shared, final))
+
+
+def _unpack_shared(deb: Path, shared: Path, final: Path) -> Path:
     shared.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=prefix(".all"), dir=shared))
     try:
@@ -185,8 +197,16 @@ def sysroot_for(closure: Closure, arch: str, cache_root: Path) -> Sysroot:
     key = sysroot_key(pins, arch)
     final = cache_root / "debian" / "sysroots" / f"{arch}-{key}"
     manifest = final / "abibench-sysroot.json"
-    if manifest.is_file():
-        return Sysroot(final, arch, pins, key, cached=True, skew=closure.skew)
+    def found() -> Sysroot | None:
+        return Sysroot(final, arch, pins, key, cached=True, skew=closure.skew) \
+            if manifest.is_file() else None
+
+    # One maker per sysroot (locks.py): a concurrent process waits, then finds it made.
+    return made_once(final, found, lambda: _make_sysroot(closure, arch, key, final, cache_root))
+
+
+def _make_sysroot(closure: Closure, arch: str, key: str, final: Path, cache_root: Path) -> Sysroot:
+    pins = closure.per_arch[arch]
     debs = download(pins, cache_root)
     final.parent.mkdir(parents=True, exist_ok=True)
     # Named for its owner: a later run removes it if this one is killed (workspace.clean_stale).

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ..abi import Abi
 from ..errors import HostError
+from ..locks import made_once
 from ..tools import native_tool
 from ..workspace import owned_dir
 from .apt import AptCache, AptSource, PackageError, parse_show
@@ -71,8 +72,13 @@ def kernel(kernel_abi: Abi, cache_root: Path, apt: AptSource | None = None) -> K
     final = cache_root / KERNEL_DIR / re.sub(r"[^A-Za-z0-9.+~-]", "_",
                                              f"{pin.name}_{pin.version}")
     image = final / "vmlinuz"
-    if image.is_file():
-        return Kernel(image, pin.name, pin.version)
+    # One extraction at a time (locks.py): a concurrent process waits, then finds it.
+    made_once(final, lambda: image if image.is_file() else None,
+              lambda: _extract_kernel(pin, final, image, cache_root))
+    return Kernel(image, pin.name, pin.version)
+
+
+def _extract_kernel(pin: Pinned, final: Path, image: Path, cache_root: Path) -> Path:
     (deb,) = download([pin], cache_root)
     final.parent.mkdir(parents=True, exist_ok=True)
     with owned_dir(".kernel", parent=final.parent) as staging:
@@ -82,7 +88,7 @@ def kernel(kernel_abi: Abi, cache_root: Path, apt: AptSource | None = None) -> K
         except OSError:
             if not image.is_file():  # not another process finishing first: a real failure
                 raise
-    return Kernel(image, pin.name, pin.version)
+    return image
 
 
 def extract_image(deb: Path, dest: Path) -> None:
