@@ -126,6 +126,15 @@ def test_no_new_file_or_function_over_the_limits() -> None:
                        f"{new}; split it into named steps (docs/architecture.md)")
 
 
+def test_the_tests_and_benchmarks_keep_the_same_limits() -> None:
+    """The rule is the repository's, not the package's: tests and bench scripts are code too."""
+    root = PACKAGE.parents[1]
+    over = sorted(f"{d}/{o}" for d in ("tests", "bench", "scripts") if (root / d).is_dir()
+                  for o in offenders(root / d))
+    assert over == [], (f"over {MAX_FILE_LINES} lines a file or {MAX_FUNCTION_LINES} a "
+                        f"function: {over}; split it into named steps")
+
+
 def test_the_c_sources_are_scanned() -> None:
     """The scanner finds the launcher's functions: an empty answer would pass every limit."""
     found = c_functions((PACKAGE / "native" / "launch.c").read_text(encoding="utf-8"))
