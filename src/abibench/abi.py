@@ -88,6 +88,9 @@ class Abi:
     vm_kernel: str = ""
     vm_emulator: str = ""
     vm_emulator_package: str = ""
+    # The flavour of Debian's linux-image built for this ABI itself (abibench system boots it
+    # under its family's emulator, with this ABI's userspace or another of the family's).
+    system_kernel: str = ""
 
     def system_dirs(self) -> tuple[str, ...]:
         if self.lib_dirs:
@@ -143,7 +146,7 @@ ABIS: dict[str, Abi] = {
                       "/lib", "/usr/lib"),
             platform="i686", libc="libc6:i386 (or libc6-i386)", sysroot=True,
             kernel_option="CONFIG_IA32_EMULATION", kernel_param="ia32_emulation=1",
-            kernel_fix="boot a kernel with CONFIG_IA32_EMULATION=y"),
+            kernel_fix="boot a kernel with CONFIG_IA32_EMULATION=y", system_kernel="686-pae"),
         Abi(name="x86_64", family="x86", pointer_bits=64, data_model="LP64", cflags=("-m64",),
             cc_prefix="x86_64-linux-gnu-", debian_arch="amd64", gnu_triplet="x86_64-linux-gnu",
             autoconf_host="x86_64-linux-gnu", elf_class=64, elf_machine="EM_X86_64",
@@ -153,7 +156,8 @@ ABIS: dict[str, Abi] = {
             lib_dirs=("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64",
                       "/usr/lib64", "/lib", "/usr/lib"),
             platform="x86_64", sysroot=True, vm_kernel="linux-image-amd64",
-            vm_emulator="qemu-system-x86_64", vm_emulator_package="qemu-system-x86"),
+            vm_emulator="qemu-system-x86_64", vm_emulator_package="qemu-system-x86",
+            system_kernel="amd64"),
         Abi(name="x32", family="x86", pointer_bits=32, data_model="ILP32", cflags=("-mx32",),
             cc_prefix="x86_64-linux-gnux32-", debian_arch="x32",
             gnu_triplet="x86_64-linux-gnux32", autoconf_host="x86_64-linux-gnux32",

@@ -109,9 +109,11 @@ def _walk(value: object, seen: dict[int, object]) -> object:
         changes: dict[str, object] = {}
         # A report holds every sample of a run (10^6 of them): the fields are read from the
         # instance's dict, and text, the most common kind, is tested here without a call.
-        fields = vars(value) if hasattr(value, "__dict__") else None
+        # A subclass of a slotted record (a test's extra field) has a __dict__ for its own
+        # fields only: what is not in it is read through its slot.
+        fields = vars(value) if hasattr(value, "__dict__") else {}
         for name in _field_names(kind):
-            old = fields[name] if fields is not None else getattr(value, name)
+            old = fields[name] if name in fields else getattr(value, name)
             kind_of = type(old)
             if kind_of in _SCALARS:
                 continue

@@ -18,6 +18,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..abi import ABIS
 from ..errors import HostError
 from ..tools import native_tool
 from ..workspace import owned_dir
@@ -55,11 +56,10 @@ class SystemKernel:
         return f"{self.package} {self.version}"
 
 
-# The kernels a userspace boots under, per machine: (flavour, Debian arch, init's gcc flags).
+# The kernels a userspace boots under, from the ABI table: flavour -> (Debian arch, the gcc
+# flags of the init built for it).
 KERNELS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "amd64": ("amd64", ()),
-    "686-pae": ("i386", ("-m32",)),
-}
+    a.system_kernel: (a.debian_arch, a.cflags) for a in ABIS.values() if a.system_kernel}
 
 
 def modinfo_depends(ko: bytes) -> list[str]:

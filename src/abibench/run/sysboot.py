@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..abi import ABIS
+from ..abi import ABIS, Abi, vm_kernel_abi
 from ..errors import UsageError
 from ..obtain.apt import AptCache
 from ..obtain.sysimage import SystemImage, build_image
@@ -50,12 +50,26 @@ class Combination:
     @property
     def bits(self) -> tuple[int, int]:
         """(kernel, userspace) pointer width."""
-        return (32 if self.kernel in ("686-pae", "armmp-lpae") else 64,
-                ABIS[self.userspace].pointer_bits)
+        return (kernel_abi(self.kernel).pointer_bits, ABIS[self.userspace].pointer_bits)
 
 
-X86 = (Combination("686-pae", "i386"), Combination("amd64", "i386"),
-       Combination("amd64", "x86_64"))
+def kernel_abi(flavour: str) -> Abi:
+    """The ABI a kernel flavour is built for (the ABI table's system_kernel)."""
+    return next(a for a in ABIS.values() if a.system_kernel == flavour)
+
+
+def family_combinations(family: str) -> tuple[Combination, ...]:
+    """A family's 32-bit kernel with its 32-bit userspace, then its 64-bit kernel with each:
+    the three systems the studies compared (all-32, 64-bit kernel with 32-bit userspace, all-64)."""
+    own = [a for a in ABIS.values() if a.family == family and a.system_kernel]
+    small = [a for a in own if a.pointer_bits == 32]
+    big = [a for a in own if a.pointer_bits == 64]
+    return tuple([*(Combination(a.system_kernel, a.name) for a in small),
+                  *(Combination(b.system_kernel, a.name) for b in big for a in small),
+                  *(Combination(b.system_kernel, b.name) for b in big)])
+
+
+X86 = family_combinations("x86")
 
 
 def parse_combinations(text: str | None) -> tuple[Combination, ...]:
@@ -223,7 +237,7 @@ def boot_once(combo: Combination, kernel: SystemKernel, image: SystemImage,
               profile: SystemProfile, deadline_s: float,
               on_start: Callable[[int], None] | None = None) -> SysBoot:
     """One boot to the system's report and power-off, or to the deadline."""
-    emulator = emulator_of(ABIS["x86_64"])
+    emulator = emulator_of(vm_kernel_abi(ABIS[combo.userspace]) or kernel_abi(combo.kernel))
     with owned_dir(".sys") as work:
         console, report = work / "console.log", work / "report"
         argv = qemu_argv(emulator, kernel, image.path, profile.memory_mb, console, report,
