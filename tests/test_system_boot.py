@@ -27,7 +27,8 @@ from abibench.obtain.syskernel import SystemKernel, system_kernel
 from abibench.run import sysboot
 from abibench.workloads.system import load_system, parse_system
 
-from .test_vm import _alive, _ours
+from .processes import alive
+from .test_vm import _ours
 
 NEEDS = pytest.mark.needs_setup("qemu-system-x86", "mmdebstrap", "arch-test", root=True)
 CI_SYSTEM = """[system]
@@ -101,7 +102,7 @@ def test_a_boot_stopped_anywhere_or_never_reporting_leaves_nothing(
     done = sysboot.boot_once(combo, kernel, image, load_system("minimal"), deadline,
                              started.append)
     assert done.ended.startswith("deadline") and not done.ok
-    assert started and not _alive(started[0])
+    assert started and not alive(started[0])
     assert [p.name for p in (tmp / f"abibench-{os.getuid()}").iterdir()] == []
 
 
@@ -129,5 +130,5 @@ def test_ctrl_c_during_a_boot_leaves_nothing(cli_env: dict[str, str], debian_cac
             proc.kill()
             proc.wait()
     assert proc.returncode == 130, err
-    assert not any(_alive(p) for p in qemu)
+    assert not any(alive(p) for p in qemu)
     assert _ours(str(tmp_path)) == [] and _left(tmp_path) == []

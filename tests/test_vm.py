@@ -29,6 +29,7 @@ from abibench.obtain import vmimage
 from abibench.obtain.vmimage import S_IFDIR, S_IFREG, Entry, Job, jobs_text, newc, parse_newc
 from abibench.run import vm
 from abibench.run.vm import GuestResult, ReportError, fnv1a, parse_report
+from tests.processes import alive
 
 # --------------------------------------------------------------------------- the report frames
 
@@ -158,14 +159,6 @@ def _ours(marker: str, program: str = "") -> list[int]:
     return found
 
 
-def _alive(pid: int) -> bool:
-    """Running, not a zombie its new parent has yet to reap."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
 def _vm_env(cli_env: dict[str, str], debian_cache: Path, tmp: Path) -> dict[str, str]:
     # The kernel .deb is content-keyed: the abibench cache shared by the Debian tests keeps it.
     (tmp / "t").mkdir()
@@ -223,7 +216,7 @@ def test_an_interrupted_boot_leaves_nothing(cli_env: dict[str, str], debian_cach
             proc.kill()
             proc.wait()
     assert proc.returncode == 130, err
-    assert not any(_alive(p) for p in qemu)
+    assert not any(alive(p) for p in qemu)
     assert _ours(str(tmp_path)) == []
     assert list((tmp_path / "t").rglob("*vm*")) == []
 
@@ -264,7 +257,7 @@ def test_qemu_stopped_at_any_point_of_a_boot_leaves_nothing(
     started: list[int] = []
     done = vm.boot(emulator, kernel, image, vm.cmdline([]), deadline, started.append)
     assert done.ended.startswith("deadline") or done.ended == "powered off"
-    assert started and not _alive(started[0])
+    assert started and not alive(started[0])
     assert [p.name for p in (tmp / f"abibench-{os.getuid()}").iterdir()] == []
 
 
@@ -293,7 +286,7 @@ def test_a_guest_of_a_killed_abibench_is_stopped_by_the_next(cli_env: dict[str, 
                               timeout=120, check=False)
         assert done.returncode == 2  # refused, but only after the sweep
     finally:
-        survivors = [p for p in qemu if _alive(p)]
+        survivors = [p for p in qemu if alive(p)]
         for p in survivors:
             os.kill(p, signal.SIGKILL)
     assert survivors == []
