@@ -15,6 +15,11 @@ page faults.
   cpu-0/1    the launcher and the program pinned to one CPU (How.cpu)
   repeat-10  one launcher runs the program 10 times back to back (a launcher kept alive across
              runs); its value is the mean of the 10, so compare its median with care
+  kept-alive one process started once (bench/floor_server.c) starts the program per request
+             line from this process over a pipe, as launch.c starts and reaps it: a long-lived
+             launcher fed sample requests
+  kept-alive-spin  the same, polling wait4 instead of sleeping while the program runs: its CPU
+             never goes idle (a diagnosis of what waking an idle CPU costs; it takes a CPU)
   sh-loop    the launcher started per sample by a shell loop, no Python around it (in batches,
              like hyperfine's): what abibench's Python parent adds
 
@@ -46,6 +51,7 @@ from abibench.run.schedule import PAD_RANGE
 from abibench.tools import native_tool
 
 Variant = Callable[[], RawResult]
+SERVER_C = Path(__file__).resolve().parent / "floor_server.c"
 
 
 def variants(program: str, work: Path) -> dict[str, Variant]:
@@ -71,6 +77,36 @@ def variants(program: str, work: Path) -> dict[str, Variant]:
             "pad-4k": one(dynamic, padded), "static": one(static, env),
             "cpu-0": one(dynamic, env, How(cpu=0)), "cpu-1": one(dynamic, env, How(cpu=1)),
             "repeat-10": one(dynamic, env, How(repeat=10))}
+
+
+class KeptAlive:
+    """bench/floor_server.c, built and started once; stopped by its PID (closing its input)."""
+
+    def __init__(self, program: str, work: Path, spin: bool = False) -> None:
+        exe = work / "floor-server"
+        if not exe.exists():
+            subprocess.run(["gcc", "-O2", "-Wall", "-o", str(exe), str(SERVER_C)], check=True)
+        self.proc = subprocess.Popen([str(exe), *(["-s"] if spin else []), program],
+                                     stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, bufsize=1)
+
+    def sample(self) -> dict[str, float]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+        wall, user, sys_, minflt, status = (int(x) for x in self.proc.stdout.readline().split())
+        if status != 0:
+            raise RuntimeError(f"kept-alive: wait status {status}")
+        return {"wall": wall / 1e9, "cpu": (user + sys_) / 1e6, "minflt": float(minflt)}
+
+    def stop(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 def hyperfine(program: str, runs: int, out: Path) -> list[dict[str, float]]:
@@ -109,15 +145,29 @@ def summary(rows: list[dict[str, float]]) -> dict[str, float]:
 
 
 def measure(program: str, rounds: int, hf_every: int, work: Path) -> dict[str, Any]:
+    kept = {"kept-alive": KeptAlive(program, work)}
+    try:
+        kept["kept-alive-spin"] = KeptAlive(program, work, spin=True)
+        return _measure(program, rounds, hf_every, work, kept)
+    finally:
+        for k in kept.values():
+            k.stop()
+
+
+def _measure(program: str, rounds: int, hf_every: int, work: Path,
+             kept: dict[str, KeptAlive]) -> dict[str, Any]:
     vs = variants(program, work)
-    rows: dict[str, list[dict[str, float]]] = {k: [] for k in [*vs, "sh-loop",
+    rows: dict[str, list[dict[str, float]]] = {k: [] for k in [*vs, *kept, "sh-loop",
                                                                  "hyperfine -N"]}
     rng = random.Random(0)
     loads = [os.getloadavg()[0]]
     for r in range(rounds):
-        names = list(vs)
+        names = [*vs, *kept]
         rng.shuffle(names)
         for name in names:
+            if name in kept:
+                rows[name].append(kept[name].sample())
+                continue
             raw = vs[name]()
             rows[name].append({"wall": raw.wall_s, "cpu": raw.user_s + raw.sys_s,
                                "minflt": float(raw.minflt)})
