@@ -18,6 +18,7 @@ cd "$here"
 PKGS=(
   build-essential
   dpkg-dev valgrind hyperfine bubblewrap python3-venv python3-dev
+  linux-perf   # bench/harness_trace.py: the scheduler's events around a short program's sample
   libc6-dbg   # the C library's symbols: counted runs name its internal functions (_int_malloc)
   sysbench
   autoconf automake tcl   # seed workloads: POV-Ray's prebuild.sh, SQLite's amalgamation (tclsh)

@@ -6,13 +6,15 @@ P1 overhead   per-sample wall that abibench's runner reports vs `hyperfine -N`, 
 P2 drift      two byte-identical binaries compared while a CPU hog starts halfway through: the
               ratio error of abibench's interleaved schedule (schedule.run_workload, its own
               round_order) vs a sequential one (all of A, then all of B).
+P4 the issue  an empty C program through `abibench run --binary ... --rounds 40` (its usual
+              settings) vs `hyperfine -N --runs 40`, batches interleaved: median and p10 ratios.
 P3 precision  wall time for abibench's adaptive schedule to reach a ±1% CI on the foundation
               workloads (ptrtree, nbody, stream; i386 vs x86_64) vs a PTS-like rule, and the
               precision each achieved.
 
 Run from the repository root:
 
-    .venv/bin/python bench/harness.py [--only P1,P2,P3] [--quick] [--out bench/out/harness.json]
+    .venv/bin/python bench/harness.py [--only P1,P2,P3,P4] [--quick] [--out bench/out/harness.json]
 
 Every number is measured while it runs; nothing is hard-coded. The JSON file holds every raw
 sample and every summary, plus the host context and a measure of the CPU time that processes
@@ -63,6 +65,7 @@ from harness_common import (
     sample_once,
 )
 from harness_p3 import part_p3, show_p3
+from harness_p4 import part_p4, show_p4
 from rich.table import Table
 
 from abibench import __version__, stats
@@ -394,7 +397,7 @@ def show_p2(res: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    ap.add_argument("--only", default="P1,P2,P3", help="comma-separated parts (P1,P2,P3)")
+    ap.add_argument("--only", default="P1,P2,P3,P4", help="comma-separated parts (P1,P2,P3,P4)")
     ap.add_argument("--quick", action="store_true", help="small sizes: about 1-2 minutes in all")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "harness.json")
     ap.add_argument("--busy", type=int, default=0,
@@ -403,13 +406,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="P2: fraction of the schedule after which the hog starts (default 0.5)")
     args = ap.parse_args(argv)
     parts = [p.strip().upper() for p in args.only.split(",") if p.strip()]
-    bad = [p for p in parts if p not in ("P1", "P2", "P3")]
+    bad = [p for p in parts if p not in ("P1", "P2", "P3", "P4")]
     if bad or not parts:
-        ap.error(f"--only takes P1, P2, P3; got {args.only!r}")
+        ap.error(f"--only takes P1, P2, P3, P4; got {args.only!r}")
     if not 0.0 < args.hog_at < 1.0:
         ap.error("--hog-at must be between 0 and 1")
-    if shutil.which("hyperfine") is None and "P1" in parts:
-        ap.error("P1 needs hyperfine: apt-get install hyperfine")
+    if shutil.which("hyperfine") is None and ("P1" in parts or "P4" in parts):
+        ap.error("P1 and P4 need hyperfine: apt-get install hyperfine")
     sz = QUICK if args.quick else FULL
     ctx = host.capture()
     warnings = host.context_warnings(ctx)
@@ -437,15 +440,17 @@ def main(argv: list[str] | None = None) -> int:
                 res = part_p1(sz, launch, tmp, args.busy)
             elif part == "P2":
                 res = part_p2(sz, launch, tmp, args.hog_at)
-            else:
+            elif part == "P3":
                 res = part_p3(sz, launch, tmp)
+            else:
+                res = part_p4(sz.p4_batches, sz.p4_rounds, tmp)
             res["part_elapsed_s"] = time.monotonic() - t0
             doc["parts"][part] = res
             # Written after every part, so a crash later keeps what was measured.
             doc["elapsed_s"] = time.monotonic() - t_all
             args.out.write_text(json.dumps(clean(doc), indent=1))
             console.print()
-            {"P1": show_p1, "P2": show_p2, "P3": show_p3}[part](res)
+            {"P1": show_p1, "P2": show_p2, "P3": show_p3, "P4": show_p4}[part](res)
             console.print(f"{part} took {res['part_elapsed_s']:.0f} s")
     doc["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
     doc["elapsed_s"] = time.monotonic() - t_all

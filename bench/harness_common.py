@@ -57,13 +57,15 @@ class Sizes:
     p3_pts_runs: int = 3
     p3_pts_max_factor: int = 4
     p3_pts_threshold: float = 0.035
+    p4_batches: int = 6  # P4: interleaved batch pairs (abibench run, hyperfine)
+    p4_rounds: int = 40  # P4: rounds of each `abibench run` = hyperfine's --runs
 
 
 QUICK = Sizes(p1_batches=3, p1_k=10, p1_spin_s=0.05, p2_spin_s=0.04, p2_rounds=12, p2_reps=1,
               p2_hogs=2,
               p3_params={"ptrtree": {"nodes": "100000"}, "nbody": {"steps": "1000000"},
                          "stream": {"elements": "2000000", "times": "10"}},
-              p3_min_rounds=5, p3_max_rounds=30, p3_max_time_s=10.0)
+              p3_min_rounds=5, p3_max_rounds=30, p3_max_time_s=10.0, p4_batches=2)
 FULL = Sizes(p1_batches=10, p1_k=30, p1_spin_s=0.05, p2_spin_s=0.15, p2_rounds=30, p2_reps=3,
              p2_hogs=2, p3_params={}, p3_min_rounds=5, p3_max_rounds=100, p3_max_time_s=300.0)
 

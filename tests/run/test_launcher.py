@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from abibench.errors import HostError
+from abibench.run import launcher as launcher_mod
 from abibench.run.launcher import PARENT_ENV, launcher, parse_result_line, run_sample
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -164,6 +166,22 @@ def test_a_kill_while_the_guard_starts_leaves_nothing_waiting(
         assert not guard.is_alive() and guard.daemon
     finally:
         guard.cancel()  # a failure here must not keep pytest waiting for it at exit
+
+
+def test_the_guard_ends_a_launcher_gone_wrong(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The guard is started before the launcher (so no thread start of ours runs beside the
+    sample): it must still find the launcher it guards, and end it when the launcher itself
+    overruns the sample's timeout."""
+    hung = tmp_path / "hung-launcher"
+    hung.write_text("#!/bin/sh\nexec sleep 60\n")
+    hung.chmod(0o755)
+    monkeypatch.setattr(launcher_mod, "GUARD_MARGIN_S", 0.2)
+    t0 = time.monotonic()
+    with pytest.raises(HostError, match="launcher failed"):
+        run_sample(["/bin/true"], cwd=tmp_path, env=dict(os.environ), timeout_s=0.1,
+                   launch=hung)
+    assert time.monotonic() - t0 < 30
 
 
 def test_stderr_merged_into_stdout_in_order(tmp_path: Path, launch: Path) -> None:

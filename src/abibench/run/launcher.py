@@ -39,6 +39,7 @@ STDOUT_PARSE_LIMIT = 16 * 1024 * 1024  # metrics are parsed from at most this mu
 # The PID the launcher must find as its parent; it removes the variable before the program runs.
 PARENT_ENV = "ABIBENCH_LAUNCH_PARENT"
 GUARD_GRACE_S = 10.0  # a launcher that ignores SIGTERM this long is killed
+GUARD_MARGIN_S = 60.0  # the guard acts this long after the sample's own timeout
 STOP_READY_S = 5.0  # how long a stop waits for a just-started launcher to block SIGUSR1
 # A sample alone also starts its program through the gate (run_together); False only to
 # measure what that changes (bench/harness.py P1).
@@ -262,6 +263,17 @@ class _Launched:
         cmd = [str(launch), *job.how.options(), *gate_opt, *group_opt, str(self.result),
                str(int(job.timeout_s * job.how.repeat * 1000)),
                resolve_program(job.argv[0]), *job.argv[1:]]
+        # The launcher enforces the timeout; this guard only catches a launcher gone wrong. It is
+        # started before the launcher, so that once the launcher runs, nothing of this process's
+        # own set-up (a thread's start) is left to run beside the sample. Its cancel is
+        # registered first, and it is a daemon: a SIGTERM that lands while the thread starts
+        # (right after a sample was stored, when a polite kill tends to come) would otherwise
+        # leave it waiting out the timeout, and abibench with it.
+        self.guard = threading.Timer(job.timeout_s * job.how.repeat + GUARD_MARGIN_S,
+                                     self._guard)
+        self.guard.daemon = True
+        stack.callback(self.guard.cancel)
+        self.guard.start()
         try:
             # Only a regular file, opened without waiting (a FIFO) or following a link planted
             # since the path was checked: files.open_regular, again right before the sample.
@@ -286,15 +298,12 @@ class _Launched:
             stack.callback(self.sampler.stop)
         if job.stopper is not None:
             job.stopper.attach(self.proc)
-        # The launcher enforces the timeout; this guard only catches a launcher gone wrong.
-        # Its cancel is registered before it starts, and it is a daemon: a SIGTERM that lands
-        # while the thread starts (right after a sample was stored, when a polite kill tends
-        # to come) would otherwise leave it waiting out the timeout, and abibench with it.
-        self.guard = threading.Timer(job.timeout_s * job.how.repeat + 60, _guard, (self.proc,))
-        self.guard.daemon = True
-        stack.callback(self.guard.cancel)
-        self.guard.start()
         stack.callback(self._stop)
+
+    def _guard(self) -> None:
+        proc: subprocess.Popen[bytes] | None = getattr(self, "proc", None)
+        if proc is not None:
+            _guard(proc)
 
     def _stop(self) -> None:
         """On every way out: a launcher still running is told to stop and waited for."""
