@@ -11,15 +11,17 @@ daemon that detached) is counted nowhere. The figure travels on the test's repor
 
     pytest --cpu-durations=30                 the 30 dearest tests at the end
     pytest --cpu-json=out.json                every test: {nodeid: [cpu_s, wall_s]}
-    bench/gate_order.py out.json              (re)writes tests/gate_order.json from a record
+    bench/gate_order.py RECORD                (re)writes tests/gate_order.json from a record
 
-tests/gate_order.json, committed, is one such record: the scheduler (tests/conftest.py) sends
-the longest tests first so that the gate's tail packs; a test missing from it goes last.
+tests/gate_order.json, committed, holds the seconds each long test held its worker in a recorded
+whole gate: the scheduler (tests/conftest.py) sends the longest first so that the gate's tail
+packs; a test missing from it goes after them, in collection order.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import resource
 import time
 from collections.abc import Generator
@@ -126,20 +128,17 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def recorded_order(path: Path = ORDER_FILE) -> dict[str, float]:
-    """The committed record: each test's cost for ordering (the larger of its CPU and wall
-    seconds); an unreadable or missing file orders nothing (the gate runs in collection order)."""
+    """The committed record, {nodeid: seconds the test held its worker}; a row that is not a
+    finite number is left out, and an unreadable or missing file orders nothing (the gate then
+    runs in collection order)."""
     try:
         rows = json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
     if not isinstance(rows, dict):
         return {}
-    out: dict[str, float] = {}
-    for nodeid, row in rows.items():
-        if isinstance(row, list) and len(row) == 2 and all(
-                isinstance(v, int | float) and v == v and abs(v) != float("inf") for v in row):
-            out[str(nodeid)] = float(max(row))
-    return out
+    return {str(nodeid): float(v) for nodeid, v in rows.items()
+            if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)}
 
 
 def longest_first(units: list[tuple[str, list[str]]],

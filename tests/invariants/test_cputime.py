@@ -89,9 +89,13 @@ def test_longest_first_is_a_permutation_dearest_first_unrecorded_last_in_order(
 
 
 def test_the_committed_record_is_read_and_a_bad_one_orders_nothing(tmp_path: Path) -> None:
-    assert recorded_order(ORDER_FILE) == {
-        k: max(v) for k, v in json.loads(ORDER_FILE.read_text()).items()}
-    for text in ("not json", "[1, 2]", '{"a": "b"}', '{"a": [1]}', '{"a": [NaN, 1]}'):
+    committed = json.loads(ORDER_FILE.read_text())
+    assert committed and recorded_order(ORDER_FILE) == committed
+    assert all(isinstance(v, float) and v > 0 for v in committed.values())
+    for text in ("not json", "[1, 2]", '{"a": "b"}', '{"a": [1, 2]}', '{"a": NaN}',
+                 '{"a": true}', '{"a": Infinity}'):
         (tmp_path / "o.json").write_text(text)
         assert recorded_order(tmp_path / "o.json") == {}, text
+    (tmp_path / "o.json").write_text('{"a": 2, "b": "x", "c": 1.5}')
+    assert recorded_order(tmp_path / "o.json") == {"a": 2.0, "c": 1.5}
     assert recorded_order(tmp_path / "missing.json") == {}
