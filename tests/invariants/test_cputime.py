@@ -5,6 +5,7 @@ the scheduler takes from the committed record."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ..cputime import ORDER_FILE, longest_first, recorded_order
+from ..cputime import ORDER_ENV, ORDER_FILE, longest_first, recorded_order
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -99,3 +100,25 @@ def test_the_committed_record_is_read_and_a_bad_one_orders_nothing(tmp_path: Pat
     (tmp_path / "o.json").write_text('{"a": 2, "b": "x", "c": 1.5}')
     assert recorded_order(tmp_path / "o.json") == {"a": 2.0, "c": 1.5}
     assert recorded_order(tmp_path / "missing.json") == {}
+
+
+def test_the_gate_runs_the_recorded_longest_tests_first_and_the_rest_in_collection_order(
+        tmp_path: Path) -> None:
+    """The scheduler itself (tests/conftest.py): one worker runs the units in queue order."""
+    target = "tests/test_text.py"
+    listed = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+         target], cwd=REPO, capture_output=True, text=True, timeout=300, check=False).stdout
+    ids = [ln for ln in listed.splitlines() if ln.startswith(target + "::")]
+    assert len(ids) >= 4, listed
+    first, second = ids[-1], ids[len(ids) // 2]
+    order = tmp_path / "order.json"
+    order.write_text(json.dumps({first: 30.0, second: 7.5, "tests/gone.py::test_x": 99.0}))
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-v", "-n", "1", "--dist", "load", "-p",
+         "no:cacheprovider", target], cwd=REPO, capture_output=True, text=True, timeout=600,
+        check=False, env={**os.environ, ORDER_ENV: str(order)})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    ran = [ln.split(" PASSED ", 1)[1].strip() for ln in done.stdout.splitlines()
+           if " PASSED " in ln and ln.startswith("[gw0]")]
+    assert ran == [first, second, *(i for i in ids if i not in (first, second))], ran
