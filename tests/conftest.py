@@ -44,6 +44,9 @@ __all__ = ["HOSTILE", "HOSTILE_SHOWN", "SAMPLE_DEFAULTS", "Mounts", "partial_doc
 
 TESTS = Path(__file__).parent
 
+# CPU seconds per test (--cpu-durations, --cpu-json) and the recorded longest-first order.
+pytest_plugins = ("tests.cputime",)
+
 Cli = Callable[..., subprocess.CompletedProcess[str]]
 
 
@@ -180,15 +183,30 @@ def one_worker() -> tuple[dict[str, str], Callable[[str], str | None]]:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """pytest-xdist's load scheduling, but each group's tests as one unit. (Its own loadgroup
-    mode reads xdist_group marks by renaming test ids, which pytest 9 no longer allows.)"""
+    """pytest-xdist's load scheduling, but each group's tests as one unit, and the units in
+    the recorded longest-first order. (Its own loadgroup mode reads xdist_group marks by
+    renaming test ids, which pytest 9 no longer allows.)"""
     if config.getvalue("dist") not in ("load", "loadgroup"):
         return None
     from xdist.scheduler import LoadScopeScheduling
 
+    from .cputime import longest_first, recorded_order
+
     class Grouped(LoadScopeScheduling):  # type: ignore[misc]  # untyped base
+        ordered = False
+
         def _split_scope(self, nodeid: str) -> str:
             return one_worker_group(nodeid) or nodeid
+
+        def _assign_work_unit(self, node: Any) -> None:
+            # The first assignment sees the whole queue: longest first (tests/gate_order.json),
+            # so the long tests do not start last and hold the gate while the others idle.
+            if not self.ordered:
+                self.ordered = True
+                units = longest_first(list(self.workqueue.items()), recorded_order())
+                self.workqueue.clear()
+                self.workqueue.update(units)
+            super()._assign_work_unit(node)
 
     return Grouped(config, log)
 

@@ -25,7 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats as _sps
+
+from abibench.lazy import lazy_module
+
+_sps = lazy_module("scipy.stats")
 
 FloatArray = npt.NDArray[np.float64]
 TRIM = 0.2

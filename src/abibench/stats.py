@@ -34,7 +34,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as _sps
+
+from abibench.lazy import lazy_module
 
 from . import estimators
 from .numeric import (
@@ -50,6 +51,8 @@ from .numeric import (
 )
 from .records import Better
 from .suitestats import GeoMean, geomean_ratio, holm
+
+_sps = lazy_module("scipy.stats")
 
 # Re-exported: the checked arrays are in numeric.py, the suite's statistics in suitestats.py.
 __all__ = ["FloatArray", "GeoMean", "IntArray", "geomean_ratio", "holm", "median"]

@@ -8,10 +8,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as _sps
+
+from abibench.lazy import lazy_module
 
 from .numeric import FloatArray, _as_array, _check_confidence, _positive
 from .records import Better
+
+_sps = lazy_module("scipy.stats")
 
 # --------------------------------------------------------------------------- multiple testing
 

@@ -14,11 +14,14 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats as sps
+
+from abibench.lazy import lazy_module
 
 from .. import stats
 from ..axes import axes_of
 from ..records import RunDoc, pick_reference
+
+sps = lazy_module("scipy.stats")
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
+
+from abibench.lazy import lazy_module
+
+sps = lazy_module("scipy.stats")
 
 # Ties between a reordering's statistic and the observed one are decided with this slack, so
 # that adding a constant to every value (which moves the means by a rounding error) cannot

@@ -20,10 +20,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import scipy.stats as _sps
+from abibench.lazy import lazy_module
 
 from ..records import Sample
 from .shape import Shape
+
+_sps = lazy_module("scipy.stats")
 
 EXPLAINS = 0.25  # a load that explains this share of a target's variance is named as a source
 SIGNIFICANT = 0.01  # ... if the fit is this unlikely by chance (a t test of the correlation)

@@ -7,10 +7,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy import stats as _sps
+from abibench.lazy import lazy_module
 
 from .. import stats
 from ..records import Sample, pair_by_round
+
+_sps = lazy_module("scipy.stats")
 
 
 @dataclass(frozen=True)

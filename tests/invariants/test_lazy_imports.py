@@ -1,0 +1,76 @@
+"""scipy.stats is imported on first use (abibench.lazy), never at start-up: it costs about a
+second of CPU, more than the rest of abibench, and a command that computes no statistic (export,
+runs, --help, a refusal of bad input) must not pay it. The family: a module that imports a costly
+library at its top. Every module of the package is checked, by its source and by importing it."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import abibench
+
+PACKAGE = Path(abibench.__file__).resolve().parent
+# Costly to import and needed only to compute: taken through abibench.lazy.lazy_module.
+ON_FIRST_USE = ("scipy",)
+
+
+def _sources() -> list[Path]:
+    return [p for p in sorted(PACKAGE.rglob("*.py")) if "profiles" not in p.parts]
+
+
+def _top_level_imports(tree: ast.Module) -> list[str]:
+    """Modules imported where the module's own code runs at import (not inside a function)."""
+    out: list[str] = []
+
+    def walk(nodes: list[ast.stmt]) -> None:
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                out.extend(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                out.append(node.module)
+            elif isinstance(node, ast.If | ast.Try | ast.With | ast.ClassDef):
+                for field in ("body", "orelse", "finalbody", "handlers"):
+                    for child in getattr(node, field, []):
+                        walk(child.body if isinstance(child, ast.ExceptHandler) else [child])
+
+    walk(tree.body)
+    return out
+
+
+def test_no_module_imports_a_costly_library_at_its_top() -> None:
+    bad = []
+    for path in _sources():
+        for name in _top_level_imports(ast.parse(path.read_text())):
+            if name.split(".")[0] in ON_FIRST_USE:
+                bad.append(f"{path.relative_to(PACKAGE)}: import {name} (use abibench.lazy)")
+    assert bad == [], "\n".join(bad)
+
+
+def test_importing_every_module_leaves_scipy_unloaded_until_a_statistic_is_computed() -> None:
+    names = []
+    for path in _sources():
+        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__main__":
+            continue
+        if parts[-1] == "__init__":
+            parts.pop()
+        names.append(".".join(parts))
+    code = (
+        "import importlib, sys\n"
+        f"for name in {names!r}:\n    importlib.import_module(name)\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in "
+        f"{ON_FIRST_USE!r})\n"
+        "assert not loaded, loaded\n"
+        "from abibench import stats\n"
+        "from abibench import estimators\n"
+        "assert 'scipy.stats' not in sys.modules\n"
+        "q = estimators._sps.t.ppf(0.975, 10)\n"
+        "assert 'scipy.stats' in sys.modules and abs(q - 2.228138851986274) < 1e-12, q\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(names) > 100
