@@ -196,3 +196,14 @@ def test_a_hostile_system_import_stores_nothing(cli: Cli, tmp_path: Path, db_row
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "$.system_boots[1].phases.idle.processes[0].comm" in done.stderr, done.stderr
     assert db_rows(db, "SELECT COUNT(*) FROM runs") in ([], [(0,)])
+
+
+def test_the_site_lists_a_system_run_and_links_its_section(cli: Cli, tmp_path: Path) -> None:
+    db, site = str(tmp_path / "a.sqlite"), tmp_path / "site"
+    _store_run(db, BOOTS)
+    done = cli("--db", db, "site", str(site))
+    assert done.returncode == 0, done.stderr
+    index = (site / "index.html").read_text()
+    assert "system server (4 boots)" in index
+    pages = [p.read_text() for p in site.rglob("*.html") if p.name != "index.html"]
+    assert any("System server" in p and "<svg" in p for p in pages)
