@@ -207,3 +207,20 @@ def test_the_site_lists_a_system_run_and_links_its_section(cli: Cli, tmp_path: P
     assert "system server (4 boots)" in index
     pages = [p.read_text() for p in site.rglob("*.html") if p.name != "index.html"]
     assert any("System server" in p and "<svg" in p for p in pages)
+
+
+def test_resume_is_refused_for_what_it_cannot_resume(cli: Cli, tmp_path: Path,
+                                                      make_doc: Callable[..., Any]) -> None:
+    db = str(tmp_path / "a.sqlite")
+    run_id = _store_run(db, BOOTS)
+    programs = tmp_path / "programs.json"
+    programs.write_text(json.dumps(make_doc()))
+    assert cli("--db", db, "import", str(programs)).returncode == 0
+    other = next(line.split()[0] for line in cli("--db", db, "runs").stdout.splitlines()
+                 if "samples" in line)
+    for ref, system, words in ((run_id, "server", "is complete: nothing to resume"),
+                               (run_id, "minimal", "is not a system run of minimal"),
+                               (other, "server", "is not a system run of server")):
+        done = cli("--db", db, "system", "run", system, "--resume", ref)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert words in done.stderr, done.stderr
