@@ -241,3 +241,33 @@ def test_what_no_system_run_can_do_is_refused_in_one_line(cli: Any, args: list[s
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("abibench: error: ")
     assert words in done.stderr
+
+
+_MAPS = st.lists(st.tuples(st.sampled_from([b"[heap]", b"[anon]", b"[anon 131072 kB]",
+                                            b"/usr/sbin/mariadbd"]) | st.binary(max_size=40),
+                           *(st.integers(0, 10**9) for _ in range(5))), max_size=10)
+
+
+@settings(max_examples=40, deadline=None)
+@given(_MAPS, st.integers(1, 500))
+def test_a_big_processs_mappings_read_back_and_sum_per_name(
+        maps: list[tuple[bytes, int, int, int, int, int]], threads: int) -> None:
+    # native/sysreport.c's breakdown: "G" frames per mapping name, "T" the thread count.
+    frames = [f"ABIBENCH-SYS 1 BEGIN {b'6.1'.hex()} {b'i686'.hex()}", "Y idle 72756e6e696e67",
+              "S idle 1000", "M idle MemTotal 1000", "M idle MemAvailable 10",
+              f"P idle 300 {10**6} {10**6} {b'mariadbd'.hex()} {b'/m.service'.hex()}"]
+    frames += [f"G idle 300 {name.hex() or '-'} " + " ".join(map(str, nums))
+               for name, *nums in maps]
+    frames += [f"T idle 300 {threads}", f"ABIBENCH-SYS 1 END {len(frames) + 1}"]
+    rep = parse_sysreport(b"".join(hashed(f) for f in frames))
+    assert rep.complete
+    ph = phase_record(rep.phases["idle"])
+    assert [(m.count, m.size_kb, m.rss_kb, m.pss_kb, m.anon_kb) for m in ph.mappings] == \
+        [tuple(nums) for _, *nums in maps]
+    assert ph.threads == {"300": threads}
+    boot = boot_record(0, SysBoot(Combination("amd64", "i386"), rep, 1.0, "powered off", ""))
+    r = combo_result([boot], Combination("amd64", "i386"), "idle")
+    total = sum(nums[3] for _, *nums in maps) / 1024
+    assert sum(e.median for e in r.breakdown.values()) == pytest.approx(
+        total, abs=0.5 * (len(maps) + 1))  # names below 0.5 MiB are not listed
+    assert r.threads["mariadbd"].median == threads
