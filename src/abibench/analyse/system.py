@@ -115,14 +115,34 @@ def combo_of(b: SystemBoot) -> Combination:
     return Combination(b.kernel, b.userspace)
 
 
+BIG_ANON = "anonymous mappings of 8 MiB or more"
+LARGEST_ANON = "the largest anonymous mapping"
+
+
+def mapping_kind(name: str) -> str:
+    """A mapping's kind, stable from boot to boot (the kernel merges neighbouring anonymous
+    mappings, so their sizes, which name them in the report, are not)."""
+    if name.startswith("[anon "):
+        return BIG_ANON
+    if name == "[anon]":
+        return "smaller anonymous mappings"
+    if name.startswith("/"):
+        return "mapped files"
+    return name  # [heap], [stack], [vdso], ...
+
+
 def _breakdown(ph: SystemPhase) -> tuple[dict[str, float], dict[str, float]]:
-    """A phase's big processes: PSS (MiB) per "comm: mapping", and threads per comm."""
+    """A phase's big processes: PSS (MiB) per "comm: kind of mapping" and of each one's
+    largest anonymous mapping; threads per comm."""
     comm = {p.pid: p.comm for p in system_processes(ph)}
     pss: dict[str, float] = {}
     for m in ph.mappings:
         if m.pid in comm:
-            key = f"{comm[m.pid]}: {m.name}"
+            key = f"{comm[m.pid]}: {mapping_kind(m.name)}"
             pss[key] = pss.get(key, 0.0) + m.pss_kb / 1024
+            if m.name.startswith("[anon "):
+                top = f"{comm[m.pid]}: {LARGEST_ANON}"
+                pss[top] = max(pss.get(top, 0.0), m.pss_kb / 1024)
     threads = {comm[int(pid)]: float(n) for pid, n in ph.threads.items()
                if pid.isdigit() and int(pid) in comm}
     return pss, threads
