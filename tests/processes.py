@@ -18,6 +18,21 @@ def alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
 
 
+def ours(marker: str, program: str = "") -> list[int]:
+    """PIDs of processes whose command line names `marker` (a test's temp directory) and
+    `program`."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                line = (d / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if marker.encode() in line and program.encode() in line:
+                found.append(int(d.name))
+    return found
+
+
 def wait_until(cond: Callable[[], bool], deadline_s: float) -> bool:
     end = time.monotonic() + deadline_s
     while not cond():

@@ -16,7 +16,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from abibench.analyse.system import analyse, combo_result, compare, figures, units
+from abibench.analyse.system import (
+    LARGEST_ANON,
+    analyse,
+    combo_result,
+    compare,
+    figures,
+    units,
+)
 from abibench.errors import ProfileError
 from abibench.obtain.apt import PackageError
 from abibench.obtain.sysimage import archive_uri
@@ -26,12 +33,13 @@ from abibench.run.sysboot import (
     X86,
     Combination,
     SysBoot,
-    SystemRun,
     boot_order,
     parse_combinations,
     parse_sysreport,
 )
+from abibench.run.sysrecord import boot_record, phase_record, system_config
 from abibench.run.vm import fnv1a
+from abibench.sysrecords import SystemBoot, SystemConfig
 from abibench.workloads.system import load_system, parse_system
 
 # ------------------------------------------------------------------------------ report frames
@@ -72,7 +80,7 @@ def test_every_figure_reads_back_exactly(meminfo: dict[str, int],
     assert ph.meminfo == meminfo and ph.uptime_s == 61.234 and ph.state == "running"
     assert [(p.pid, p.pss_kb, p.rss_kb) for p in ph.processes] == [p[:3] for p in procs]
     assert sum(ph.kernel_image.values()) == sum(image)
-    got = figures(ph)
+    got = figures(phase_record(ph))
     assert all(math.isfinite(v) and v >= 0 for v in got.values())
     if procs:
         assert got["userspace"] == pytest.approx(sum(p[1] for p in procs) / 1024)
@@ -184,26 +192,26 @@ def test_combinations_and_their_order() -> None:
 # ---------------------------------------------------------------------------- analysis, report
 
 
-def _run(used: dict[Combination, list[int]]) -> SystemRun:
-    boots = []
+def _run(used: dict[Combination, list[int]]) -> tuple[SystemConfig, list[SystemBoot]]:
+    boots: list[SystemBoot] = []
     for combo, values in used.items():
         for v in values:
             rep = parse_sysreport(report_bytes(
                 {"MemTotal": 1_000_000, "MemAvailable": 1_000_000 - v, "Slab": 20000,
                  "PageTables": 1000, "KernelStack": 1500, "Cached": 30000, "Buffers": 1000},
                 [(1, v // 2, v, b"systemd", b"/init.scope")], [1 << 20]))
-            boots.append(SysBoot(combo, rep, 100.0, "powered off", ""))
-    return SystemRun(load_system("minimal"), {}, {}, tuple(boots))
+            boots.append(boot_record(len(boots), SysBoot(combo, rep, 100.0, "powered off", "")))
+    return system_config(load_system("minimal"), tuple(used), 3, 0, {}, {}), boots
 
 
 def test_a_clear_difference_is_a_verdict_with_its_interval() -> None:
     a, b = X86[2], X86[1]
-    run = _run({b: [60000, 61000, 60500], a: [95000, 96000, 95500]})
-    cmp = compare(combo_result(run, a, "idle"), combo_result(run, b, "idle"))
+    config, boots = _run({b: [60000, 61000, 60500], a: [95000, 96000, 95500]})
+    cmp = compare(combo_result(boots, a, "idle"), combo_result(boots, b, "idle"))
     assert cmp is not None and cmp.significant and 55 < cmp.percent < 60
     assert cmp.low < cmp.percent < cmp.high
     assert cmp.sentence.startswith("the amd64 kernel + x86_64 system uses 58% more memory")
-    result = analyse(run, [b, a])
+    result = analyse(config, boots)
     text = "\n".join(shown.text_lines(result))
     assert "someone else's hardware: Raspberry Pi 400" in text and "103 vs 196 MB" in text
     assert "<svg" in shown.to_html(result) and "| amd64 kernel + i386 |" in shown.to_markdown(
@@ -216,15 +224,14 @@ def test_the_harness_and_the_load_driver_are_not_the_system() -> None:
         {"MemTotal": 1000, "MemAvailable": 400},
         [(1, 2048, 4096, b"systemd", b"/init.scope"),
          (90, 1024, 2048, b"curl", b"/system.slice/abibench-report.service")], []))
-    ph = rep.phases["idle"]
+    ph = phase_record(rep.phases["idle"])
     assert figures(ph)["userspace"] == 2.0 and "abibench-report.service" not in units(ph)
 
 
 def test_a_boot_that_reported_nothing_is_a_problem_not_a_zero() -> None:
-    run = _run({X86[1]: [60000, 61000]})
-    bad = SysBoot(X86[1], None, 900.0, "deadline of 900 s", "Kernel panic")
-    run = SystemRun(run.profile, {}, {}, (*run.boots, bad))
-    result = analyse(run, [X86[1]])
+    config, boots = _run({X86[1]: [60000, 61000]})
+    bad = boot_record(2, SysBoot(X86[1], None, 900.0, "deadline of 900 s", "Kernel panic"))
+    result = analyse(config, [*boots, bad])
     r = result.results[0]
     assert (r.boots, r.ok) == (3, 2) and min(r.used) > 0
     assert any("deadline of 900 s" in p for p in result.problems)
@@ -241,3 +248,34 @@ def test_what_no_system_run_can_do_is_refused_in_one_line(cli: Any, args: list[s
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("abibench: error: ")
     assert words in done.stderr
+
+
+_MAPS = st.lists(st.tuples(st.sampled_from([b"[heap]", b"[anon]", b"[anon 131072 kB]",
+                                            b"/usr/sbin/mariadbd"]) | st.binary(max_size=40),
+                           *(st.integers(0, 10**9) for _ in range(5))), max_size=10)
+
+
+@settings(max_examples=40, deadline=None)
+@given(_MAPS, st.integers(1, 500))
+def test_a_big_processs_mappings_read_back_and_sum_per_name(
+        maps: list[tuple[bytes, int, int, int, int, int]], threads: int) -> None:
+    # native/sysreport.c's breakdown: "G" frames per mapping name, "T" the thread count.
+    frames = [f"ABIBENCH-SYS 1 BEGIN {b'6.1'.hex()} {b'i686'.hex()}", "Y idle 72756e6e696e67",
+              "S idle 1000", "M idle MemTotal 1000", "M idle MemAvailable 10",
+              f"P idle 300 {10**6} {10**6} {b'mariadbd'.hex()} {b'/m.service'.hex()}"]
+    frames += [f"G idle 300 {name.hex() or '-'} " + " ".join(map(str, nums))
+               for name, *nums in maps]
+    frames += [f"T idle 300 {threads}", f"ABIBENCH-SYS 1 END {len(frames) + 1}"]
+    rep = parse_sysreport(b"".join(hashed(f) for f in frames))
+    assert rep.complete
+    ph = phase_record(rep.phases["idle"])
+    assert [(m.count, m.size_kb, m.rss_kb, m.pss_kb, m.anon_kb) for m in ph.mappings] == \
+        [tuple(nums) for _, *nums in maps]
+    assert ph.threads == {"300": threads}
+    boot = boot_record(0, SysBoot(Combination("amd64", "i386"), rep, 1.0, "powered off", ""))
+    r = combo_result([boot], Combination("amd64", "i386"), "idle")
+    total = sum(nums[3] for _, *nums in maps) / 1024
+    kinds = {k: e for k, e in r.breakdown.items() if LARGEST_ANON not in k}
+    assert sum(e.median for e in kinds.values()) == pytest.approx(
+        total, abs=0.5 * (len(maps) + 1))  # kinds below 0.5 MiB are not listed
+    assert r.threads["mariadbd"].median == threads

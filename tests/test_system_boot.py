@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -27,8 +26,8 @@ from abibench.obtain.syskernel import SystemKernel, system_kernel
 from abibench.run import sysboot
 from abibench.workloads.system import load_system, parse_system
 
-from .processes import alive
-from .test_vm import _ours
+from .processes import alive, interrupt_when, ours
+from .storetools import query_rows
 
 NEEDS = pytest.mark.needs_setup("qemu-system-x86", "mmdebstrap", "arch-test", root=True)
 CI_SYSTEM = """[system]
@@ -55,10 +54,10 @@ def test_the_smallest_system_boots_under_both_userspaces(cli_env: dict[str, str]
                                                          debian_cache: Path,
                                                          tmp_path: Path) -> None:
     env = _env(cli_env, debian_cache, tmp_path)
-    profile, out = tmp_path / "ci.toml", tmp_path / "sys.json"
+    profile, out, db = tmp_path / "ci.toml", tmp_path / "sys.json", tmp_path / "r.sqlite"
     profile.write_text(CI_SYSTEM)
-    done = subprocess.run([sys.executable, "-m", "abibench", "system", "run", str(profile),
-                           "--combo", "amd64:i386,amd64:x86_64", "--boots", "1",
+    done = subprocess.run([sys.executable, "-m", "abibench", "--db", str(db), "system", "run",
+                           str(profile), "--combo", "amd64:i386,amd64:x86_64", "--boots", "1",
                            "--json", str(out)],
                           capture_output=True, text=True, env=env, timeout=1800, check=False)
     doc = json.loads(out.read_text())
@@ -73,7 +72,20 @@ def test_the_smallest_system_boots_under_both_userspaces(cli_env: dict[str, str]
         assert "init.scope" in r["units"]
     assert done.returncode in (0, 1), done.stderr  # 1: a unit failed (problems listed)
     assert "emulation time" in done.stdout
-    assert _ours(str(tmp_path)) == [] and _left(tmp_path) == []
+    assert ours(str(tmp_path)) == [] and _left(tmp_path) == []
+    # Stored as each boot ended: listed, and its report from the store is the run's own.
+    listed = _cli(env, "--db", str(db), "runs").stdout
+    assert "complete    system run, 2 boots" in listed, listed
+    page = tmp_path / "sys.html"
+    assert _cli(env, "--db", str(db), "report", "latest", "--html", str(page)).returncode == 0
+    assert "<svg" in page.read_text() and "amd64 kernel + i386" in page.read_text()
+    again = json.loads(_cli(env, "--db", str(db), "report", "--json").stdout)
+    assert again["results"] == doc["results"]
+
+
+def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "abibench", *args], capture_output=True,
+                          text=True, env=env, timeout=120, check=False)
 
 
 @pytest.fixture(scope="module")
@@ -107,28 +119,29 @@ def test_a_boot_stopped_anywhere_or_never_reporting_leaves_nothing(
 
 
 @NEEDS
-def test_ctrl_c_during_a_boot_leaves_nothing(cli_env: dict[str, str], debian_cache: Path,
-                                             tmp_path: Path,
-                                             parts: tuple[SystemKernel,
-                                                          SystemImage]) -> None:
+def test_ctrl_c_keeps_the_boots_done_and_leaves_nothing(cli_env: dict[str, str],
+                                                       debian_cache: Path, tmp_path: Path,
+                                                       parts: tuple[SystemKernel,
+                                                                    SystemImage]) -> None:
     env = _env(cli_env, debian_cache, tmp_path)
-    profile = tmp_path / "ci.toml"
+    profile, db = tmp_path / "ci.toml", tmp_path / "r.sqlite"
     profile.write_text(CI_SYSTEM)
-    proc = subprocess.Popen([sys.executable, "-m", "abibench", "system", "run", str(profile),
-                             "--combo", "amd64:x86_64", "--boots", "1"], env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "abibench", "--db", str(db), "system", "run",
+                             str(profile), "--combo", "amd64:x86_64", "--boots", "2"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        qemu: list[int] = []
-        while not qemu and proc.poll() is None:  # polled, no fixed sleep
-            qemu = _ours(str(tmp_path / "t"), "qemu-system")
-            time.sleep(0.05)
-        assert qemu, proc.communicate()[1]
-        os.kill(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    qemu: list[int] = []
+
+    def second_boot() -> bool:  # one boot stored, the next one's qemu running
+        if query_rows(db, "SELECT COUNT(*) FROM system_boots") != [(1,)]:
+            return False
+        qemu[:] = ours(str(tmp_path / "t"), "qemu-system")
+        return bool(qemu)
+    err = interrupt_when(proc, second_boot, signal.SIGINT, "the second boot", deadline_s=900)
     assert proc.returncode == 130, err
     assert not any(alive(p) for p in qemu)
-    assert _ours(str(tmp_path)) == [] and _left(tmp_path) == []
+    assert ours(str(tmp_path)) == [] and _left(tmp_path) == []
+    listed = _cli(env, "--db", str(db), "runs").stdout
+    assert "interrupted system run, 1 boots" in listed, listed
+    shown = _cli(env, "--db", str(db), "report")
+    assert "amd64 kernel + x86_64 (idle; 1/1 boots reported)" in shown.stdout, shown.stdout
+    assert "1 of the run's 2 boots were not done" in shown.stdout

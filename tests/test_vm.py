@@ -29,7 +29,7 @@ from abibench.obtain import vmimage
 from abibench.obtain.vmimage import S_IFDIR, S_IFREG, Entry, Job, jobs_text, newc, parse_newc
 from abibench.run import vm
 from abibench.run.vm import GuestResult, ReportError, fnv1a, parse_report
-from tests.processes import alive
+from tests.processes import alive, interrupt_when, ours
 
 # --------------------------------------------------------------------------- the report frames
 
@@ -144,21 +144,6 @@ def test_a_label_that_could_break_a_frame_is_refused(label: str) -> None:
 # ------------------------------------------------------------------------------- a real guest
 
 
-def _ours(marker: str, program: str = "") -> list[int]:
-    """PIDs of processes whose command line names `marker` (this test's temp directory) and
-    `program`."""
-    found = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                line = (d / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if marker.encode() in line and program.encode() in line:
-                found.append(int(d.name))
-    return found
-
-
 def _vm_env(cli_env: dict[str, str], debian_cache: Path, tmp: Path) -> dict[str, str]:
     # The kernel .deb is content-keyed: the abibench cache shared by the Debian tests keeps it.
     (tmp / "t").mkdir()
@@ -191,7 +176,7 @@ def test_ptrtree_in_a_booted_guest(cli_env: dict[str, str], debian_cache: Path,
     assert counts["i386"][0] > counts["x86_64"][0]  # 32-bit x86 pays for its 8 registers
     assert "instructions " in done.stdout and "user space" in done.stdout
     assert "emulated: measures QEMU" in done.stdout
-    assert _ours(str(tmp_path)) == []
+    assert ours(str(tmp_path)) == []
     assert list((tmp_path / "t").rglob("*vm*")) == []
 
 
@@ -202,22 +187,15 @@ def test_an_interrupted_boot_leaves_nothing(cli_env: dict[str, str], debian_cach
     proc = subprocess.Popen([sys.executable, "-m", "abibench", "vm", "run", "ptrtree",
                              "--abi", "x32", "--set", "nodes=20000"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        # Wait (by polling, no fixed sleep) until the guest's qemu runs, then interrupt.
-        qemu: list[int] = []
-        while not qemu and proc.poll() is None:
-            qemu = _ours(str(tmp_path / "t"), "qemu-system")
-            time.sleep(0.05)
-        assert qemu, proc.communicate()[1]
-        os.kill(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    qemu: list[int] = []
+
+    def booting() -> bool:  # the guest's qemu runs (polled, no fixed sleep)
+        qemu[:] = ours(str(tmp_path / "t"), "qemu-system")
+        return bool(qemu)
+    err = interrupt_when(proc, booting, signal.SIGINT, "the guest's qemu", deadline_s=600)
     assert proc.returncode == 130, err
     assert not any(alive(p) for p in qemu)
-    assert _ours(str(tmp_path)) == []
+    assert ours(str(tmp_path)) == []
     assert list((tmp_path / "t").rglob("*vm*")) == []
 
 
@@ -274,7 +252,7 @@ def test_a_guest_of_a_killed_abibench_is_stopped_by_the_next(cli_env: dict[str, 
     qemu: list[int] = []
     try:
         while not qemu and proc.poll() is None:
-            qemu = _ours(str(tmp_path / "t"), "qemu-system")
+            qemu = ours(str(tmp_path / "t"), "qemu-system")
             time.sleep(0.05)
         assert qemu
     finally:

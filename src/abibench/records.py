@@ -60,6 +60,7 @@ from .metrics import (
     recorded_builtins,
 )
 from .provenance import Artifact, HostContext, WorkloadMeta
+from .sysrecords import SystemBoot, SystemConfig, check_system
 
 # Re-exported: every stage names these from here (the records are split by concern into
 # metrics, labels, counts and provenance; this module stays the one place to import from).
@@ -341,6 +342,7 @@ class RunConfig:
     extra: JSONDict = field(default_factory=dict, metadata=rule(extra=True))
     present: tuple[str, ...] = field(default=("abis", "cflags", "cc", "provenance", "plan"),
                                      metadata=rule(present=True))
+    system: SystemConfig | None = None  # a system run's (abibench system run): sysrecords.py
 
     def to_dict(self) -> JSONDict:
         out: JSONDict = encode(self)
@@ -387,6 +389,7 @@ class RunDoc:
     statuses: tuple[TargetStatus, ...] = field(default=(), metadata=rule(name="target_status"))
     warnings: tuple[RunWarning, ...] = ()
     outcomes: dict[str, Outcome] = field(default_factory=dict, metadata=rule(keys="workload"))
+    system_boots: tuple[SystemBoot, ...] = ()  # a system run's boots, in the order booted
 
     @property
     def id(self) -> str:
@@ -525,6 +528,7 @@ def check_document(doc: RunDoc) -> None:
         if a.sizes and not a.files:
             raise Invalid("is missing or empty although sizes are given"
                           ).at(f".artifacts[{i}].files")
+    check_system(doc.run.config.system, doc.system_boots)
 
 
 def _check_not_shadowing(name: str, m: Metric, at: str) -> None:

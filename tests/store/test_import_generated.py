@@ -155,6 +155,24 @@ def consistent(doc: Doc) -> Doc:
     for a in doc.get("artifacts", []):
         if a.get("sizes") and not a.get("files"):
             a["files"] = ["f"]
+    return _consistent_system(doc)
+
+
+def _consistent_system(doc: Doc) -> Doc:
+    """A system run's boots (sysrecords.check_system): under the run's system configuration,
+    of the combinations it lists, in their order and each once, of the phases a guest has."""
+    boots = doc.get("system_boots") or []
+    system = doc["run"]["config"].get("system")
+    if boots and system is None:
+        doc["system_boots"] = []
+        return doc
+    for i, b in enumerate(boots):
+        b["index"] = i
+        b["phases"] = dict(zip(("idle", "load"), (b.get("phases") or {}).values(),
+                               strict=False))
+        combo = f"{b['kernel']}:{b['userspace']}"
+        if combo not in system["combinations"]:
+            system["combinations"].append(combo)
     return doc
 
 

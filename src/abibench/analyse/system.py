@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from ..run.sysboot import Combination, Phase, Process, SystemRun
+from ..records import RunDoc
+from ..run.sysboot import Combination
 from ..stats import median, median_ci, ratio_of
-from ..workloads.system import Published
+from ..sysrecords import SystemBoot, SystemConfig, SystemPhase, SystemProcess, SystemPublished
 
 FIGURES = ("used", "kernel", "image", "userspace", "cache")
 FIGURE_WORDS = {"used": "used (MemTotal - MemAvailable)",
@@ -37,11 +38,11 @@ EMULATED = "emulation time: QEMU's (TCG), not a machine's"
 HARNESS_UNIT = "abibench-report.service"
 
 
-def system_processes(ph: Phase) -> list[Process]:
+def system_processes(ph: SystemPhase) -> list[SystemProcess]:
     return [p for p in ph.processes if p.unit != HARNESS_UNIT]
 
 
-def figures(ph: Phase) -> dict[str, float]:
+def figures(ph: SystemPhase) -> dict[str, float]:
     """The phase's figures in MiB; a figure whose inputs the guest did not report is absent."""
     m = ph.meminfo
     out: dict[str, float] = {}
@@ -59,7 +60,7 @@ def figures(ph: Phase) -> dict[str, float]:
     return {k: v for k, v in out.items() if math.isfinite(v) and v >= 0}
 
 
-def units(ph: Phase) -> dict[str, float]:
+def units(ph: SystemPhase) -> dict[str, float]:
     """Userspace PSS per systemd unit (MiB)."""
     out: dict[str, float] = {}
     for p in system_processes(ph):
@@ -93,6 +94,9 @@ class ComboResult:
     units: dict[str, Estimate]
     used: tuple[float, ...]  # per ok boot, MiB: the comparisons' samples
     emulation_s: Estimate | None  # guest uptime when measured
+    # the biggest processes' memory by mapping: "comm: mapping" -> PSS MiB; and threads
+    breakdown: dict[str, Estimate] = field(default_factory=dict)
+    threads: dict[str, Estimate] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -107,20 +111,63 @@ class Comparison:
     sentence: str
 
 
-def combo_result(run: SystemRun, combo: Combination, phase: str) -> ComboResult:
-    mine = [b for b in run.boots if b.combination == combo]
-    phases = [b.report.phases[phase] for b in mine
-              if b.ok and b.report is not None and phase in b.report.phases]
+def combo_of(b: SystemBoot) -> Combination:
+    return Combination(b.kernel, b.userspace)
+
+
+BIG_ANON = "anonymous mappings of 8 MiB or more"
+LARGEST_ANON = "the largest anonymous mapping"
+
+
+def mapping_kind(name: str) -> str:
+    """A mapping's kind, stable from boot to boot (the kernel merges neighbouring anonymous
+    mappings, so their sizes, which name them in the report, are not)."""
+    if name.startswith("[anon "):
+        return BIG_ANON
+    if name == "[anon]":
+        return "smaller anonymous mappings"
+    if name.startswith("/"):
+        return "mapped files"
+    return name  # [heap], [stack], [vdso], ...
+
+
+def _breakdown(ph: SystemPhase) -> tuple[dict[str, float], dict[str, float]]:
+    """A phase's big processes: PSS (MiB) per "comm: kind of mapping" and of each one's
+    largest anonymous mapping; threads per comm."""
+    comm = {p.pid: p.comm for p in system_processes(ph)}
+    pss: dict[str, float] = {}
+    for m in ph.mappings:
+        if m.pid in comm:
+            key = f"{comm[m.pid]}: {mapping_kind(m.name)}"
+            pss[key] = pss.get(key, 0.0) + m.pss_kb / 1024
+            if m.name.startswith("[anon "):
+                top = f"{comm[m.pid]}: {LARGEST_ANON}"
+                pss[top] = max(pss.get(top, 0.0), m.pss_kb / 1024)
+    threads = {comm[int(pid)]: float(n) for pid, n in ph.threads.items()
+               if pid.isdigit() and int(pid) in comm}
+    return pss, threads
+
+
+def _estimates(per_boot: Sequence[dict[str, float]], floor: float = 0.0) -> dict[str, Estimate]:
+    names = sorted({k for d in per_boot for k in d})
+    out = {k: e for k in names
+           if (e := estimate([d.get(k, 0.0) for d in per_boot])) is not None}
+    return {k: e for k, e in out.items() if e.median >= floor}
+
+
+def combo_result(boots: Sequence[SystemBoot], combo: Combination, phase: str) -> ComboResult:
+    mine = [b for b in boots if combo_of(b) == combo]
+    phases = [b.phases[phase] for b in mine if b.ok and phase in b.phases]
     per_boot = [figures(p) for p in phases]
-    per_unit = [units(p) for p in phases]
-    names = sorted({u for d in per_unit for u in d})
     est = {f: e for f in FIGURES
            if (e := estimate([d[f] for d in per_boot if f in d])) is not None}
-    unit_est = {u: e for u in names
-                if (e := estimate([d.get(u, 0.0) for d in per_unit])) is not None}
+    parts = [_breakdown(p) for p in phases]
     return ComboResult(combo, phase, len(mine), len(phases), tuple(p.state for p in phases),
-                       est, unit_est, tuple(d["used"] for d in per_boot if "used" in d),
-                       estimate([p.uptime_s for p in phases]))
+                       est, _estimates([units(p) for p in phases]),
+                       tuple(d["used"] for d in per_boot if "used" in d),
+                       estimate([p.uptime_s for p in phases]),
+                       _estimates([pss for pss, _ in parts], floor=0.5),
+                       _estimates([t for _, t in parts]))
 
 
 def compare(a: ComboResult, b: ComboResult) -> Comparison | None:
@@ -149,13 +196,30 @@ class SystemAnalysis:
     kernels: dict[str, str]  # flavour -> "package version"
     results: tuple[ComboResult, ...]
     comparisons: tuple[Comparison, ...]
-    published: tuple[Published, ...]
+    published: tuple[SystemPublished, ...]
     problems: tuple[str, ...]
+    provenance: dict[str, str] = field(default_factory=dict)  # what else identifies the run
 
 
-def analyse(run: SystemRun, combos: Sequence[Combination]) -> SystemAnalysis:
-    phases = ["idle"] + (["load"] if run.profile.load else [])
-    results = [combo_result(run, c, ph) for ph in phases for c in combos]
+def _problems(boots: Sequence[SystemBoot], results: Sequence[ComboResult]) -> list[str]:
+    problems = [f"{combo_of(b).label}: boot {b.index + 1} {b.ended} after {b.seconds:.0f} s "
+                f"without a complete report{': ' + b.console_tail if b.console_tail else ''}"
+                for b in boots if not b.ok]
+    problems += [f"{combo_of(b).label}: the load exited {b.load_status}"
+                 + (" (killed at its time limit)" if b.load_status == 137 else "")
+                 for b in boots if b.load_status]
+    problems += [f"{r.combination.label}: the system was {s!r} when measured"
+                 for r in results for s in dict.fromkeys(r.states) if s not in ("running",)]
+    return problems
+
+
+def analyse(config: SystemConfig, boots: Sequence[SystemBoot],
+            missing: int = 0) -> SystemAnalysis:
+    """A system run's figures, intervals and verdicts; `missing`: boots the run asked for and
+    does not hold (interrupted), said as a problem."""
+    combos = [Combination(*c.split(":", 1)) for c in config.combinations if ":" in c]
+    phases = ["idle"] + (["load"] if config.load else [])
+    results = [combo_result(boots, c, ph) for ph in phases for c in combos]
     comparisons = []
     for ph in phases:
         mine = [r for r in results if r.phase == ph]
@@ -164,14 +228,23 @@ def analyse(run: SystemRun, combos: Sequence[Combination]) -> SystemAnalysis:
                 c = compare(a, b)
                 if c is not None:
                     comparisons.append(c)
-    problems = [f"{b.combination.label}: boot {i + 1} {b.ended} after {b.seconds:.0f} s "
-                f"without a complete report{': ' + b.console_tail if b.console_tail else ''}"
-                for i, b in enumerate(run.boots) if not b.ok]
-    problems += [f"{b.combination.label}: the load exited {b.report.load_status}"
-                 + (" (killed at its time limit)" if b.report.load_status == 137 else "")
-                 for b in run.boots if b.report is not None and b.report.load_status]
-    problems += [f"{r.combination.label}: the system was {s!r} when measured"
-                 for r in results for s in dict.fromkeys(r.states) if s not in ("running",)]
-    return SystemAnalysis(run.profile.id, run.profile.description, run.profile.memory_mb,
-                          {f: k.label() for f, k in run.kernels.items()}, tuple(results),
-                          tuple(comparisons), run.profile.published, tuple(problems))
+    problems = _problems(boots, results)
+    if missing > 0:
+        problems.append(f"{missing} of the run's {len(boots) + missing} boots were not done "
+                        "(the run was interrupted): `abibench system run --resume RUN` boots "
+                        "them")
+    provenance = {"release": config.release, "boots per combination": str(config.boots),
+                  "seed": str(config.seed), "settle": f"{config.settle_s} s",
+                  **{f"disk {arch}": key for arch, key in config.images.items()}}
+    return SystemAnalysis(config.profile, config.description, config.memory_mb,
+                          dict(config.kernels), tuple(results), tuple(comparisons),
+                          config.published, tuple(problems), provenance)
+
+
+def analyse_doc(doc: RunDoc) -> SystemAnalysis | None:
+    """A stored or imported system run's analysis; None for a run of programs."""
+    config = doc.run.config.system
+    if config is None:
+        return None
+    asked = config.boots * len(config.combinations)
+    return analyse(config, doc.system_boots, missing=max(asked - len(doc.system_boots), 0))

@@ -14,6 +14,7 @@ from .against import cmd_compare_against
 from .argtypes import Commands
 from .options import _against_options, _db_option, _deployment, _report_options
 from .printing import _print_terminal, _say
+from .system import report_system
 
 
 def add_parser(sub: Commands) -> None:
@@ -53,6 +54,9 @@ def cmd_report(args: argparse.Namespace, store: SqlStore | None) -> int:
         raise UsageError("compare needs two or more result sets: pass run ids (`abibench runs`)"
                          " or exported .json files")
     sets = load_sources(sources, store)
+    shown = report_system(args, sets)  # a system run has its own section, not samples
+    if shown is not None:
+        return shown
     rep = analysis.from_sets(sets, args.baseline, args.tag, _deployment(args))
     if args.json:
         from ..report.jsonout import chunks

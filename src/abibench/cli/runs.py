@@ -23,5 +23,7 @@ def cmd_runs(args: argparse.Namespace, store: SqlStore) -> int:
         _print_json([r.to_dict() for r in runs])
         return EXIT_OK
     for r in runs:
-        _say(f"{r.id}  {r.started}  {r.status:11s} {r.samples} samples")
+        what = (f"system run, {r.system_boots} boots" if r.system_boots and not r.samples
+                else f"{r.samples} samples")
+        _say(f"{r.id}  {r.started}  {r.status:11s} {what}")
     return EXIT_OK

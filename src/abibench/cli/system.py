@@ -1,54 +1,196 @@
-"""`abibench system run`: run/sysboot.py boots, analyse/system.py and report/system.py."""
+"""`abibench system run`: run/sysboot.py boots, stored as a run; analyse/system.py and
+report/system.py show it (here, and from the store in `abibench report RUN`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..errors import EXIT_OK, EXIT_WORKLOAD
+from .. import __version__
+from ..errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_WORKLOAD, UsageError
 from ..outputs import check_output, write_output
 from ..paths import cache_dir
+from ..records import ResultSet, Run, RunConfig, RunDoc, RunWarning
 from ..run.signals import signals_as_interrupt
+from ..store.open import db_ref, open_store
+from ..store.sql import SqlStore
 from .argtypes import Commands
+from .options import _db_option
 from .printing import _say
+
+if TYPE_CHECKING:
+    from ..obtain.sysimage import SystemImage
+    from ..obtain.syskernel import SystemKernel
+    from ..run.sysboot import Combination
+    from ..sysrecords import SystemConfig
+    from ..workloads.system import SystemProfile
+
+FORMATS = ("json", "html", "markdown")
 
 
 def add_parser(sub: Commands) -> None:
     sysp = sub.add_parser("system", help="whole Debian systems booted per kernel/userspace "
                           "combination (QEMU TCG): what each costs in memory; no speed")
     sys_run = sysp.add_subparsers(dest="system_command", required=True).add_parser(
-        "run", help="build SYSTEM's disks, boot every combination --boots times, measure memory")
+        "run", help="build SYSTEM's disks, boot every combination --boots times, measure memory; "
+        "each boot is stored as a run's the moment it ends")
     sys_run.add_argument("system", metavar="SYSTEM", help="minimal, server, or a .toml file")
     sys_run.add_argument("--boots", type=int, default=3, help="boots per combination")
     sys_run.add_argument("--combo", default=None, metavar="KERNEL:USERSPACE,...",
                          help="default: 686-pae:i386,amd64:i386,amd64:x86_64")
     sys_run.add_argument("--seed", type=int, default=0, help="of the boots' random order")
-    for fmt_ in ("json", "html", "markdown"):
+    sys_run.add_argument("--resume", default=None, metavar="RUN",
+                         help="boot what an interrupted system run of SYSTEM has not (its "
+                         "combinations, boots and seed are the run's own)")
+    for fmt_ in FORMATS:
         sys_run.add_argument(f"--{fmt_}", type=Path, default=None, metavar="PATH",
                              help=f"also write the system section as {fmt_.upper()} here")
+    _db_option(sys_run)
+
+
+def _texts(result: object) -> dict[str, str]:
+    from ..analyse.system import SystemAnalysis
+    from ..report import system as shown
+
+    assert isinstance(result, SystemAnalysis)
+    return {"json": json.dumps(shown.to_json(result), indent=1) + "\n",
+            "html": shown.to_html(result), "markdown": shown.to_markdown(result)}
+
+
+def report_system(args: argparse.Namespace, sets: Sequence[ResultSet]) -> int | None:
+    """`abibench report RUN` of a system run: its system section, in the formats asked (the
+    report options a system run has no use for, CSV of samples, are refused). None: no
+    system run among the sets, the ordinary report goes on."""
+    from ..analyse.system import analyse_doc
+    from ..report import system as shown
+
+    systems = [s for s in sets if s.doc.run.config.system is not None]
+    if not systems:
+        return None
+    if len(sets) > 1 or args.command != "report":
+        raise UsageError(f"{systems[0].source} is a system run (abibench system run): report "
+                         "it alone, `abibench report RUN`")
+    if getattr(args, "csv", None) or getattr(args, "samples_csv", None):
+        raise UsageError("a system run has no samples to write as CSV: use --json, --html or "
+                         "--markdown")
+    result = analyse_doc(systems[0].doc)
+    assert result is not None
+    texts = _texts(result)
+    if args.json:
+        sys.stdout.write(texts["json"])
+    for k in ("html", "markdown"):
+        path = getattr(args, k, None)
+        if path is not None:
+            write_output(path, texts[k], f"--{k}")
+            _say(f"{k}: {path}", sys.stderr)
+    if not (args.json or args.html or args.markdown):
+        _say(f"run {systems[0].doc.id} ({systems[0].doc.run.status})")
+        for line in shown.text_lines(result):
+            _say(line)
+    return EXIT_OK
+
+
+def _resumed(store: SqlStore, ref: str, profile_id: str) -> tuple[str, RunDoc, SystemConfig]:
+    """The run to resume, and its recorded system configuration; refused when it is no system
+    run, another system's, or running or complete (store.claim_run)."""
+    run_id = store.resolve_run(ref)
+    doc = store.load_run(run_id)
+    config = doc.run.config.system
+    if config is None or config.profile != profile_id:
+        raise UsageError(f"run {run_id} is not a system run of {profile_id}: resume it with "
+                         "the system it booted, or start a new run")
+    store.claim_run(run_id)
+    return run_id, doc, config
 
 
 def cmd_system(args: argparse.Namespace) -> int:
-    from ..analyse.system import analyse
+    from ..analyse.system import analyse_doc
     from ..report import system as shown
     from ..run import sysboot
+    from ..run.request import new_run_id
     from ..workloads.system import load_system
 
     profile = load_system(args.system)
-    combos = sysboot.parse_combinations(args.combo)
-    outs = {k: getattr(args, k) for k in ("json", "html", "markdown") if getattr(args, k)}
+    if args.boots < 1:
+        raise UsageError("--boots takes a positive number")
+    outs = {k: getattr(args, k) for k in FORMATS if getattr(args, k)}
     for k, path in outs.items():
         check_output(path, f"--{k}")  # refused before an hour of booting, not after
-    with signals_as_interrupt():
-        done = sysboot.measure(profile, combos, args.boots, cache_dir(), seed=args.seed,
-                               say=lambda line: _say(line, sys.stderr))
-    result = analyse(done, combos)
+    store = open_store(db_ref(args.db))
+    try:
+        if args.resume:
+            run_id, doc, cfg = _resumed(store, args.resume, profile.id)
+            plan = Plan(run_id, sysboot.parse_combinations(",".join(cfg.combinations)),
+                        cfg.boots, cfg.seed, frozenset(b.index for b in doc.system_boots),
+                        resumed=True)
+        else:
+            plan = Plan(new_run_id(), sysboot.parse_combinations(args.combo), args.boots,
+                        args.seed)
+        status = _boot_and_store(store, plan, profile)
+        result = analyse_doc(store.load_run(plan.run_id)) \
+            if plan.run_id in store.run_ids() else None
+    finally:
+        store.close()
+    if result is None:  # interrupted before the first boot: nothing was stored
+        return EXIT_INTERRUPTED
+    _say(f"run {plan.run_id} ({status}): abibench report {plan.run_id} --html FILE")
     for line in shown.text_lines(result):
         _say(line)
-    texts = {"json": lambda: json.dumps(shown.to_json(result), indent=1) + "\n",
-             "html": lambda: shown.to_html(result), "markdown": lambda: shown.to_markdown(result)}
+    texts = _texts(result)
     for k, path in outs.items():
-        write_output(path, texts[k](), f"--{k}")
+        write_output(path, texts[k], f"--{k}")
+    if status == "interrupted":
+        return EXIT_INTERRUPTED
     return EXIT_WORKLOAD if result.problems else EXIT_OK
+
+
+@dataclass(frozen=True)
+class Plan:
+    run_id: str
+    combos: tuple[Combination, ...]
+    boots: int
+    seed: int
+    done: frozenset[int] = frozenset()  # places in the boot order already stored
+    resumed: bool = False
+
+
+def _boot_and_store(store: SqlStore, plan: Plan, profile: SystemProfile) -> str:
+    """Boot, storing the run's configuration before the first boot and each boot as it ends;
+    the run ends complete, or interrupted (its boots kept) on Ctrl-C or a signal."""
+    from ..probe import host
+    from ..run import sysboot
+    from ..run.sysrecord import boot_record, system_config
+
+    def ready(kernels: dict[str, SystemKernel], images: dict[str, SystemImage]) -> None:
+        if plan.resumed:
+            return
+        cfg = system_config(profile, plan.combos, plan.boots, plan.seed, kernels, images)
+        started = datetime.now(UTC).isoformat(timespec="seconds")
+        store.create_run(Run(plan.run_id, started, None, "running", __version__,
+                             RunConfig(system=cfg)), host.capture())
+        store.add_warning(plan.run_id, RunWarning(
+            "emulated: whole systems under QEMU TCG; their times are QEMU's, only their "
+            "memory is the systems'"))
+
+    status = "interrupted"
+    try:
+        with signals_as_interrupt():
+            sysboot.measure(profile, plan.combos, plan.boots, cache_dir(), seed=plan.seed,
+                            say=lambda line: _say(line, sys.stderr), on_ready=ready,
+                            on_boot=lambda i, b: store.add_system_boot(plan.run_id,
+                                                                        boot_record(i, b)),
+                            done_before=plan.done)
+        status = "complete"
+    except KeyboardInterrupt:
+        _say("abibench: interrupted: the boots done are stored", sys.stderr)
+    finally:
+        if plan.run_id in store.run_ids():
+            store.finish_run(plan.run_id, datetime.now(UTC).isoformat(timespec="seconds"),
+                             status)
+    return status

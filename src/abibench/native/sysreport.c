@@ -10,6 +10,11 @@
  *   "M <phase> <meminfo key> <kB> <hash>"               every line of /proc/meminfo
  *   "K <phase> <iomem name hex> <bytes> <hash>"          the kernel image's ranges in /proc/iomem
  *   "P <phase> <pid> <pss kB> <rss kB> <comm hex> <cgroup hex> <hash>"   every user process
+ *   "G <phase> <pid> <mapping hex> <count> <size kB> <rss kB> <pss kB> <anonymous kB> <hash>"
+ *   "T <phase> <pid> <threads> <hash>"
+ *        for each process of at least BIG_PSS_KB: its /proc/PID/smaps summed per mapped file or
+ *        kind ([heap], [stack], [anon], ...; anonymous mappings of BIG_MAP_KB or more each on
+ *        its own, as "[anon N kB]"), and its thread count (see breakdown())
  *   "X <phase> <exit status of the load> <hash>"
  *   "ABIBENCH-SYS 1 END <number of frames before it> <hash>"
  * Phase "idle" is measured after the settling time; when /etc/abibench/load exists (a profile's
@@ -117,6 +122,92 @@ static long long field_kb(const char *text_, const char *key) {
     return p ? atoll(p + strlen(key)) : -1;
 }
 
+/* Where a big process's memory is (breakdown): its smaps mappings summed per name. */
+#define BIG_PSS_KB 16384
+#define BIG_MAP_KB 8192
+#define MAX_NAMES 128
+struct mapsum { char name[160]; long long count, size, rss, pss, anon; };
+
+static struct mapsum *mapsum_of(struct mapsum *t, int *n, const char *name) {
+    for (int i = 0; i < *n; i++) if (strcmp(t[i].name, name) == 0) return &t[i];
+    if (*n == MAX_NAMES) name = "[other]";  /* a full table folds the rest into one row */
+    for (int i = 0; i < *n; i++) if (strcmp(t[i].name, name) == 0) return &t[i];
+    if (*n == MAX_NAMES) return &t[MAX_NAMES - 1];
+    struct mapsum *m = &t[(*n)++];
+    memset(m, 0, sizeof *m);
+    snprintf(m->name, sizeof m->name, "%s", name);
+    return m;
+}
+
+/* A mapping's first smaps line ("5581c000-5581e000 r--p ..."), not one of its "Key: N kB". */
+static int is_header(const char *line) {
+    const char *p = line;
+    while (isxdigit((unsigned char)*p)) p++;
+    if (p == line || *p != '-') return 0;
+    const char *q = ++p;
+    while (isxdigit((unsigned char)*p)) p++;
+    return p > q && *p == ' ';
+}
+
+/* The name a mapping is summed under, from its smaps header line and size. */
+static void mapping_name(const char *header, long long size_kb, char *out, size_t cap) {
+    int pos = 0;
+    unsigned long long a, b;
+    if (sscanf(header, "%llx-%llx %*s %*s %*s %*s %n", &a, &b, &pos) < 2 || pos == 0 ||
+        header[pos] == 0 || header[pos] == '\n') {
+        if (size_kb >= BIG_MAP_KB) snprintf(out, cap, "[anon %lld kB]", size_kb);
+        else snprintf(out, cap, "[anon]");
+        return;
+    }
+    snprintf(out, cap, "%s", header + pos);
+    out[strcspn(out, "\n")] = 0;
+}
+
+/* A big process's memory by mapping (added for the server's MariaDB: heap, anonymous arenas,
+ * files); each number is the kernel's own smaps field, summed. */
+static void breakdown(const char *phase, const char *pid, long long pss_kb) {
+    static struct mapsum table[MAX_NAMES];
+    static char path[320], line[1024], header[1024], status[4096];
+    if (pss_kb < BIG_PSS_KB) return;
+    snprintf(path, sizeof path, "/proc/%s/smaps", pid);
+    FILE *f = fopen(path, "re");
+    if (!f) return;
+    int n = 0;
+    struct mapsum *cur = NULL;
+    while (fgets(line, sizeof line, f)) {
+        long long v;
+        if (is_header(line)) {
+            snprintf(header, sizeof header, "%s", line);
+            cur = NULL;
+            continue;
+        }
+        if (sscanf(line, "Size: %lld", &v) == 1) {
+            char name[160];
+            mapping_name(header, v, name, sizeof name);
+            cur = mapsum_of(table, &n, name);
+            cur->count++;
+            cur->size += v;
+        } else if (cur && sscanf(line, "Rss: %lld", &v) == 1) cur->rss += v;
+        else if (cur && sscanf(line, "Pss: %lld", &v) == 1) cur->pss += v;
+        else if (cur && sscanf(line, "Anonymous: %lld", &v) == 1) cur->anon += v;
+    }
+    fclose(f);
+    for (int i = 0; i < n; i++) {
+        fmt("G %s %s ", phase, pid);
+        hex(table[i].name, strlen(table[i].name));
+        fmt(" %lld %lld %lld %lld %lld", table[i].count, table[i].size, table[i].rss,
+            table[i].pss, table[i].anon);
+        end_frame();
+    }
+    snprintf(path, sizeof path, "/proc/%s/status", pid);
+    long long threads = slurp(path, status, sizeof status) > 0 ?
+        field_kb(status, "\nThreads:") : -1;
+    if (threads >= 0) {
+        fmt("T %s %s %lld", phase, pid, threads);
+        end_frame();
+    }
+}
+
 static void process(const char *phase, const char *pid) {
     static char path[320], rollup[4096], comm[64], cgroup[1024];
     snprintf(path, sizeof path, "/proc/%s/smaps_rollup", pid);
@@ -139,6 +230,7 @@ static void process(const char *phase, const char *pid) {
     put(' ');
     hex(cg, ng > 0 ? strlen(cg) : 0);
     end_frame();
+    breakdown(phase, pid, pss);
 }
 
 static void state(const char *phase) {

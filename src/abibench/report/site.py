@@ -21,6 +21,7 @@ from urllib.parse import quote
 from ..analyse import report as analysis
 from ..analyse.history import History
 from ..analyse.site import HostEntry, RunEntry, Site, Trend, build
+from ..analyse.system import analyse_doc
 from ..errors import UsageError
 from ..ids import id_problem
 from ..outputs import check_output, write_output
@@ -30,6 +31,7 @@ from . import html as run_html
 from .history import change_sentences, rows
 from .historyhtml import series_svg
 from .html import CSP, STYLE, Html, h, join
+from .system import to_html as system_html
 
 SITE_STYLE = STYLE + """
 header nav a{color:#fff;margin-right:14px}
@@ -111,6 +113,9 @@ def run_rows(here: str, names: Names, runs: Sequence[RunEntry]) -> list[list[obj
         wl = join([link(here, names.workloads.get(w), w) if i == 0 else
                    join([", ", link(here, names.workloads.get(w), w)])
                    for i, w in enumerate(r.workloads)])
+        config = r.doc.run.config.system
+        if config is not None:
+            wl = join([f"system {config.profile} ({len(r.doc.system_boots)} boots)"])
         out.append([cell(link(here, names.runs[r.id], r.id)), r.doc.run.started[:19],
                     r.doc.run.status, cell(link(here, names.hosts[r.host], r.host)),
                     r.tag, cell(h("span", wl)), len(r.doc.samples)])
@@ -195,6 +200,9 @@ def host_page(x: HostEntry, site: Site, names: Names) -> str:
 
 
 def run_page(r: RunEntry) -> str:
+    system = analyse_doc(r.doc)  # a system run (abibench system run) has its own section
+    if system is not None:
+        return system_html(system)
     return run_html.render(analysis.from_run(r.doc, source=f"run {r.id}"))
 
 

@@ -15,6 +15,7 @@ from ..analyse.system import EMULATED, FIGURE_WORDS, FIGURES, ComboResult, Estim
 
 STACK = (("kernel", "#4e79a7"), ("userspace", "#f28e2b"), ("cache", "#9fc5a0"))
 TOP_UNITS = 8
+TOP_MAPPINGS = 8  # per combination: where its biggest processes' memory is
 
 
 def _num(x: float, spec: str = ".1f") -> str:
@@ -37,10 +38,26 @@ def _published_lines(a: SystemAnalysis) -> list[str]:
     return out
 
 
+def breakdown_line(r: ComboResult) -> str | None:
+    """The biggest processes' PSS by mapping (medians, MiB) and their threads, or None."""
+    top = sorted(r.breakdown.items(), key=lambda kv: -kv[1].median)[:TOP_MAPPINGS]
+    if not top:
+        return None
+    threads = ", ".join(f"{c} {_num(e.median, '.0f')}" for c, e in r.threads.items())
+    return ("biggest processes' PSS by mapping: " + ", ".join(f"{k} {_num(e.median)}"
+                                                             for k, e in top)
+            + (f"; threads: {threads}" if threads else ""))
+
+
+def _provenance(a: SystemAnalysis) -> str:
+    return "; ".join(f"{k} {v}" for k, v in a.provenance.items())
+
+
 def text_lines(a: SystemAnalysis) -> list[str]:
     """The terminal's system section, one line each (the CLI prints them through _say)."""
     lines = [f"system {a.profile}: {a.description}; {a.memory_mb} MB of memory, booted under "
              "QEMU TCG", *(f"kernel {f}: {k}" for f, k in a.kernels.items()),
+             *([_provenance(a)] if a.provenance else []),
              "MiB per combination, median of boots [95% distribution-free interval; below 6 "
              "boots, the range]:"]
     for r in a.results:
@@ -50,6 +67,9 @@ def text_lines(a: SystemAnalysis) -> list[str]:
         if top:
             lines.append("    PSS by unit: " + ", ".join(f"{u} {_num(e.median)}"
                                                         for u, e in top))
+        where = breakdown_line(r)
+        if where is not None:
+            lines.append(f"    {where}")
         if r.emulation_s is not None:
             lines.append(f"    measured at guest uptime {_est(r.emulation_s)} s ({EMULATED})")
     lines += [c.sentence for c in a.comparisons]
@@ -71,9 +91,11 @@ def to_json(a: SystemAnalysis) -> dict[str, object]:
                 "boots_reported": r.ok, "states": list(r.states), "unit": "MiB",
                 "figures": {f: est(e) for f, e in r.figures.items()},
                 "units": {u: est(e) for u, e in r.units.items()},
-                "used_per_boot": list(r.used), "emulation_uptime_s": est(r.emulation_s)}
+                "used_per_boot": list(r.used), "emulation_uptime_s": est(r.emulation_s),
+                "pss_by_mapping": {k: est(e) for k, e in r.breakdown.items()},
+                "threads": {k: est(e) for k, e in r.threads.items()}}
     return {"kind": "system", "placement": "system: emulated", "profile": a.profile,
-            "memory_mb": a.memory_mb, "kernels": a.kernels,
+            "memory_mb": a.memory_mb, "kernels": a.kernels, "provenance": a.provenance,
             "results": [result(r) for r in a.results],
             "comparisons": [{"a": c.a, "b": c.b, "phase": c.phase, "percent": c.percent,
                              "low": c.low if math.isfinite(c.low) else None,
@@ -101,6 +123,10 @@ def to_markdown(a: SystemAnalysis) -> str:
         out.append(f"| {_md(r.combination.label)} | {r.phase} | {r.ok}/{r.boots} | "
                    + " | ".join(cells) + " |")
     out.append("")
+    wheres = [(r, w) for r in a.results if (w := breakdown_line(r)) is not None]
+    out += [f"* {_md(r.combination.label)} ({r.phase}): {_md(w)}" for r, w in wheres]
+    if a.provenance:
+        out.append(f"* {_md(_provenance(a))}")
     out += [f"* {_md(c.sentence)}" for c in a.comparisons]
     out += [f"* {_md(line)}" for line in _published_lines(a)]
     out += [f"* problem: {_md(p)}" for p in a.problems]
@@ -150,8 +176,11 @@ def to_html(a: SystemAnalysis) -> str:
         for r in a.results)
     head = "".join(f"<th>{html.escape(h)}</th>" for h in
                    ("combination", "phase", "boots", *(FIGURE_WORDS[f] for f in FIGURES)))
+    wheres = [f"{r.combination.label} ({r.phase}): {w}" for r in a.results
+              if (w := breakdown_line(r)) is not None]
     items = "".join(f"<li>{html.escape(s)}</li>" for s in
-                    [c.sentence for c in a.comparisons] + _published_lines(a)
+                    wheres + ([_provenance(a)] if a.provenance else [])
+                    + [c.sentence for c in a.comparisons] + _published_lines(a)
                     + [f"problem: {p}" for p in a.problems])
     charts = "".join(f"<h2>{html.escape(ph)}</h2>{stacked_svg(a, ph)}"
                      for ph in dict.fromkeys(r.phase for r in a.results))

@@ -104,6 +104,19 @@ class Process:
         return self.cgroup.rstrip("/").rsplit("/", 1)[-1] or "/"
 
 
+@dataclass(frozen=True)
+class Mapping:
+    """A big process's mappings of one name (a file, [heap], [anon], "[anon N kB]"), summed."""
+
+    pid: int
+    name: str
+    count: int
+    size_kb: int
+    rss_kb: int
+    pss_kb: int
+    anon_kb: int
+
+
 @dataclass
 class Phase:
     """One measurement of the settled system (idle, or under the profile's load)."""
@@ -113,6 +126,8 @@ class Phase:
     meminfo: dict[str, int] = field(default_factory=dict)  # kB
     kernel_image: dict[str, int] = field(default_factory=dict)  # /proc/iomem "Kernel ...": bytes
     processes: list[Process] = field(default_factory=list)
+    mappings: list[Mapping] = field(default_factory=list)  # of processes above 16 MiB of PSS
+    threads: dict[int, int] = field(default_factory=dict)  # pid -> threads, the same processes
 
 
 @dataclass(frozen=True)
@@ -134,6 +149,8 @@ _FRAMES = {
     "M": re.compile(rf"M {_PHASE} ([A-Za-z0-9_]{{1,60}}) (\d{{1,15}})"),
     "K": re.compile(rf"K {_PHASE} {_HEX} (\d{{1,15}})"),
     "P": re.compile(rf"P {_PHASE} (\d{{1,10}}) (\d{{1,15}}) (\d{{1,15}}) {_HEX} {_HEX}"),
+    "G": re.compile(rf"G {_PHASE} (\d{{1,10}}) {_HEX}" + r" (\d{1,15})" * 5),
+    "T": re.compile(rf"T {_PHASE} (\d{{1,10}}) (\d{{1,9}})"),
     "X": re.compile(r"X load (-?\d{1,5})"),
 }
 
@@ -160,6 +177,10 @@ def _apply(kind: str, m: re.Match[str], phases: dict[str, Phase]) -> None:
     elif kind == "P":
         ph.processes.append(Process(int(m[2]), int(m[3]), int(m[4]), _text(m[5])[:60],
                                     _text(m[6])[:300]))
+    elif kind == "G":
+        ph.mappings.append(Mapping(int(m[2]), _text(m[3])[:160], *map(int, m.groups()[3:8])))
+    elif kind == "T":
+        ph.threads[int(m[2])] = int(m[3])
 
 
 def parse_sysreport(data: bytes) -> SysReport:
@@ -183,7 +204,7 @@ def parse_sysreport(data: bytes) -> SysReport:
         if x is not None:
             load_status = int(x[1])
             continue
-        for kind in ("Y", "S", "M", "K", "P"):
+        for kind in ("Y", "S", "M", "K", "P", "G", "T"):
             m = _FRAMES[kind].fullmatch(t)
             if m is not None:
                 _apply(kind, m, phases)
@@ -286,8 +307,16 @@ def kernel_version() -> str | None:
 
 
 def measure(profile: SystemProfile, combos: Sequence[Combination], boots: int, cache_root: Path,
-            say: Callable[[str], None] = lambda _: None, seed: int = 0) -> SystemRun:
-    """Build (or reuse) the kernels and disks, then boot every combination `boots` times."""
+            say: Callable[[str], None] = lambda _: None, seed: int = 0,
+            on_ready: Callable[[dict[str, SystemKernel], dict[str, SystemImage]], None]
+            | None = None, on_boot: Callable[[int, SysBoot], None] | None = None,
+            done_before: frozenset[int] = frozenset()) -> SystemRun:
+    """Build (or reuse) the kernels and disks, then boot every combination `boots` times.
+
+    The storing hook: `on_ready` gets the kernels and disks before the first boot (a run's
+    provenance), `on_boot` each boot with its place in the order the moment it ends (stored
+    then, so a boot done is never lost to a later interrupt); places in `done_before` (a
+    resumed run's stored boots) are not booted again."""
     clean_stale(cache_root)  # first: a killed earlier run's qemu, overlays and staging
     if boots < 1:
         raise UsageError("--boots takes a positive number")
@@ -301,13 +330,19 @@ def measure(profile: SystemProfile, combos: Sequence[Combination], boots: int, c
     for user in dict.fromkeys(c.userspace for c in combos):
         say(f"system {profile.id} for {ABIS[user].debian_arch}: cached or built with mmdebstrap")
         images[user] = build_image(profile, ABIS[user], cache_root)
+    if on_ready is not None:
+        on_ready(kernels, images)
     done: list[SysBoot] = []
     order = boot_order(combos, boots, seed)
     for i, combo in enumerate(order):
+        if i in done_before:
+            continue
         say(f"boot {i + 1}/{len(order)}: {combo.label} ({profile.memory_mb} MB, TCG)")
         b = boot_once(combo, kernels[combo.kernel], images[combo.userspace], profile,
                       deadline_of(profile))
         done.append(b)
+        if on_boot is not None:
+            on_boot(i, b)
         say(f"boot {i + 1}/{len(order)}: {b.ended} after {b.seconds:.0f} s (emulation time)"
             + ("" if b.ok else f"; no complete report: {b.console_tail[:200]}"))
     return SystemRun(profile, kernels, images, tuple(done))

@@ -200,6 +200,8 @@ def import_doc(store: SqlStore, doc: RunDoc, source: str) -> Imported:
         for wid, o in doc.outcomes.items():
             store.set_outcome(run_id, wid, o)
         store.add_samples(run_id, doc.samples)
+        for b in doc.system_boots:
+            store.add_system_boot(run_id, b)
     return Imported(run_id, True, len(doc.samples))
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
+from ..codec import encode
 from ..errors import StoreError, UsageError
 from ..records import (
     EXPORT_FORMAT,
@@ -35,6 +36,7 @@ from ..records import (
     Sample,
     TargetStatus,
 )
+from ..sysrecords import SystemBoot
 from . import owner
 from .owner import Owner
 from .schema import (
@@ -82,10 +84,12 @@ class RunListing:
     finished: str | None
     status: str
     samples: int
+    system_boots: int = 0  # a system run's (abibench system run) stored boots
 
     def to_dict(self) -> dict[str, object]:
         return {"id": self.id, "started": self.started, "finished": self.finished,
-                "status": self.status, "samples": self.samples}
+                "status": self.status, "samples": self.samples,
+                "system_boots": self.system_boots}
 
 
 def field_of(row: Any, name: str) -> Any:
@@ -361,6 +365,13 @@ class SqlStore:
                      (run_id, workload, outcome.rounds, outcome.stop_reason))
 
     @writer
+    def add_system_boot(self, run_id: str, boot: SystemBoot) -> None:
+        """A system run's boot, the moment it ends; a boot stored again (a resumed run) keeps
+        the first."""
+        self.execute(upsert("system_boots", COLUMNS["system_boots"], ()),
+                     (run_id, boot.index, json.dumps(encode(boot))))
+
+    @writer
     def add_sample(self, s: Sample, seq: int | None = None) -> None:
         columns = COLUMNS["samples"]
         self.execute(
@@ -435,7 +446,8 @@ class SqlStore:
     def delete_run(self, run_id: str) -> None:
         """Remove a run and everything of it (a spool, once the shared store holds it)."""
         with self.transaction():
-            for table in ("samples", "artifacts", "target_status", "warnings", "outcomes"):
+            for table in ("samples", "artifacts", "target_status", "warnings", "outcomes",
+                          *(["system_boots"] if "system_boots" in self.tables() else [])):
                 self.execute(f"DELETE FROM {table} WHERE run_id=?", (run_id,))
             self.execute("DELETE FROM runs WHERE id=?", (run_id,))
         self._seqs = {k: v for k, v in self._seqs.items() if k[1] != run_id}
@@ -484,11 +496,13 @@ class SqlStore:
                   if self._owner_columns else "")
         rows = self.execute(
             f"SELECT r.id, r.started, r.finished, r.status{owners}, "
-            "(SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id) AS samples FROM runs r "
+            "(SELECT COUNT(*) FROM samples s WHERE s.run_id = r.id) AS samples, "
+            + ("(SELECT COUNT(*) FROM system_boots b WHERE b.run_id = r.id)"
+               if "system_boots" in self.tables() else "0") + " AS boots FROM runs r "
             "ORDER BY r.started, r.id")
         here = owner.current()
         return [RunListing(r["id"], r["started"], r["finished"], self._status(r, here),
-                           int(r["samples"])) for r in rows]
+                           int(r["samples"]), int(r["boots"])) for r in rows]
 
     @guarded
     def runs_with(self, text: str) -> list[str]:
@@ -559,8 +573,16 @@ class SqlStore:
             "target_status": statuses,
             "warnings": warnings,
             "outcomes": outcomes,
+            "system_boots": self._system_boots(run_id),
             "samples": [s.to_dict() for s in self.iter_samples(run_id)] if with_samples else [],
         }
+
+
+    def _system_boots(self, run_id: str) -> list[Any]:
+        if "system_boots" not in self.tables():  # a database older than system runs
+            return []
+        return [json.loads(r["boot_json"]) for r in self.execute(
+            "SELECT boot_json FROM system_boots WHERE run_id=? ORDER BY seq", (run_id,))]
 
 
 def _owner_values(who: Owner | None) -> tuple[int | None, int | None, str | None, str | None]:
