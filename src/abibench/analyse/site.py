@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from ..axes import axes_of
 from ..records import RunDoc
-from .history import History, history
+from .changes import Spread
+from .history import History, history, host_key, spreads
 
 UNKNOWN_HOST = "(no host name)"
 
@@ -75,15 +76,21 @@ def entry(doc: RunDoc) -> RunEntry:
     return RunEntry(doc, host_of(doc), axes_of(doc)["tag"], measured)
 
 
-def trend(workload: str, runs: Sequence[RunEntry]) -> Trend:
-    """The workload's history on each host (its runs only), and by host across them."""
+def trend(workload: str, runs: Sequence[RunEntry],
+          priors: dict[str, dict[str, Spread]] | None = None) -> Trend:
+    """The workload's history on each host (its runs only), and by host across them.
+    ``priors``: each host's run-to-run spreads (analyse/history.spreads), keyed by the host
+    name history reads (computed when not given)."""
     having = [r for r in runs if workload in r.workloads]
     hosts = sorted({r.host for r in having})
+    if priors is None:
+        priors = host_priors([r.doc for r in runs])
     per_host = []
     for name in hosts:
         docs = [r.doc for r in having if r.host == name]
-        per_host.append((name, history(docs, workload, "version")))
-    across = history([r.doc for r in having], workload, "host") if len(hosts) > 1 else None
+        per_host.append((name, history(docs, workload, "version", priors=priors)))
+    across = (history([r.doc for r in having], workload, "host", priors=priors)
+              if len(hosts) > 1 else None)
     newest = max(having, key=lambda r: (r.doc.run.started, r.id)).doc
     title = newest.workloads[workload].title
     return Trend(workload, title, tuple(per_host), across, len(having))
@@ -95,4 +102,11 @@ def build(docs: Sequence[RunDoc]) -> Site:
     names = sorted({r.host for r in runs})
     hosts = tuple(HostEntry(n, tuple(r for r in runs if r.host == n)) for n in names)
     workloads = sorted({w for r in runs for w in r.workloads})
-    return Site(runs, hosts, tuple(trend(w, runs) for w in workloads))
+    priors = host_priors([r.doc for r in runs])
+    return Site(runs, hosts, tuple(trend(w, runs, priors) for w in workloads))
+
+
+def host_priors(docs: Sequence[RunDoc]) -> dict[str, dict[str, Spread]]:
+    """Each host's run-to-run spreads, once for the whole site."""
+    names = {host_key(d) for d in docs}
+    return {n: spreads([d for d in docs if host_key(d) == n]) for n in names}

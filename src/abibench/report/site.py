@@ -28,7 +28,7 @@ from ..records import RunDoc
 from ..text import one_line
 from . import html as run_html
 from .history import change_sentences, rows
-from .historyhtml import series_svg
+from .historyhtml import hosts_section, series_svg
 from .html import CSP, STYLE, Html, h, join
 
 SITE_STYLE = STYLE + """
@@ -159,7 +159,7 @@ def history_section(here: str, names: Names, hist: History, heading: str, salt: 
                class_="muted"),
              h("ul", *[h("li", t(x)) for x in [*said, *hist.notes]]),
              h("div", *[h("figure", f) for f in figures], class_="charts"),
-             table([t(c) for c in head], linked))
+             table([t(c) for c in head], linked), hosts_section(hist))
 
 
 def workload_page(w: Trend, names: Names) -> str:
