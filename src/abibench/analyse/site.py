@@ -8,7 +8,7 @@ by host. What this module adds is the grouping, and which runs and workloads a p
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from ..axes import axes_of
@@ -61,10 +61,29 @@ class Trend:
 
 
 @dataclass(frozen=True)
+class Summary:
+    """What the index says of a workload: kept by an incremental site for pages not rebuilt."""
+
+    workload: str
+    title: str
+    runs: int
+    hosts: int
+    changes: int
+
+
+def summary(w: Trend) -> Summary:
+    return Summary(w.workload, w.title, w.runs, len(w.per_host), w.changes)
+
+
+@dataclass(frozen=True)
 class Site:
     runs: tuple[RunEntry, ...]  # oldest first
     hosts: tuple[HostEntry, ...]  # by name
-    trends: tuple[Trend, ...]  # by workload id
+    trends: tuple[Trend, ...]  # by workload id (an incremental site: only those asked for)
+    workloads: tuple[str, ...] = ()  # every workload id of the runs, sorted
+
+    def trend(self, workload: str) -> Trend | None:
+        return next((w for w in self.trends if w.workload == workload), None)
 
 
 def host_of(doc: RunDoc) -> str:
@@ -96,14 +115,16 @@ def trend(workload: str, runs: Sequence[RunEntry],
     return Trend(workload, title, tuple(per_host), across, len(having))
 
 
-def build(docs: Sequence[RunDoc]) -> Site:
-    """The site of every run in ``docs`` (any order)."""
+def build(docs: Sequence[RunDoc], only: Collection[str] | None = None) -> Site:
+    """The site of every run in ``docs`` (any order); the trends of the workloads in ``only``
+    (every workload when None: a trend is the costly part)."""
     runs = tuple(entry(d) for d in sorted(docs, key=lambda d: (d.run.started, d.id)))
     names = sorted({r.host for r in runs})
     hosts = tuple(HostEntry(n, tuple(r for r in runs if r.host == n)) for n in names)
-    workloads = sorted({w for r in runs for w in r.workloads})
-    priors = host_priors([r.doc for r in runs])
-    return Site(runs, hosts, tuple(trend(w, runs, priors) for w in workloads))
+    workloads = tuple(sorted({w for r in runs for w in r.workloads}))
+    wanted = [w for w in workloads if only is None or w in only]
+    priors = host_priors([r.doc for r in runs]) if wanted else {}
+    return Site(runs, hosts, tuple(trend(w, runs, priors) for w in wanted), workloads)
 
 
 def host_priors(docs: Sequence[RunDoc]) -> dict[str, dict[str, Spread]]:

@@ -35,6 +35,8 @@ def add_parser(sub: Commands) -> None:
                         "report")
     st.add_argument("outdir", type=Path, metavar="DIR", help="where the pages go (created when "
                     "missing); DIR/index.html is the way in")
+    st.add_argument("--rebuild", action="store_true", help="write every page (default: only "
+                    "the pages whose inputs changed since the last `site` into DIR)")
     _db_option(st)
 
 
@@ -60,10 +62,12 @@ def cmd_history(args: argparse.Namespace, store: SqlStore) -> int:
 
 
 def cmd_site(args: argparse.Namespace, store: SqlStore) -> int:
-    """`abibench site DIR`: the whole store as static pages (report/site.py)."""
-    from ..report.site import write_store_site
+    """`abibench site DIR`: the store as static pages (report/site.py), only those whose inputs
+    changed rewritten (report/siteupdate.py)."""
+    from ..report.siteupdate import update_site
 
-    n, size = write_store_site(stored_runs(store), store.label, args.outdir,
-                               lambda msg: _say(msg, sys.stderr))
-    _say(f"site: {args.outdir}/index.html ({n} pages, {size / 1e6:.1f} MB)")
+    got = update_site(stored_runs(store), store.label, args.outdir, rebuild=args.rebuild,
+                      progress=lambda msg: _say(msg, sys.stderr))
+    _say(f"site: {args.outdir}/index.html ({got.pages} pages: {len(got.written)} written "
+         f"({got.bytes / 1e6:.1f} MB), {got.kept} unchanged, {len(got.removed)} removed)")
     return EXIT_OK
