@@ -22,7 +22,9 @@ def add_parser(sub: Commands) -> None:
     hi.add_argument("workload", metavar="WORKLOAD")
     hi.add_argument("--by", choices=tuple(AXES), default="version",
                     help="the axis shown per run (default version: the run's --label tag, else "
-                    "the program's version or build digest); host: every host's runs")
+                    "the program's version or build digest); host: every host's runs, each host "
+                    "searched for changes over its own runs, the hosts compared in a table of "
+                    "their own")
     hi.add_argument("--host", default=None, help="only this host's runs (default: the newest "
                     "run's host)")
     hi.add_argument("--json", action="store_true", help="the history as JSON")
