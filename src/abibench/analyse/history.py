@@ -45,14 +45,16 @@ class Change:
 
 @dataclass(frozen=True)
 class HostLevel:
-    """One host's latest level of one series, beside the first host's: hosts are compared
-    with each other in their own table, never read as a change over time."""
+    """One build's level of one series on one host, beside the first host's level of the same
+    build: hosts are compared with each other in their own table, like with like, never read
+    as a change over time."""
 
     host: str
     series: str
-    runs: int  # the runs of that level
-    level: float
-    relative: float | None  # the level over the first host's (None for the first host)
+    runs: int  # the host's runs of that build
+    level: float  # their geometric mean
+    relative: float | None  # over the first host's (None for the first host of the build)
+    build: str | None = None  # the `version` axis: tag, else source version or build digest
 
 
 @dataclass(frozen=True)
@@ -243,16 +245,23 @@ def _change(name: str, cp: ChangePoint, run_index: int, run_id: str,
 
 
 def _with_hosts(h: History, hosts: Sequence[str]) -> History:
-    """The hosts compared: each host's latest level of each series, over the first host's."""
+    """The hosts compared: each build's level (the `version` axis) of each series on each host
+    that measured it, over the first such host's. A host's levels of different builds are
+    never averaged together."""
     table: list[HostLevel] = []
     for s in h.series:
-        first: float | None = None
-        for lo, hi, level in levels(h, s):
-            if hi + 1 < len(hosts) and hosts[hi + 1] == hosts[lo]:
-                continue  # not this host's latest level
-            rel = None if first is None else level / first
-            first = level if first is None else first
-            table.append(HostLevel(hosts[lo], s, hi - lo + 1, level, rel))
+        builds = list(dict.fromkeys(p.axes.get("version") for p in h.points if s in p.values))
+        for b in builds:
+            first: float | None = None
+            for x in sorted(set(hosts)):
+                vals = [math.log(p.values[s]) for p, at in zip(h.points, hosts, strict=True)
+                        if at == x and p.axes.get("version") == b and s in p.values]
+                if not vals:
+                    continue
+                level = math.exp(float(np.mean(vals)))
+                table.append(HostLevel(x, s, len(vals), level,
+                                       None if first is None else level / first, b))
+                first = level if first is None else first
     return replace(h, hosts=tuple(table))
 
 

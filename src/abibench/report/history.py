@@ -72,10 +72,11 @@ def change_sentences(h: History) -> list[str]:
 
 
 def host_rows(h: History) -> tuple[list[str], list[list[str]]]:
-    """The hosts compared (by host): each host's latest level per series, over the first
-    host's. Empty without hosts."""
-    head = ["series", "host", "runs", "level", "vs first host"]
-    body = [[x.series, x.host, str(x.runs), _cell(x.level, h.is_ratio(x.series)),
+    """The hosts compared (by host): each build's level per series on each host, over the
+    first host's. Empty without hosts."""
+    head = ["series", "build", "host", "runs", "level", "vs first host"]
+    body = [[x.series, x.build or "-", x.host, str(x.runs),
+             _cell(x.level, h.is_ratio(x.series)),
              "-" if x.relative is None else f"{x.relative:.3f}x"] for x in h.hosts]
     return head, body
 
@@ -91,7 +92,7 @@ def terminal(h: History) -> str:
     said = change_sentences(h)
     lines += said or ["no change point (binary segmentation, permutation test, alpha 0.05)"]
     if h.hosts:
-        lines.append("hosts compared (each host's latest level; not a change over time):")
+        lines.append("hosts compared (each build on each host; not a change over time):")
         hh, hb = host_rows(h)
         widths = [max(len(one_line(r[i])) for r in [hh, *hb]) for i in range(len(hh))]
         lines += ["  " + "  ".join(one_line(c).ljust(w) for c, w in zip(r, widths, strict=True))
@@ -109,7 +110,7 @@ def markdown(h: History) -> str:
     out += ["", *[f"* {_esc(x)}" for x in change_sentences(h) + list(h.notes)]]
     if h.hosts:
         hh, hb = host_rows(h)
-        out += ["", "Hosts compared (each host's latest level; not a change over time):", "",
+        out += ["", "Hosts compared (each build on each host; not a change over time):", "",
                 "| " + " | ".join(_esc(x) for x in hh) + " |", "|" + "---|" * len(hh)]
         out += ["| " + " | ".join(_esc(x) for x in r) + " |" for r in hb]
     return "\n".join(out) + "\n"
@@ -125,8 +126,8 @@ def to_json(h: History) -> dict[str, object]:
                  for p in h.points],
         "changes": [_change_json(c) for c in h.changes],
         "undecided": [_change_json(c) for c in h.undecided],
-        "hosts": [{"host": x.host, "series": x.series, "runs": x.runs, "level": x.level,
-                   "relative": x.relative} for x in h.hosts],
+        "hosts": [{"host": x.host, "series": x.series, "build": x.build, "runs": x.runs,
+                   "level": x.level, "relative": x.relative} for x in h.hosts],
         "notes": list(h.notes),
     }
 

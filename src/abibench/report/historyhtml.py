@@ -67,8 +67,8 @@ def hosts_section(hist: History) -> Html | None:
         return None
     head_row, body = host_rows(hist)
     return h("section", h("h2", "Hosts compared"),
-             h("p", "Each host's latest level, over the first host's: a host is a blocking "
-                    "factor, its changes are searched over its own runs only."),
+             h("p", "Each build's level on each host, over the first host's: a host is a "
+                    "blocking factor, its changes are searched over its own runs only."),
              h("table", h("thead", h("tr", *[h("th", one_line(c)) for c in head_row])),
                h("tbody", *[h("tr", *[h("td", one_line(c)) for c in r]) for r in body])))
 

@@ -85,6 +85,13 @@ def read_manifest(out_dir: Path) -> dict[str, dict[str, object]]:
             if isinstance(k, str) and _PAGE.match(k) and isinstance(v, dict)}
 
 
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return None
+
+
 def _file_digest(path: Path) -> str | None:
     try:
         return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
@@ -151,8 +158,9 @@ def update_site(docs: Sequence[RunDoc], source: str, out_dir: Path, *, rebuild: 
         rel: {"input": d, "output": written.get(rel, old.get(rel, {}).get("output")),
               **({"summary": vars(s)} if (s := _summary_of(rel, want_wl, said)) else {})}
         for rel, d in want.items()}}
-    write_output(out_dir / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n",
-                 "site DIR")
+    text = json.dumps(manifest, indent=1, sort_keys=True) + "\n"
+    if made or removed or _read(out_dir / MANIFEST) != text:  # nothing new: nothing written
+        write_output(out_dir / MANIFEST, text, "site DIR")
     size = sum(len(text.encode("utf-8")) for text in made.values())
     return Update(tuple(sorted(made)), tuple(removed), len(want) - len(made), len(want), size)
 
