@@ -18,8 +18,9 @@ Every step is `abibench` as a user types it, each its own process, into one SQLi
 3. more real runs (built-in nbody and ptrtree, small sizes) until the store holds at least 20,
    some of them on a second host identity: the same machine in its own UTS namespace
    (`unshare --uts`, hostname `abibench-hostb`), so its runs record another host name;
-4. (--phase site) `abibench site WORK/site`, its page count and size, and screenshots of the
-   index, a workload page and a host page by headless Chromium (WORK/shots/*.png).
+4. (--phase site) `abibench site WORK/site`, its page count and size, then `site` again (the
+   incremental site: nothing new, nothing written; CPU seconds of each), and screenshots of
+   the index, a workload page and a host page by headless Chromium (WORK/shots/*.png).
 
 Prints what each step shows and writes every figure to the JSON file.
 """
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import socket
 import subprocess
@@ -51,12 +53,16 @@ def abibench(work: Path, *args: str, host_b: bool = False, timeout: float = 1800
     if host_b:  # the same machine under another host name: its own UTS namespace
         argv = ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', HOST_B, *argv]
     t0 = time.monotonic()
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=REPO,
                           timeout=timeout, check=False)
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     shown = ["abibench", *args]
     step: dict[str, Any] = {"argv": shown, "host": HOST_B if host_b else socket.gethostname(),
             "exit": done.returncode, "wall_s": round(time.monotonic() - t0, 1),
-            "stdout": done.stdout, "stderr": done.stderr}
+            # user + system CPU of the command's process tree: what load does not inflate
+            "cpu_s": round(cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime, 1),
+            "load": os.getloadavg()[0], "stdout": done.stdout, "stderr": done.stderr}
     print(f"$ {' '.join(shown)}   [{step['host']}, exit {step['exit']}, "
           f"{step['wall_s']} s]", flush=True)
     return step
@@ -172,8 +178,15 @@ def site_phase(work: Path) -> dict[str, Any]:
     print(step["stdout"][-2000:], step["stderr"][-2000:])
     files = [p for p in out.rglob("*") if p.is_file()]
     pages = [p for p in files if p.suffix == ".html"]
+    # the incremental site: the same store again writes nothing
+    before = {p: p.stat().st_mtime_ns for p in files}
+    again = abibench(work, "site", str(out))
+    rewritten = sum(1 for p, t in before.items() if p.stat().st_mtime_ns != t)
+    print(f"second site: {again['stdout'].strip()} ({again['cpu_s']} s CPU, "
+          f"{again['wall_s']} s wall, load {again['load']:.1f}); files rewritten: {rewritten}")
     res: dict[str, Any] = {"site": step, "files": len(files), "pages": len(pages),
-                           "bytes": sum(p.stat().st_size for p in files), "shots": []}
+                           "bytes": sum(p.stat().st_size for p in files), "shots": [],
+                           "site_again": again, "rewritten_again": rewritten}
     shots = work / "shots"
     shots.mkdir(exist_ok=True)
     wanted = [out / "index.html", *sorted(out.glob("workloads/*.html"))[:2],
@@ -181,7 +194,8 @@ def site_phase(work: Path) -> dict[str, Any]:
     for page in wanted:
         png = shots / f"{page.parent.name}-{page.stem}.png"
         res["shots"].append(shot(page, png, 1280, 2400))
-    print(f"site: {res['pages']} pages, {res['files']} files, {res['bytes']} bytes")
+    print(f"site: {res['pages']} pages, {res['files']} files, {res['bytes']} bytes; first "
+          f"{step['cpu_s']} s CPU, {step['wall_s']} s wall, load {step['load']:.1f}")
     return res
 
 

@@ -378,7 +378,7 @@ def verdict(
                  else (1.0 / r.ratio, 1.0 / r.ci_high, 1.0 / r.ci_low))
         percent = (1.0 - share[0]) * 100.0
         low, high = (1.0 - share[2]) * 100.0, (1.0 - share[1]) * 100.0
-        said = f"{short(percent)}% {words[0]} [{short(low)}%, {short(high)}%]"
+        said = f"{claimed(percent)}% {words[0]} [{short(low)}%, {short(high)}%]"
     else:
         # Express the advantage relative to the loser, so "25% faster" means
         # the loser needs 1.25x the winner's time (or delivers 1/1.25 the rate).
@@ -407,6 +407,20 @@ def short(value: float, spec: str = ".1f", limit: float = 1e6) -> str:
     if abs(value) < limit:
         return format(value, spec)
     return format(value, spec.split(".", 1)[0] + ".3g")
+
+
+def claimed(percent: float, spec: str = ".1f") -> str:
+    """The number of a claim in words ("x86_64 is N% smaller"), never one that contradicts it:
+    a difference that ``spec`` rounds to zero (a significant ratio of 1.0004 is not "0.0%
+    faster") gets the significant digits it needs, two of them ("0.042"), and below 0.001
+    "< 0.001". Every percentage a winner's word follows is made here (advantage, verdict,
+    difference); the CI bounds are not claims and keep ``spec``."""
+    shown = short(percent, spec)
+    if not math.isfinite(percent) or percent == 0.0 or float(shown) != 0.0:
+        return shown
+    if abs(percent) < 1e-3:
+        return "< 0.001" if percent > 0 else "> -0.001"
+    return format(percent, ".2g")
 
 
 # --------------------------------------------------------------------------- outliers
@@ -505,7 +519,8 @@ def advantage(factor: float, low: float, high: float, word: str, spec: str = ".1
 
     def pct(f: float) -> str:
         return f"{short((f - 1) * 100, spec)}%"
-    return f"{pct(factor)} {word}" + (f" [{pct(low)}, {pct(high)}]" if ci else "")
+    return f"{claimed((factor - 1) * 100, spec)}% {word}" + \
+        (f" [{pct(low)}, {pct(high)}]" if ci else "")
 
 
 def difference(percent: float, low: float, high: float, words: tuple[str, str],
@@ -520,5 +535,5 @@ def difference(percent: float, low: float, high: float, words: tuple[str, str],
     lo, hi = sorted((sign * low, sign * high))
     if reduction:
         ci = f" [{short(lo)}%, {short(hi)}%]" if math.isfinite(lo) and math.isfinite(hi) else ""
-        return f"{short(sign * percent)}% {word}{ci}"
+        return f"{claimed(sign * percent)}% {word}{ci}"
     return advantage(1 + sign * percent / 100, 1 + lo / 100, 1 + hi / 100, word)

@@ -21,7 +21,8 @@ from abibench.analyse.site import build
 from abibench.errors import UsageError
 from abibench.paths import PACKAGE_DIR, cache_dir, data_dir
 from abibench.records import RunDoc
-from abibench.report.site import pages, write_site, write_store_site
+from abibench.report.site import pages, write_site
+from abibench.report.siteupdate import update_site
 from abibench.text import one_line
 from tests.conftest import HOSTILE, synthetic_doc
 
@@ -174,5 +175,5 @@ def test_a_site_is_never_written_inside_what_abibench_reads(tmp_path: Path,
     docs = [_doc(0, "h", "t", "alpha", "title", 90.0)]
     for where in (cache_dir() / "site", data_dir() / "profiles" / "site", PACKAGE_DIR / "site"):
         with pytest.raises(UsageError, match="never writes over what it reads"):
-            write_store_site(docs, "store", where)
+            update_site(docs, "store", where)
         assert not where.exists()

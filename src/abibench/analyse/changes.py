@@ -12,16 +12,18 @@ is tested against ``permutations`` random reorderings of the segment's values, w
 does not exist: p = (1 + #{T_perm >= T_obs}) / (1 + permutations). A cut with p < alpha whose
 step is at least ``min_change`` (relative) and that also stands against the runs' own spread
 (`run_level_p`: the runs' means, one value per run, in Student's t) is a change point, and both
-sides are searched again. Every segment's reorderings come from a generator seeded by (seed,
-start, end), so the answer is the same on every call and does not depend on the order segments
-are visited.
+sides are searched again. A segment of too few runs to estimate that spread uses the same
+host's repeated runs of one build (`pooled_spread`), and without them the cut is "undecided"
+(cannot tell), never a change on the samples' word alone. Every segment's reorderings come
+from a generator seeded by (seed, start, end), so the answer is the same on every call and
+does not depend on the order segments are visited.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,37 +83,94 @@ def best_cut(x: Sequence[float] | np.ndarray, cuts: Sequence[int], permutations:
     return int(allowed[k]), (1 + beaten) / (1 + permutations)
 
 
-def run_level_p(arr: np.ndarray, starts: Sequence[int], end: int, cut: int) -> float:
+@dataclass(frozen=True)
+class Spread:
+    """The run-to-run spread of a run's mean (log values), pooled over repeated runs of one
+    build measured elsewhere on the same host: ``variance`` with ``df`` degrees of freedom."""
+
+    variance: float
+    df: int
+
+
+def pooled_spread(groups: Iterable[Sequence[float]]) -> Spread | None:
+    """The within-build variance of run means: each group is the run means (log values) of
+    runs of one build (of any workload, any series of one kind); groups of one run say
+    nothing. None when no group has two runs, or a mean is not finite."""
+    ss, df = 0.0, 0
+    for g in groups:
+        arr = np.asarray(list(g), dtype=float)
+        if arr.size < 2 or not np.all(np.isfinite(arr)):
+            continue
+        ss += float(((arr - arr.mean()) ** 2).sum())
+        df += arr.size - 1
+    return Spread(ss / df, df) if df else None
+
+
+# The fewest degrees of freedom the runs' spread is estimated with before a step is tested
+# against it: one says next to nothing about a spread (it refused steps of 20% against 1%).
+MIN_DF = 2
+
+
+def run_level_p(arr: np.ndarray, starts: Sequence[int], end: int, cut: int,
+                prior: Spread | None = None) -> float | None:
     """The step at ``cut`` tested against the runs' own spread: Student's t on the run means
     (each run one value) with the variance of run means about their side's mean (K - 2
     degrees of freedom for K runs). Samples of one run share that run's conditions, so the
-    sample-level test alone takes a run's offset for a change; 0.0 (no objection) with fewer
-    than four runs: one degree of freedom says next to nothing about the spread, and refused
-    steps of 20% against 1% noise."""
+    sample-level test alone takes a run's offset for a change. ``prior`` (the same host's
+    repeated runs of one build, `pooled_spread`) is used instead when it has more degrees of
+    freedom (at least MIN_DF). With neither estimate of MIN_DF the spread is unknown: None,
+    "cannot tell", never the sample test alone."""
     edges = [*starts, end]
     means = [float(arr[a:b].mean()) for a, b in itertools.pairwise(edges)]
     left = [m for a, m in zip(starts, means, strict=True) if a < cut]
     right = [m for a, m in zip(starts, means, strict=True) if a >= cut]
+    if not left or not right:
+        return None
     df = len(means) - 2
-    if df < 2 or not left or not right:
-        return 0.0
     resid = sum((m - np.mean(left)) ** 2 for m in left) + \
         sum((m - np.mean(right)) ** 2 for m in right)
-    se = math.sqrt(resid / df * (1 / len(left) + 1 / len(right)))
+    variance = resid / df if df >= MIN_DF else None
+    if prior is not None and prior.df >= MIN_DF and prior.df > df:
+        # The estimate of more degrees of freedom, never both pooled: the segment's own runs
+        # may be among the prior's groups, and pooling would count them twice. Chosen by its
+        # degrees of freedom, never by its value.
+        variance, df = prior.variance, prior.df
+    if variance is None:
+        return None
+    se = math.sqrt(variance * (1 / len(left) + 1 / len(right)))
     step = float(np.mean(right) - np.mean(left))
     if se == 0.0:
         return 0.0 if step != 0.0 else 1.0
     return float(2 * sps.t.sf(abs(step) / se, df))
 
 
+@dataclass(frozen=True)
+class Scan:
+    """What a series says: its change points, and the cuts the samples objected to that the
+    runs could not decide (too few runs, no prior spread): "cannot tell", not a change."""
+
+    changes: list[ChangePoint]
+    undecided: list[ChangePoint]
+
+
 def detect(values: Sequence[float], boundaries: Sequence[int], *, alpha: float = 0.05,
            min_change: float = 0.01, permutations: int = 499, seed: int = 0,
-           min_size: int = 2) -> list[ChangePoint]:
-    """Change points of a series of log values, sorted by index.
+           min_size: int = 2, prior: Spread | None = None) -> list[ChangePoint]:
+    """Change points of a series of log values, sorted by index (`scan`'s changes)."""
+    return scan(values, boundaries, alpha=alpha, min_change=min_change,
+                permutations=permutations, seed=seed, min_size=min_size, prior=prior).changes
+
+
+def scan(values: Sequence[float], boundaries: Sequence[int], *, alpha: float = 0.05,
+         min_change: float = 0.01, permutations: int = 499, seed: int = 0,
+         min_size: int = 2, prior: Spread | None = None) -> Scan:
+    """Change points of a series of log values, and the undecided cuts, sorted by index.
 
     ``boundaries``: the indexes where a new level may start (the first value of each run).
     ``min_size``: the fewest values either side of a cut. ``min_change``: the smallest step,
     relative, that counts (between-run noise makes tiny steps significant on many samples).
+    ``prior``: the run-to-run spread from the same host's repeated runs (`pooled_spread`),
+    used where a segment has too few runs to estimate its own.
     Non-finite values are refused (ValueError): they never reach the statistics.
     """
     arr = np.asarray(values, dtype=float)
@@ -120,6 +179,7 @@ def detect(values: Sequence[float], boundaries: Sequence[int], *, alpha: float =
     if not 0 < alpha < 1 or permutations < 1 or min_size < 1 or min_change < 0:
         raise ValueError("alpha in (0, 1), permutations >= 1, min_size >= 1, min_change >= 0")
     found: list[ChangePoint] = []
+    undecided: list[ChangePoint] = []
     todo = [(0, arr.size)]
     while todo:
         lo, hi = todo.pop()
@@ -132,10 +192,14 @@ def detect(values: Sequence[float], boundaries: Sequence[int], *, alpha: float =
         if p >= alpha or abs(math.expm1(after - before)) < min_change:
             continue
         starts = [lo, *(b for b in sorted(set(boundaries)) if lo < b < hi)]
+        runs_p = run_level_p(arr, starts, hi, lo + cut, prior)
+        if runs_p is None:
+            undecided.append(ChangePoint(lo + cut, p, before, after))
+            continue
         # Bonferroni over the cuts the best one was chosen from: the t test alone does not
         # know that its cut was picked as the largest step.
-        if run_level_p(arr, starts, hi, lo + cut) * len(cuts) >= alpha:
+        if runs_p * len(cuts) >= alpha:
             continue
         found.append(ChangePoint(lo + cut, p, before, after))
         todo += [(lo, lo + cut), (lo + cut, hi)]
-    return sorted(found, key=lambda c: c.index)
+    return Scan(sorted(found, key=lambda c: c.index), sorted(undecided, key=lambda c: c.index))

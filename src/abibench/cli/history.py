@@ -22,7 +22,9 @@ def add_parser(sub: Commands) -> None:
     hi.add_argument("workload", metavar="WORKLOAD")
     hi.add_argument("--by", choices=tuple(AXES), default="version",
                     help="the axis shown per run (default version: the run's --label tag, else "
-                    "the program's version or build digest); host: every host's runs")
+                    "the program's version or build digest); host: every host's runs, each host "
+                    "searched for changes over its own runs, the hosts compared in a table of "
+                    "their own")
     hi.add_argument("--host", default=None, help="only this host's runs (default: the newest "
                     "run's host)")
     hi.add_argument("--json", action="store_true", help="the history as JSON")
@@ -35,6 +37,8 @@ def add_parser(sub: Commands) -> None:
                         "report")
     st.add_argument("outdir", type=Path, metavar="DIR", help="where the pages go (created when "
                     "missing); DIR/index.html is the way in")
+    st.add_argument("--rebuild", action="store_true", help="write every page (default: only "
+                    "the pages whose inputs changed since the last `site` into DIR)")
     _db_option(st)
 
 
@@ -60,10 +64,12 @@ def cmd_history(args: argparse.Namespace, store: SqlStore) -> int:
 
 
 def cmd_site(args: argparse.Namespace, store: SqlStore) -> int:
-    """`abibench site DIR`: the whole store as static pages (report/site.py)."""
-    from ..report.site import write_store_site
+    """`abibench site DIR`: the store as static pages (report/site.py), only those whose inputs
+    changed rewritten (report/siteupdate.py)."""
+    from ..report.siteupdate import update_site
 
-    n, size = write_store_site(stored_runs(store), store.label, args.outdir,
-                               lambda msg: _say(msg, sys.stderr))
-    _say(f"site: {args.outdir}/index.html ({n} pages, {size / 1e6:.1f} MB)")
+    got = update_site(stored_runs(store), store.label, args.outdir, rebuild=args.rebuild,
+                      progress=lambda msg: _say(msg, sys.stderr))
+    _say(f"site: {args.outdir}/index.html ({got.pages} pages: {len(got.written)} written "
+         f"({got.bytes / 1e6:.1f} MB), {got.kept} unchanged, {len(got.removed)} removed)")
     return EXIT_OK

@@ -10,7 +10,7 @@ import json
 import math
 from collections.abc import Callable
 
-from ..analyse.history import History
+from ..analyse.history import Change, History
 from ..text import one_line
 from .formatting import si
 from .markdown import _esc as _md_escape
@@ -43,17 +43,42 @@ def rows(h: History) -> tuple[list[str], list[list[str]]]:
     return head, body
 
 
+def _moved(h: History, c: Change) -> str:
+    """Where a change is, and between what: 'run R (version v1 -> v2)', by host 'on host H,
+    run R (started ...)' since the host is the block, not the step."""
+    if h.by == "host":
+        return f"on host {c.host or '-'} at run {c.run_id}"
+    by = h.points[c.run_index].axes.get(h.by) or "-"
+    prev = h.points[c.run_index - 1].axes.get(h.by) or "-" if c.run_index > 0 else "-"
+    return f"at run {c.run_id} ({h.by} {prev} -> {by})"
+
+
 def change_sentences(h: History) -> list[str]:
     out = []
     for c in h.changes:
-        by = h.points[c.run_index].axes.get(h.by) or "-"
-        prev = h.points[c.run_index - 1].axes.get(h.by) or "-" if c.run_index > 0 else "-"
         ratio = h.is_ratio(c.series)
         kind = "ratio" if ratio else h.metric
-        out.append(f"change in {c.series} {kind} at run {c.run_id} ({h.by} {prev} -> {by}): "
+        out.append(f"change in {c.series} {kind} {_moved(h, c)}: "
                    f"{_cell(c.before, ratio)} -> {_cell(c.after, ratio)} "
                    f"({c.relative * 100:+.1f}%, permutation p = {c.p_value:.3f})")
+    for c in h.undecided:
+        ratio = h.is_ratio(c.series)
+        out.append(f"cannot tell (too few runs) for {c.series} {_moved(h, c)}: "
+                   f"{_cell(c.before, ratio)} -> {_cell(c.after, ratio)} "
+                   f"({c.relative * 100:+.1f}%): the samples differ, but under four runs and "
+                   "no repeated runs of one build on this host cannot say what a rerun moves; "
+                   "measure each build twice or more")
     return out
+
+
+def host_rows(h: History) -> tuple[list[str], list[list[str]]]:
+    """The hosts compared (by host): each build's level per series on each host, over the
+    first host's. Empty without hosts."""
+    head = ["series", "build", "host", "runs", "level", "vs first host"]
+    body = [[x.series, x.build or "-", x.host, str(x.runs),
+             _cell(x.level, h.is_ratio(x.series)),
+             "-" if x.relative is None else f"{x.relative:.3f}x"] for x in h.hosts]
+    return head, body
 
 
 def terminal(h: History) -> str:
@@ -66,6 +91,12 @@ def terminal(h: History) -> str:
         lines.append("  ".join(one_line(c).ljust(w) for c, w in zip(r, widths, strict=True)))
     said = change_sentences(h)
     lines += said or ["no change point (binary segmentation, permutation test, alpha 0.05)"]
+    if h.hosts:
+        lines.append("hosts compared (each build on each host; not a change over time):")
+        hh, hb = host_rows(h)
+        widths = [max(len(one_line(r[i])) for r in [hh, *hb]) for i in range(len(hh))]
+        lines += ["  " + "  ".join(one_line(c).ljust(w) for c, w in zip(r, widths, strict=True))
+                  for r in [hh, *hb]]
     lines += [f"note: {n}" for n in h.notes]
     return "".join(one_line(x).rstrip() + "\n" for x in lines)
 
@@ -77,6 +108,11 @@ def markdown(h: History) -> str:
            "|" + "---|" * len(head)]
     out += ["| " + " | ".join(_esc(x) for x in r) + " |" for r in body]
     out += ["", *[f"* {_esc(x)}" for x in change_sentences(h) + list(h.notes)]]
+    if h.hosts:
+        hh, hb = host_rows(h)
+        out += ["", "Hosts compared (each build on each host; not a change over time):", "",
+                "| " + " | ".join(_esc(x) for x in hh) + " |", "|" + "---|" * len(hh)]
+        out += ["| " + " | ".join(_esc(x) for x in r) + " |" for r in hb]
     return "\n".join(out) + "\n"
 
 
@@ -88,11 +124,18 @@ def to_json(h: History) -> dict[str, object]:
         "runs": [{"run": p.run_id, "started": p.started, "axes": p.axes,
                   "values": {k: v for k, v in p.values.items() if math.isfinite(v)}, "n": p.n}
                  for p in h.points],
-        "changes": [{"series": c.series, "run": c.run_id, "run_index": c.run_index,
-                     "before": c.before, "after": c.after, "relative": c.relative,
-                     "p_value": c.p_value} for c in h.changes],
+        "changes": [_change_json(c) for c in h.changes],
+        "undecided": [_change_json(c) for c in h.undecided],
+        "hosts": [{"host": x.host, "series": x.series, "build": x.build, "runs": x.runs,
+                   "level": x.level, "relative": x.relative} for x in h.hosts],
         "notes": list(h.notes),
     }
+
+
+def _change_json(c: Change) -> dict[str, object]:
+    return {"series": c.series, "run": c.run_id, "run_index": c.run_index, "host": c.host,
+            "before": c.before, "after": c.after, "relative": c.relative,
+            "p_value": c.p_value}
 
 
 def json_text(h: History) -> str:

@@ -17,7 +17,7 @@ from matplotlib.ticker import FuncFormatter
 from ..analyse.history import History, levels
 from ..text import one_line
 from . import charts
-from .history import change_sentences, rows
+from .history import change_sentences, host_rows, rows
 from .html import CSP, STYLE, Html, h, join
 
 
@@ -60,6 +60,19 @@ def series_svg(hist: History, series: str, salt: str) -> str:
         return charts._to_svg(fig, f"{hist.workload}: {series} over {len(hist.points)} runs")
 
 
+def hosts_section(hist: History) -> Html | None:
+    """The hosts compared (by host), a table of its own: levels that differ between hosts are
+    not a change over time. None without hosts."""
+    if not hist.hosts:
+        return None
+    head_row, body = host_rows(hist)
+    return h("section", h("h2", "Hosts compared"),
+             h("p", "Each build's level on each host, over the first host's: a host is a "
+                    "blocking factor, its changes are searched over its own runs only."),
+             h("table", h("thead", h("tr", *[h("th", one_line(c)) for c in head_row])),
+               h("tbody", *[h("tr", *[h("td", one_line(c)) for c in r]) for r in body])))
+
+
 def render(hist: History, csp: bool = True) -> str:
     head_row, body = rows(hist)
     title = f"abibench history: {hist.workload}"
@@ -77,6 +90,7 @@ def render(hist: History, csp: bool = True) -> str:
                        *[h("p", n) for n in hist.notes]),
              h("section", h("h2", "Series"), *figures),
              h("section", h("h2", "Runs"), table),
+             hosts_section(hist),
              h("footer", "Grey lines: each level's geometric mean; red rings: the first run of a "
                          "new level (docs/method.md, change points). No scripts, no external "
                          "resources."))

@@ -20,16 +20,15 @@ from urllib.parse import quote
 
 from ..analyse import report as analysis
 from ..analyse.history import History
-from ..analyse.site import HostEntry, RunEntry, Site, Trend, build
+from ..analyse.site import HostEntry, RunEntry, Site, Summary, Trend, summary
 from ..analyse.system import analyse_doc
 from ..errors import UsageError
 from ..ids import id_problem
 from ..outputs import check_output, write_output
-from ..records import RunDoc
 from ..text import one_line
 from . import html as run_html
 from .history import change_sentences, rows
-from .historyhtml import series_svg
+from .historyhtml import hosts_section, series_svg
 from .html import CSP, STYLE, Html, h, join
 from .system import to_html as system_html
 
@@ -64,8 +63,8 @@ class Names:
         taken: dict[str, set[str]] = {"runs": set(), "hosts": set(), "workloads": set()}
         self.runs = {r.id: page_name("runs", r.id, taken["runs"]) for r in site.runs}
         self.hosts = {x.name: page_name("hosts", x.name, taken["hosts"]) for x in site.hosts}
-        self.workloads = {w.workload: page_name("workloads", w.workload, taken["workloads"])
-                          for w in site.trends}
+        self.workloads = {w: page_name("workloads", w, taken["workloads"])
+                          for w in site.workloads}
 
 
 def href(here: str, target: str) -> str:
@@ -125,18 +124,20 @@ def run_rows(here: str, names: Names, runs: Sequence[RunEntry]) -> list[list[obj
 RUN_HEAD = ["run", "started", "status", "host", "tag", "workloads", "samples"]
 
 
-def index_page(site: Site, names: Names, source: str) -> str:
+def index_page(site: Site, names: Names, source: str,
+               summaries: Sequence[Summary] | None = None) -> str:
     here = "index.html"
     hosts = [[cell(link(here, names.hosts[x.name], x.name)), len(x.runs),
               x.runs[0].doc.run.started[:19], x.runs[-1].doc.run.started[:19],
               x.newest.host.cpu_model, x.newest.host.kernel_release, len(x.workloads)]
              for x in site.hosts]
+    said = [summary(w) for w in site.trends] if summaries is None else summaries
     trends = [[cell(link(here, names.workloads[w.workload], w.workload)), w.title, w.runs,
-               len(w.per_host), w.changes] for w in site.trends]
+               w.hosts, w.changes] for w in said]
     made = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     return page(here, "abibench results",
                 h("p", f"{len(site.runs)} runs from {len(site.hosts)} hosts, "
-                       f"{len(site.trends)} workloads; from {t(source)}, written {made}.",
+                       f"{len(site.workloads)} workloads; from {t(source)}, written {made}.",
                   class_="muted"),
                 h("section", h("h2", "Hosts"), table(
                     ["host", "runs", "first run", "last run", "CPU", "kernel", "workloads"],
@@ -164,7 +165,7 @@ def history_section(here: str, names: Names, hist: History, heading: str, salt: 
                class_="muted"),
              h("ul", *[h("li", t(x)) for x in [*said, *hist.notes]]),
              h("div", *[h("figure", f) for f in figures], class_="charts"),
-             table([t(c) for c in head], linked))
+             table([t(c) for c in head], linked), hosts_section(hist))
 
 
 def workload_page(w: Trend, names: Names) -> str:
@@ -236,15 +237,3 @@ def write_site(out_dir: Path, site_pages: Pages) -> list[Path]:
     for path, _ in targets:
         check_output(path, "site DIR")
     return [write_output(path, text, "site DIR") for path, text in targets]
-
-
-def write_store_site(docs: Sequence[RunDoc], source: str, out_dir: Path,
-                     progress: Callable[[str], None] | None = None) -> tuple[int, int]:
-    """`abibench site DIR`: the site of ``docs`` written under ``out_dir``; (pages, bytes)."""
-    if not docs:
-        raise UsageError(f"{t(source)} holds no run: measure one (`abibench run`) or import "
-                         "some (`abibench import FILE.json`) first")
-    check_dir(out_dir)  # refused before any work is done
-    site_pages = pages(build(docs), source, progress)
-    written = write_site(out_dir, site_pages)
-    return len(written), sum(len(text.encode("utf-8")) for text in site_pages.values())
