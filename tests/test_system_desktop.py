@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from abibench.errors import ProfileError
 from abibench.obtain import sysunits
+from abibench.obtain.sysimage import mmdebstrap_argv
 from abibench.run.sysboot import BOOT_ALLOWANCE_S, allowance_of, deadline_of
 from abibench.workloads.system import SYSTEMS_DIR, RunEntry, load_system, parse_system
 
@@ -134,3 +135,12 @@ def test_install_writes_users_files_units_and_ready(tmp_path: Path) -> None:
     assert (tmp_path / "usr/local/share/abibench/page.html").read_bytes() == \
         dict(d.files)["/usr/local/share/abibench/page.html"]
     assert isinstance(d.run[0], RunEntry)
+
+
+def test_every_abi_gets_the_same_desktop_package_list() -> None:
+    d = load_system("desktop")
+    argvs = {arch: mmdebstrap_argv("mmdebstrap", arch, d.release, d.packages, Path("/r"), "u")
+             for arch in ("i386", "amd64")}
+    include = {arch: next(a for a in argv if a.startswith("--include=")).split("=", 1)[1]
+               for arch, argv in argvs.items()}
+    assert include["i386"] == include["amd64"] == "chromium,openbox,systemd-sysv,xvfb"
