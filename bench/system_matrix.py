@@ -46,6 +46,28 @@ def table(docs: list[dict[str, Any]]) -> str:
     return "\n".join([*out, "", *dict.fromkeys(notes)]) + "\n"
 
 
+def unit_table(docs: list[dict[str, Any]], top: int = 8) -> str:
+    """Userspace PSS per systemd unit (MiB, median of boots): each system's largest units."""
+    out: list[str] = []
+    for doc in docs:
+        results = [r for r in doc["results"] if r.get("units")]
+        if not results:
+            continue
+        size: dict[str, float] = {}
+        for r in results:
+            for u, e in r["units"].items():
+                if e:
+                    size[u] = max(size.get(u, 0.0), e["median"])
+        names = sorted(size, key=lambda u: -size[u])[:top]
+        out += [f"{doc['profile']}: userspace PSS per unit (MiB, median of boots)", "",
+                "| combination | phase | " + " | ".join(names) + " |",
+                "|---|---|" + "---|" * len(names)]
+        out += [f"| {r['combination']} | {r['phase']} | "
+                + " | ".join(cell(r["units"].get(u)) for u in names) + " |" for r in results]
+        out.append("")
+    return "\n".join(out)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("systems", nargs="*", default=["minimal"])
@@ -65,7 +87,9 @@ def main() -> int:
             subprocess.run(cmd, check=False)
             if path.is_file():
                 paths.append(path)
-    print(table([json.loads(p.read_text()) for p in paths]))
+    docs = [json.loads(p.read_text()) for p in paths]
+    print(table(docs))
+    print(unit_table(docs))
     return 0
 
 

@@ -28,6 +28,7 @@ from ..errors import HostError
 from ..tools import native_tool
 from ..workloads.system import SystemProfile
 from ..workspace import owned_dir
+from . import sysunits
 from .apt import PackageError
 
 IMAGE_DIR = "system-images"  # under the cache root
@@ -139,6 +140,7 @@ def customise(root: Path, profile: SystemProfile, reporter: Path) -> None:
         (root / "etc/abibench").mkdir(parents=True, exist_ok=True)
         (root / "etc/abibench/load").write_text(profile.load)
     (root / "etc/hostname").write_text("abibench\n")
+    sysunits.install(root, profile)  # what runs after boot (the desktop); nothing for others
 
 
 def _tree_mb(root: Path) -> int:

@@ -248,9 +248,15 @@ def cmdline(profile: SystemProfile) -> str:
                      f"abibench.load_after={profile.load_after_s}"))
 
 
+def allowance_of(profile: SystemProfile) -> float:
+    """Seconds until the report must have begun: the boot's, and the profile's ready script's
+    limit when it has one (the measuring service starts only once the system is ready)."""
+    return BOOT_ALLOWANCE_S + (profile.ready_timeout_s if profile.ready else 0)
+
+
 def deadline_of(profile: SystemProfile) -> float:
     """The boot's allowance, the settling and the load, and two minutes to measure and stop."""
-    return (BOOT_ALLOWANCE_S + profile.settle_s + 120.0
+    return (allowance_of(profile) + profile.settle_s + 120.0
             + (profile.load_seconds if profile.load else 0))
 
 
@@ -264,7 +270,7 @@ def boot_once(combo: Combination, kernel: SystemKernel, image: SystemImage,
         argv = qemu_argv(emulator, kernel, image.path, profile.memory_mb, console, report,
                          cmdline(profile))
         ended, seconds = run_guest(argv, work, report, deadline_s,
-                                   allowance_s=min(deadline_s, BOOT_ALLOWANCE_S),
+                                   allowance_s=min(deadline_s, allowance_of(profile)),
                                    on_start=on_start)
         data = report.read_bytes() if report.is_file() else b""
         try:

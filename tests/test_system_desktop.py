@@ -1,0 +1,146 @@
+"""The desktop system (issue 28): what runs after boot, as profile fields and systemd units.
+
+The boot itself is too heavy for the gate (bench/system_matrix.py desktop); here the profile's
+loading, the image's package list and the unit files are checked as pure functions. Run
+entries are generated: whatever text a profile gives, it either is refused in one line naming
+the key, or enters a unit file as exactly one line of its setting ('%' escaped).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from abibench.errors import ProfileError
+from abibench.obtain import sysunits
+from abibench.obtain.sysimage import mmdebstrap_argv
+from abibench.run.sysboot import BOOT_ALLOWANCE_S, allowance_of, deadline_of
+from abibench.workloads.system import SYSTEMS_DIR, RunEntry, load_system, parse_system
+
+
+def test_the_desktop_profile_loads_with_its_page_and_figures() -> None:
+    d = load_system("desktop")
+    assert {"xvfb", "openbox", "chromium", "systemd-sysv"} <= set(d.packages)
+    assert d.memory_mb == 2048 and [r.name for r in d.run] == ["xserver", "wm", "browser"]
+    page = dict(d.files)["/usr/local/share/abibench/page.html"]
+    assert b"abibench page loaded" in page and b"abibench page loaded" in d.ready.encode()
+    assert "9222" in d.ready and all("--remote-debugging-port=9222" in r.command
+                                     for r in d.run if r.name == "browser")
+    pi = next(p for p in d.published if p.mb_32)
+    assert pi.increase_pct == pytest.approx(100 * (196 / 103 - 1))
+    # The Pi 400 figures moved to the desktop; the minimal system keeps the login prompt's.
+    assert not any(p.mb_32 for p in load_system("minimal").published)
+
+
+def test_the_image_key_changes_with_the_page_and_not_for_older_profiles() -> None:
+    for name in ("minimal", "server"):
+        assert "run" not in load_system(name).key_fields()  # their cached images stay valid
+    d = load_system("desktop")
+    other = d.__class__(**{**d.__dict__, "files": (("/usr/local/share/x", b"other"),)})
+    assert d.key_fields() != other.key_fields() and "run" in d.key_fields()
+
+
+def test_the_ready_script_extends_the_boot_allowance() -> None:
+    d, m = load_system("desktop"), load_system("minimal")
+    assert allowance_of(m) == BOOT_ALLOWANCE_S
+    assert allowance_of(d) == BOOT_ALLOWANCE_S + d.ready_timeout_s
+    assert deadline_of(d) > allowance_of(d) + d.settle_s
+
+
+def _unit_lines(text: str) -> list[tuple[str, str]]:
+    return [tuple(ln.split("=", 1)) for ln in text.splitlines()  # type: ignore[misc]
+            if "=" in ln and not ln.startswith("[")]
+
+
+_TEXT = st.text(st.characters(codec="utf-8"), max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.fixed_dictionaries({"name": st.from_regex(r"[a-z][a-z0-9-]{0,8}", fullmatch=True),
+                                       "command": st.one_of(_TEXT, _TEXT.map(lambda s: "/bin/" + s)),
+                                       "environment": st.lists(_TEXT, max_size=2),
+                                       "wait_for": st.one_of(st.just(""), _TEXT)}),
+                min_size=1, max_size=4))
+def test_run_entries_become_units_of_exactly_their_settings(items: list[dict[str, Any]]) -> None:
+    for i, item in enumerate(items):
+        item["after"] = [items[0]["name"]] if i and items[0]["name"] != item["name"] else []
+    table = {"run": items, "ready": "exit 0"}
+    try:
+        profile = parse_system("t", table, "t.toml")
+    except ProfileError as exc:
+        msg = str(exc)
+        assert "\n" not in msg and msg.startswith("t.toml: [[system.run]]")
+        return
+    units = sysunits.units(profile)
+    assert set(units) == {*(sysunits.unit_name(r) for r in profile.run), sysunits.READY_UNIT}
+    for r in profile.run:
+        settings_ = _unit_lines(units[sysunits.unit_name(r)])
+        execs = [v for k, v in settings_ if k == "ExecStart"]
+        assert execs == [r.command.replace("%", "%%")]
+        envs = [v for k, v in settings_ if k == "Environment"]
+        assert envs == [f'"{e.replace("%", "%%")}"' for e in r.environment]
+        assert ("WantedBy", "multi-user.target") in settings_
+        for a in r.after:
+            assert ("After", f"abibench-run-{a}.service") in settings_
+    ready = dict(_unit_lines(units[sysunits.READY_UNIT]))
+    assert ready["Type"] == "oneshot" and ready["WantedBy"] == "multi-user.target"
+    assert set(ready["After"].split()) == {sysunits.unit_name(r) for r in profile.run}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 1100), max_size=30, unique=True),
+       st.lists(st.integers(0, 1100), max_size=30, unique=True))
+def test_a_new_user_takes_an_id_no_user_or_group_has(uids: list[int], gids: list[int]) -> None:
+    passwd = "".join(f"u{u}:x:{u}:{u}::/:/bin/sh\n" for u in uids)
+    group = "".join(f"g{g}:x:{g}:\n" for g in gids)
+    pw, gr, sh = sysunits.user_lines("abibench", passwd, group)
+    uid = int(pw.split(":")[2])
+    assert uid >= sysunits.FIRST_UID and uid not in uids and uid not in gids
+    assert gr == f"abibench:x:{uid}:" and sh.startswith("abibench:!:")
+    profile = parse_system("t", {"run": [{"name": "a", "command": "/bin/true",
+                                          "user": "abibench"},
+                                         {"name": "b", "command": "/bin/true"}]}, "t.toml")
+    assert sysunits.new_users(profile, passwd) == ["abibench", "root"]
+    assert sysunits.new_users(profile, passwd + pw + "\nroot:x:0:0::/root:/bin/sh\n") == []
+
+
+@pytest.mark.parametrize("files", [{"/tmp/x": "desktop/page.html"},
+                                   {"/usr/local/share/x": "../minimal.toml"},
+                                   {"/usr/local/share/x": "/etc/passwd"},
+                                   {"/usr/local/../etc/x": "desktop/page.html"},
+                                   {"/usr/local/share/x": "desktop/none.html"}])
+def test_a_packed_file_outside_its_places_is_refused(files: dict[str, str]) -> None:
+    with pytest.raises(ProfileError, match=r"^t\.toml: \[system\.files\] "):
+        parse_system("t", {"files": files}, "t.toml", base=SYSTEMS_DIR)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="an image's users' homes are owned by them")
+def test_install_writes_users_files_units_and_ready(tmp_path: Path) -> None:
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc/passwd").write_text("root:x:0:0:root:/root:/bin/bash\n")
+    (tmp_path / "etc/group").write_text("root:x:0:\n")
+    (tmp_path / "etc/shadow").write_text("root:*:19000:0:99999:7:::\n")
+    d = load_system("desktop")
+    sysunits.install(tmp_path, d)
+    assert "abibench:x:1000:1000:" in (tmp_path / "etc/passwd").read_text()
+    assert (tmp_path / "home/abibench").stat().st_uid == 1000
+    wants = tmp_path / "etc/systemd/system/multi-user.target.wants"
+    assert {p.name for p in wants.iterdir()} == set(sysunits.units(d))
+    assert (tmp_path / "etc/abibench/ready").read_text() == d.ready
+    assert (tmp_path / "usr/local/share/abibench/page.html").read_bytes() == \
+        dict(d.files)["/usr/local/share/abibench/page.html"]
+    assert isinstance(d.run[0], RunEntry)
+
+
+def test_every_abi_gets_the_same_desktop_package_list() -> None:
+    d = load_system("desktop")
+    argvs = {arch: mmdebstrap_argv("mmdebstrap", arch, d.release, d.packages, Path("/r"), "u")
+             for arch in ("i386", "amd64")}
+    include = {arch: next(a for a in argv if a.startswith("--include=")).split("=", 1)[1]
+               for arch, argv in argvs.items()}
+    assert include["i386"] == include["amd64"] == "chromium,openbox,systemd-sysv,xvfb"
