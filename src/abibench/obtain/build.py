@@ -18,6 +18,7 @@ import shlex
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from functools import cache
 from pathlib import Path
@@ -27,7 +28,7 @@ from ..elf import section_sizes
 from ..errors import AbibenchError, BuildError, HostError
 from ..hashing import sha256_file
 from ..ids import file_name
-from ..locks import made_once
+from ..locks import exclusive, made_once
 from ..paths import MICRO_DIR
 from ..records import Artifact, JSONDict
 from ..workloads.confine import inside
@@ -35,7 +36,7 @@ from ..workloads.profile import Workload, resolve_source_files, substitute
 from ..workspace import owned_dir
 from . import buildbox, buildlog, debsource
 from .libraries import inspect_artifacts
-from .toolchain import install_roots, named_tools, rustup_home, tool_of, versions
+from .toolchain import install_roots, named_tools, rustup_home, shared_caches, tool_of, versions
 
 DEFAULT_CFLAGS = ("-O2",)
 RECIPE_VERSION = "3"  # bump when the way we build changes, so old cache entries are not reused
@@ -133,13 +134,19 @@ def recipe_of(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
     roots = install_roots(tools, env["PATH"], os.environ)
     if any(tool_of(t) in ("rustc", "cargo") for t in tools):
         env["RUSTUP_HOME"] = str(rustup_home(os.environ))
+    toolchain = versions(tools, env["PATH"])
+    # Go's and cargo's own caches are shared by every build with the same toolchain: one per
+    # version line, so another toolchain starts cold (and its builds' cache keys differ anyway).
+    caches = shared_caches(toolchain, cache_root, env["PATH"])
+    env.update({var: str(d) for var, d in caches.items()})
     box = buildbox.Box(staging, buildbox.profile_dir_of(wl),
                        readonly=(*(d.path for d in inputs), *(t.path for t in extras.values()),
                                  *roots),
                        skip=frozenset({buildbox.normal(cache_root)}), env=env,
-                       sandboxed=buildbox.sandbox_problem() is None)
+                       sandboxed=buildbox.sandbox_problem() is None,
+                       writable=tuple(sorted(caches.values())))
     passes = not wl.source.build or any("{cflags}" in a for a in wl.source.build)
-    return Recipe(inputs, versions(tools, env["PATH"]), passes, box)
+    return Recipe(inputs, toolchain, passes, box)
 
 
 def cache_key(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], recipe: Recipe,
@@ -255,7 +262,7 @@ def _build_in(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
     else:
         cwd = staging
     t0 = time.monotonic()
-    with log_path.open("w") as log:
+    with log_path.open("w") as log, _holding(recipe.box.writable):
         for argv in commands:
             rc = buildbox.run(argv, cwd, log, recipe.box)
             if rc != 0:
@@ -290,6 +297,18 @@ def _build_in(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
         toolchain=recipe.toolchain,
         isolation=recipe.box.isolation,
     )
+
+
+@contextlib.contextmanager
+def _holding(caches: tuple[Path, ...]) -> Iterator[None]:
+    """Each shared toolchain cache made and locked (locks.py) while a build writes it: one build
+    at a time per cache, the rest wait. Taken in sorted order, always inside the build entry's
+    own lock and never the other way round, so no two builds wait for each other."""
+    with contextlib.ExitStack() as held:
+        for d in sorted(caches):
+            d.mkdir(parents=True, exist_ok=True)
+            held.enter_context(exclusive(d))
+        yield
 
 
 def _copy_data(wl: Workload, abi: Abi, cwd: Path, out: Path, values: dict[str, str]) -> None:
