@@ -269,7 +269,8 @@ def _build_in(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
                 failed_log = final.parent / f"{abi.name}-{key[:16]}.failed.log"
                 shutil.copy(log_path, failed_log)
                 raise BuildError(failure_message(wl, abi.name, rc, log_path, failed_log,
-                                                 _undeclared(wl, recipe, log_path)))
+                                                 _undeclared(wl, recipe, log_path),
+                                                 _debian_rust(abi, recipe, log_path)))
     seconds = time.monotonic() - t0
 
     _copy_data(wl, abi, cwd, out, values)
@@ -349,13 +350,31 @@ def _check_artifacts(wl: Workload, abi: Abi, out: Path, final: Path,
 
 
 def failure_message(wl: Workload, abi: str, rc: int, log_path: Path, kept: Path,
-                    undeclared: str = "") -> str:
+                    undeclared: str = "", no_rustup: str = "") -> str:
     """One line: which build failed, why in its log's own words, and where the whole log is.
 
     Named for the profile (a sweep's instances share their build), so it is said once."""
     why = " | ".join(buildlog.cause_of(log_path))
+    if no_rustup:
+        # rustc's own fix names rustup, which this host does not use; first, as the line is
+        # bounded where it is printed
+        why = f"{no_rustup} | {why}"
     return (f"{wl.base_id or wl.id}: build for {abi} failed (exit {rc})"
             f"{undeclared}{': ' + why if why else ''}; log: {kept}")
+
+
+def _debian_rust(abi: Abi, recipe: Recipe, log_path: Path) -> str:
+    """The fix for a missing Rust standard library when the rustc that ran is no rustup proxy
+    (Debian's): its targets' libraries are Debian packages, one per architecture."""
+    if "rustc" not in recipe.toolchain or shutil.which("rustup", path=recipe.box.env["PATH"]):
+        return ""
+    try:
+        if b"can't find crate for `std`" not in log_path.read_bytes()[-buildlog.TAIL_BYTES:]:
+            return ""
+    except OSError:
+        return ""
+    return (f"this rustc is not rustup's: apt-get install libstd-rust-dev:{abi.debian_arch} "
+            "(Debian's standard library for that target)")
 
 
 def _undeclared(wl: Workload, recipe: Recipe, log_path: Path) -> str:
