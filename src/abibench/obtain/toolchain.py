@@ -81,12 +81,19 @@ def named_tools(commands: Iterable[Iterable[str]]) -> list[str]:
     for argv in commands:
         for arg in argv:
             for word in _WORD_SPLIT.split(arg):
-                name = tool_of(word) if word else None
+                name = tool_of(word) if word and _may_run(word) else None
                 if name is not None:
                     # A path names that very binary (a cross compiler); ./configure is the
                     # tree's own script, known by its name.
                     add(word if "/" in word and name != "configure" else name)
     return list(found)
+
+
+def _may_run(word: str) -> bool:
+    """Whether a word can be a command a shell runs: a bare name, an absolute path, or an
+    explicit relative one (./configure, ../bin/go). "examples/meson" in a message names a
+    directory, not meson."""
+    return "/" not in word or word.startswith(("/", "./", "../"))
 
 
 def is_c_compiler(tool: str) -> bool:
