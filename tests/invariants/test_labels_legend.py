@@ -39,8 +39,10 @@ def _artifact(workload: str, target: str, kind: str) -> Artifact:
     if kind == "debian":
         return Artifact(bin_dir="/usr/bin", compiler_version=f"Debian {abi} build",
                         debian_packages={f"pkg-{abi}": "1.2-3"}, **common)
+    # a build system whose version line lacks its name (meson prints "1.0.1"), and a compiler
     return Artifact(bin_dir=f"/cache/{abi}/bin", compiler=f"cc-{abi}",
-                    compiler_version=f"cc-{abi} (Tool) 9.9", **common)
+                    compiler_version=f"1.0.1; cc-{abi} (Tool) 9.9",
+                    toolchain={"/opt/bin/meson": "1.0.1", "cc": f"cc-{abi} (Tool) 9.9"}, **common)
 
 
 def _doc(targets: list[tuple[str, str]], points: list[str]) -> RunDoc:
@@ -78,7 +80,7 @@ def test_labels_are_short_unique_and_the_legend_names_each_provenance(
         assert abi_of(label) == abi and len(label) <= len(target)
         assert label == (abi if abis.count(abi) == 1 else target)
         words = next(x.provenance for x in rep.legend if x.target == target)
-        detail = {"source": f"cc-{abi} (Tool) 9.9", "prebuilt": f"/given/{abi}-dir/prog-{abi}",
+        detail = {"source": f"meson 1.0.1; cc-{abi} (Tool) 9.9", "prebuilt": f"/given/{abi}-dir/prog-{abi}",
                   "debian": f"pkg-{abi} 1.2-3"}[kind]
         assert detail in words, (target, words)
     # every label the report shows is one of the legend's

@@ -52,8 +52,15 @@ def detail(a: Artifact) -> str:
         pkgs = ", ".join(f"{k} {v}" for k, v in sorted((a.debian_packages or {}).items()))
         return f"{pkgs} ({a.compiler_version})" if pkgs else a.compiler_version or ""
     source = f"{a.source_package} {a.source_version or ''}".strip() if a.source_package else ""
-    by = a.compiler_version or a.compiler
+    by = "; ".join(_named(tool, line) for tool, line in a.toolchain.items()) if a.toolchain \
+        else a.compiler_version or a.compiler
     return ", ".join(x for x in (source, f"by {by}" if by else "") if x)
+
+
+def _named(tool: str, line: str) -> str:
+    """A toolchain's version line, with its name where the line lacks it (meson prints "1.0.1")."""
+    name = Path(tool).name
+    return line if line.lower().startswith(name.lower()) else f"{name} {line}"
 
 
 def provenance_words(target: str, artifacts: Sequence[Artifact]) -> str:
