@@ -83,8 +83,9 @@ def test_labels_are_short_unique_and_the_legend_names_each_provenance(
         detail = {"source": f"meson 1.0.1; cc-{abi} (Tool) 9.9", "prebuilt": f"/given/{abi}-dir/prog-{abi}",
                   "debian": f"pkg-{abi} 1.2-3"}[kind]
         assert detail in words, (target, words)
-    # every label the report shows is one of the legend's
+    # every label the report shows is one of the legend's; each series keeps its stored target
     assert {s.label for s in rep.series} <= set(shown.values())
+    assert all(shown[s.target] == s.label for s in rep.series)
     for block in rep.workloads:
         assert {r.label for r in block.result.rows} <= set(shown.values())
         assert {d.label for d in block.diffs} | {d.reference for d in block.diffs} \

@@ -12,7 +12,7 @@ provenance.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 
 from .. import __version__, stats
@@ -390,6 +390,8 @@ def from_run(doc: RunDoc, source: str = "", heading: str | None = None,
     # Short labels ("i386", not "i386/prebuilt"), their provenance said once in the legend.
     names = short_labels(targets_of(doc))
     entries = legend(doc, names)
+    # Each series is shown by its short label and keeps its stored target (CSV's `target`).
+    series = [replace(s, label=names.get(s.target, s.target)) for s in single_series(doc)]
     doc = relabeled(doc, names)
     results = analyse(doc)
     blocks = [_block(r, doc, _reference_of(r)) for r in results]
@@ -399,7 +401,6 @@ def from_run(doc: RunDoc, source: str = "", heading: str | None = None,
         if o:
             b.stop = [("", o.text())]
     rs = ResultSet(doc, source or f"run {doc.run.id}")
-    series = single_series(doc)
     curves = footprint.series(doc)
     sets = [_set_info(rs)]
     rows = _sample_rows([rs], series)
