@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Each example of examples/ from an empty cache to its verdict, by its README's own command (a
 # new user's first run): a fresh ABIBENCH_CACHE and ABIBENCH_DATA per example, the wall time,
-# the CPU seconds of the whole process tree (user+sys, which the machine's load does not
-# inflate), the load average at the start, and the verdict lines. Output in bench/out/examples/.
+# the CPU seconds of the process tree (user+sys by rusage, which the machine's load does not
+# inflate; a sandboxed build's own CPU time is not in it: bwrap's PID namespace keeps it from
+# rusage), the load average at the start, and the verdict lines. Output in bench/out/examples/.
 #   bash bench/examples-from-zero.sh [NAME...]     (default: every example with a README command)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
