@@ -23,6 +23,8 @@ PKGS=(
   sysbench
   autoconf automake tcl   # seed workloads: POV-Ray's prebuild.sh, SQLite's amalgamation (tclsh)
   cmake   # examples/cmake and examples/jq (Oniguruma is a CMake project)
+  meson ninja-build   # examples/meson: a Meson project cross-built with a cross file
+  golang-go rustc cargo   # examples/go (GOARCH=386/amd64) and examples/rust (cargo --target)
   chromium fonts-dejavu-core
   qemu-user   # the dynamic build: it has the TCG plugin API that --counters uses under emulation
   qemu-system-x86   # abibench vm: a booted x86_64 kernel (TCG) runs x32 where this kernel cannot
@@ -61,6 +63,12 @@ case "$(uname -m)" in
   *) ARCH_PKGS=(); FOREIGN_ARCH="" ;;
 esac
 PKGS+=("${ARCH_PKGS[@]}")
+# Wanted, not required: a failure to install them is said and setup goes on. Rust's i686
+# standard library (examples/rust's i386 build) is Debian's multiarch libstd-rust-dev:i386,
+# which needs every shared i386 library at the amd64 version: a mirror whose i386 index lags
+# (a security update not yet there) cannot install it until it catches up.
+OPTIONAL_PKGS=()
+[ "$(uname -m)" = x86_64 ] && OPTIONAL_PKGS=(libstd-rust-dev:i386)
 # The default gcc's major version (gcc -> gcc-12 on Debian 12): its multilib packages.
 gcc_major() {
   apt-cache depends gcc 2>/dev/null | sed -n 's/^ *Depends: gcc-\([0-9][0-9]*\)$/\1/p' | head -1
@@ -178,6 +186,20 @@ system_setup() {
     fi
   fi
   ensure_asm_link
+  optional_setup
+}
+
+optional_setup() {
+  local p
+  for p in "${OPTIONAL_PKGS[@]}"; do
+    installed "$p" && continue
+    say "installing (optional): $p"
+    if ! DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -q \
+        --no-install-recommends "$p" >/tmp/abibench-apt-optional.log 2>&1; then
+      say "could not install $p (optional; log: /tmp/abibench-apt-optional.log): $(grep -m1 -E '^ |^E:' /tmp/abibench-apt-optional.log | sed 's/^ *//')"
+      say "  its tests skip, naming the fix; a rustup user runs: rustup target add i686-unknown-linux-gnu"
+    fi
+  done
 }
 
 python_setup() {

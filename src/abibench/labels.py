@@ -45,3 +45,20 @@ def pick_reference(labels: Sequence[str]) -> str:
             if abi_of(label) == ref:
                 return label
     return labels[-1]
+
+
+def provenance_of(label: str) -> str:
+    """The provenance part of a target label: 'i386/prebuilt' -> 'prebuilt', 'i386' -> 'source'."""
+    return label.split("/", 1)[1] if "/" in label else "source"
+
+
+def short_labels(targets: Sequence[str]) -> dict[str, str]:
+    """{stored target label: the label a report shows}, for the targets of one run.
+
+    The one rule for a label that carries provenance ('i386/prebuilt'): a report shows the ABI
+    alone when no other target of the run has that ABI, and the stored label ('i386/debian'
+    beside a built 'i386') only where the ABI alone would be ambiguous; the provenance itself is
+    said once, in the legend (analyse/legend.py). The labels stay unique, and each keeps its
+    target's ABI (abi_of), which the analysis reads from it."""
+    abis = [abi_of(t) for t in targets]
+    return {t: abi_of(t) if abis.count(abi_of(t)) == 1 else t for t in targets}

@@ -46,7 +46,15 @@ from .counts import (
     CounterProfile,
     FunctionCount,
 )
-from .labels import abi_of, emulated_words, family_of, is_reference, pick_reference
+from .labels import (
+    abi_of,
+    emulated_words,
+    family_of,
+    is_reference,
+    pick_reference,
+    provenance_of,
+    short_labels,
+)
 from .metrics import (
     _BUILTIN_FIELDS,
     BUILTIN_METRICS,
@@ -92,7 +100,9 @@ __all__ = [
     "family_of",
     "is_reference",
     "pick_reference",
+    "provenance_of",
     "recorded_builtins",
+    "short_labels",
 ]
 
 EXPORT_FORMAT = "abibench-run"

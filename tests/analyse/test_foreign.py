@@ -35,7 +35,7 @@ def test_a_real_prebuilt_pair_with_a_library_from_elsewhere(
     r = cli(*args)
     out = " ".join(r.stdout.split())
     assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-1000:]
-    assert ("x86_64/prebuilt: no verdict (time or size): it loads the host's libvalue.so, so "
+    assert ("x86_64: no verdict (time or size): it loads the host's libvalue.so, so "
             "it measures the host's libvalue.so, not yours") in out, out
     assert "the recipe" not in out and "RPATH of $ORIGIN" in out
     assert "libvalue.so" in r.stderr and r.stderr.count("\n") == 1, r.stderr
@@ -44,7 +44,7 @@ def test_a_real_prebuilt_pair_with_a_library_from_elsewhere(
     out = " ".join(r.stdout.split())
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-1000:]
     assert "allowed (--allow-host-libs)" in out
-    assert ("x86_64/prebuilt: its program's sizes count the host's libraries it loads: "
+    assert ("x86_64: its program's sizes count the host's libraries it loads: "
             "libvalue.so") in out, out
     # the choice is stored with the run: a later report agrees
     again = " ".join(cli("report", "latest").stdout.split())

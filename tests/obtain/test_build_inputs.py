@@ -270,6 +270,16 @@ def test_every_tool_a_command_names_is_recorded(tools: list[tuple[str, str]], gl
             assert implied in names, (script, found)
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.sampled_from(sorted(KNOWN_TOOLS)), min_size=1, max_size=3),
+       st.sampled_from(["examples", "src/x", "a.b"]))
+def test_a_relative_path_in_a_message_names_no_tool(tools: list[str], where: str) -> None:
+    # "error: examples/meson has ..." once recorded "examples/meson" as the meson toolchain
+    # ("does not run (PermissionError)"): only a word a shell could run names a tool.
+    script = "echo 'error: " + " ".join(f"{where}/{t}" for t in tools) + " missing' >&2; exit 2"
+    assert named_tools([["sh", "-c", script]]) == []
+
+
 def test_a_rust_build_is_recorded_as_rustc_not_as_gcc(tmp_path: Path) -> None:
     # The case: a program a `build` command made with another toolchain carries that
     # toolchain's version, and no C compiler's flags or target options.

@@ -107,7 +107,7 @@ def test_glmark2_one_scene_on_both_arches_leaves_nothing(env: dict[str, str],
                                *TINY)
     assert code == 0, err + out
     assert "libgl1-mesa-dri 22.3.6" in out
-    assert "output check: identical on i386/debian, x86_64/debian" in out
+    assert "output check: identical on i386, x86_64" in out
     r = subprocess.run([sys.executable, "-m", "abibench", "export"], env=env,
                        capture_output=True, text=True, check=False)
     samples = json.loads(r.stdout)["samples"]

@@ -26,6 +26,7 @@ from ..records import (
     WorkloadMeta,
     abi_of,
     pick_reference,
+    short_labels,
 )
 from ..run.stopping import short_of_precision
 from .foreign import ALLOW_OPTION, allowed
@@ -165,8 +166,9 @@ def merge(sets: list[ResultSet], baseline: str | None = None,
         targets: list[str] = []
         for meta in rs.doc.workloads.values():
             targets += [t for t in meta.targets if t not in targets]
+        short = short_labels(targets)  # the provenance is in the report's legend
         for t in targets:
-            series.append(Series(f"{tags[i]} {t}", i, tags[i], t, abi_of(t),
+            series.append(Series(f"{tags[i]} {short[t]}", i, tags[i], t, abi_of(t),
                                  str(rs.doc.host.hostname or "?"), rs.doc.host.kernel_bits))
     by_key = {(s.set_index, s.target): s for s in series}
     workloads, members = _members(sets, tags, warnings)

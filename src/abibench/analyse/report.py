@@ -12,7 +12,7 @@ provenance.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 
 from .. import __version__, stats
@@ -32,6 +32,7 @@ from ..records import (
     measured_memory,
     pair_by_round,
     pick_reference,
+    short_labels,
 )
 from ..text import clean_all
 from . import footprint, xbench
@@ -39,6 +40,7 @@ from .advise import Advice, Deployment, advise
 from .context import ContextRow, calibration_rows, context_rows, provenance_rows
 from .explain import Explanation, explain
 from .foreign import withheld
+from .legend import LegendEntry, legend, relabeled, targets_of
 from .merge import ResultSet, Series, merge, single_series
 from .results import (
     PRIMARY_WORDS,
@@ -227,6 +229,8 @@ class Report:
     advice: Advice | None = None
     # The noise calibration: what it measured, the design it chose per workload and why.
     calibration: list[ContextRow] = field(default_factory=list)
+    # Each target's shown label and where its programs came from (analyse/legend.py).
+    legend: list[LegendEntry] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         # The one place untrusted text is cleaned for every format (issue 26): the walk covers
@@ -383,6 +387,12 @@ def index_of(doc: RunDoc) -> xbench.Index | None:
 def from_run(doc: RunDoc, source: str = "", heading: str | None = None,
              deployment: Deployment | None = None) -> Report:
     """The report of one run; with a deployment, its advice too."""
+    # Short labels ("i386", not "i386/prebuilt"), their provenance said once in the legend.
+    names = short_labels(targets_of(doc))
+    entries = legend(doc, names)
+    # Each series is shown by its short label and keeps its stored target (CSV's `target`).
+    series = [replace(s, label=names.get(s.target, s.target)) for s in single_series(doc)]
+    doc = relabeled(doc, names)
     results = analyse(doc)
     blocks = [_block(r, doc, _reference_of(r)) for r in results]
     for b in blocks:
@@ -391,7 +401,6 @@ def from_run(doc: RunDoc, source: str = "", heading: str | None = None,
         if o:
             b.stop = [("", o.text())]
     rs = ResultSet(doc, source or f"run {doc.run.id}")
-    series = single_series(doc)
     curves = footprint.series(doc)
     sets = [_set_info(rs)]
     rows = _sample_rows([rs], series)
@@ -404,7 +413,8 @@ def from_run(doc: RunDoc, source: str = "", heading: str | None = None,
         provenance=_provenance(sets, series), generated=_now(),
         footprint_series=curves, footprint_diffs=footprint.differences(curves),
         index=index_of(doc), explanations=explain(doc, results),
-        advice=advise(doc, results, deployment) if deployment is not None else None)
+        advice=advise(doc, results, deployment) if deployment is not None else None,
+        legend=entries)
 
 
 def from_sets(sets: list[ResultSet], baseline: str | None = None,
@@ -441,7 +451,8 @@ def from_sets(sets: list[ResultSet], baseline: str | None = None,
         calibration=calibration_rows([rs.doc for rs in sets]),
         provenance=_provenance(infos, merged.series), generated=_now(),
         explanations=explain(merged.doc, results),
-        advice=advise(merged.doc, results, deployment) if deployment is not None else None)
+        advice=advise(merged.doc, results, deployment) if deployment is not None else None,
+        legend=legend(merged.doc, {}))
 
 
 def _now() -> str:

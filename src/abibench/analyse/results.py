@@ -201,6 +201,14 @@ def where_they_differ(values: Sequence[str], width: int = 24) -> list[str]:
     return [("…" if start else "") + one_line(v[start:start + width]) for v in values]
 
 
+# One ABI's outputs differ from round to round: what is compared holds something that varies (a
+# time or a rate in the whole stdout, --check-stdout's digest), not only what the program computed.
+UNSTABLE_OUTPUT_HINT = ("what is compared varies from run to run (a time or a rate in it?): "
+                        "compare only what the program computed, with --check REGEX on the "
+                        "command line (e.g. --check '(?m)^checksum: (\\S+)$') or [validate] "
+                        "stdout_match in a profile")
+
+
 def validate_outputs(samples: Sequence[Sample], labels: Sequence[str],
                      validates: bool | None = None,
                      no_validation: str | None = None) -> tuple[str, str]:
@@ -222,7 +230,8 @@ def validate_outputs(samples: Sequence[Sample], labels: Sequence[str],
         return "unchecked", "not checked: no sample succeeded"
     for t, values in checks.items():
         if len(values) > 1:
-            return "miscompare", f"{t} gave {len(values)} different outputs across its own runs"
+            return "miscompare", (f"{t} gave {len(values)} different outputs across its own "
+                                  f"runs: {UNSTABLE_OUTPUT_HINT}")
     distinct = {t: next(iter(v)) for t, v in checks.items()}
     if len(set(distinct.values())) > 1:
         shown = ", ".join(f"{t}={v}" for t, v in zip(distinct, where_they_differ(

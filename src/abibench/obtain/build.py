@@ -18,6 +18,7 @@ import shlex
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from functools import cache
 from pathlib import Path
@@ -27,7 +28,7 @@ from ..elf import section_sizes
 from ..errors import AbibenchError, BuildError, HostError
 from ..hashing import sha256_file
 from ..ids import file_name
-from ..locks import made_once
+from ..locks import exclusive, made_once
 from ..paths import MICRO_DIR
 from ..records import Artifact, JSONDict
 from ..workloads.confine import inside
@@ -35,7 +36,7 @@ from ..workloads.profile import Workload, resolve_source_files, substitute
 from ..workspace import owned_dir
 from . import buildbox, buildlog, debsource
 from .libraries import inspect_artifacts
-from .toolchain import install_roots, named_tools, rustup_home, tool_of, versions
+from .toolchain import install_roots, named_tools, rustup_home, shared_caches, tool_of, versions
 
 DEFAULT_CFLAGS = ("-O2",)
 RECIPE_VERSION = "3"  # bump when the way we build changes, so old cache entries are not reused
@@ -133,13 +134,19 @@ def recipe_of(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
     roots = install_roots(tools, env["PATH"], os.environ)
     if any(tool_of(t) in ("rustc", "cargo") for t in tools):
         env["RUSTUP_HOME"] = str(rustup_home(os.environ))
+    toolchain = versions(tools, env["PATH"])
+    # Go's and cargo's own caches are shared by every build with the same toolchain: one per
+    # version line, so another toolchain starts cold (and its builds' cache keys differ anyway).
+    caches = shared_caches(toolchain, cache_root, env["PATH"])
+    env.update({var: str(d) for var, d in caches.items()})
     box = buildbox.Box(staging, buildbox.profile_dir_of(wl),
                        readonly=(*(d.path for d in inputs), *(t.path for t in extras.values()),
                                  *roots),
                        skip=frozenset({buildbox.normal(cache_root)}), env=env,
-                       sandboxed=buildbox.sandbox_problem() is None)
+                       sandboxed=buildbox.sandbox_problem() is None,
+                       writable=tuple(sorted(caches.values())))
     passes = not wl.source.build or any("{cflags}" in a for a in wl.source.build)
-    return Recipe(inputs, versions(tools, env["PATH"]), passes, box)
+    return Recipe(inputs, toolchain, passes, box)
 
 
 def cache_key(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...], recipe: Recipe,
@@ -255,14 +262,15 @@ def _build_in(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
     else:
         cwd = staging
     t0 = time.monotonic()
-    with log_path.open("w") as log:
+    with log_path.open("w") as log, _holding(recipe.box.writable):
         for argv in commands:
             rc = buildbox.run(argv, cwd, log, recipe.box)
             if rc != 0:
                 failed_log = final.parent / f"{abi.name}-{key[:16]}.failed.log"
                 shutil.copy(log_path, failed_log)
                 raise BuildError(failure_message(wl, abi.name, rc, log_path, failed_log,
-                                                 _undeclared(wl, recipe, log_path)))
+                                                 _undeclared(wl, recipe, log_path),
+                                                 _debian_rust(abi, recipe, log_path)))
     seconds = time.monotonic() - t0
 
     _copy_data(wl, abi, cwd, out, values)
@@ -290,6 +298,18 @@ def _build_in(wl: Workload, abi: Abi, cc: str, cflags: tuple[str, ...],
         toolchain=recipe.toolchain,
         isolation=recipe.box.isolation,
     )
+
+
+@contextlib.contextmanager
+def _holding(caches: tuple[Path, ...]) -> Iterator[None]:
+    """Each shared toolchain cache made and locked (locks.py) while a build writes it: one build
+    at a time per cache, the rest wait. Taken in sorted order, always inside the build entry's
+    own lock and never the other way round, so no two builds wait for each other."""
+    with contextlib.ExitStack() as held:
+        for d in sorted(caches):
+            d.mkdir(parents=True, exist_ok=True)
+            held.enter_context(exclusive(d))
+        yield
 
 
 def _copy_data(wl: Workload, abi: Abi, cwd: Path, out: Path, values: dict[str, str]) -> None:
@@ -330,13 +350,31 @@ def _check_artifacts(wl: Workload, abi: Abi, out: Path, final: Path,
 
 
 def failure_message(wl: Workload, abi: str, rc: int, log_path: Path, kept: Path,
-                    undeclared: str = "") -> str:
+                    undeclared: str = "", no_rustup: str = "") -> str:
     """One line: which build failed, why in its log's own words, and where the whole log is.
 
     Named for the profile (a sweep's instances share their build), so it is said once."""
     why = " | ".join(buildlog.cause_of(log_path))
+    if no_rustup:
+        # rustc's own fix names rustup, which this host does not use; first, as the line is
+        # bounded where it is printed
+        why = f"{no_rustup} | {why}"
     return (f"{wl.base_id or wl.id}: build for {abi} failed (exit {rc})"
             f"{undeclared}{': ' + why if why else ''}; log: {kept}")
+
+
+def _debian_rust(abi: Abi, recipe: Recipe, log_path: Path) -> str:
+    """The fix for a missing Rust standard library when the rustc that ran is no rustup proxy
+    (Debian's): its targets' libraries are Debian packages, one per architecture."""
+    if "rustc" not in recipe.toolchain or shutil.which("rustup", path=recipe.box.env["PATH"]):
+        return ""
+    try:
+        if b"can't find crate for `std`" not in log_path.read_bytes()[-buildlog.TAIL_BYTES:]:
+            return ""
+    except OSError:
+        return ""
+    return (f"this rustc is not rustup's: apt-get install libstd-rust-dev:{abi.debian_arch} "
+            "(Debian's standard library for that target)")
 
 
 def _undeclared(wl: Workload, recipe: Recipe, log_path: Path) -> str:

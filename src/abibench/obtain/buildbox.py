@@ -239,6 +239,8 @@ class Box:
     profile_dir: Path
     readonly: tuple[Path, ...] = ()  # bound read-only at their own paths
     skip: frozenset[Path] = frozenset()  # never an input: the build cache
+    # A toolchain's own shared cache (toolchain.shared_caches), bound writable at its path.
+    writable: tuple[Path, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     sandboxed: bool = True
 
@@ -253,6 +255,8 @@ class Box:
         binds: list[str] = []
         for p in self.readonly:
             binds += ["--ro-bind", str(p), str(p)]
+        for p in self.writable:
+            binds += ["--bind", str(p), str(p)]
         return [shutil.which("bwrap") or "bwrap", *BWRAP_OPTIONS, *_system_mounts(), *hide,
                 *binds, "--bind", str(self.staging), str(self.staging), "--chdir", str(cwd),
                 "--", *argv]

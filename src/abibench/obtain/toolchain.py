@@ -10,6 +10,7 @@ Naming a tool that does not run is recorded too ("not found"): the build then fa
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -80,12 +81,19 @@ def named_tools(commands: Iterable[Iterable[str]]) -> list[str]:
     for argv in commands:
         for arg in argv:
             for word in _WORD_SPLIT.split(arg):
-                name = tool_of(word) if word else None
+                name = tool_of(word) if word and _may_run(word) else None
                 if name is not None:
                     # A path names that very binary (a cross compiler); ./configure is the
                     # tree's own script, known by its name.
                     add(word if "/" in word and name != "configure" else name)
     return list(found)
+
+
+def _may_run(word: str) -> bool:
+    """Whether a word can be a command a shell runs: a bare name, an absolute path, or an
+    explicit relative one (./configure, ../bin/go). "examples/meson" in a message names a
+    directory, not meson."""
+    return "/" not in word or word.startswith(("/", "./", "../"))
 
 
 def is_c_compiler(tool: str) -> bool:
@@ -143,3 +151,55 @@ def install_roots(tools: Iterable[str], path: str | None,
 def rustup_home(environ: Mapping[str, str]) -> Path:
     home = environ.get("RUSTUP_HOME")
     return Path(home) if home else Path(environ.get("HOME", "/root")) / ".rustup"
+
+
+# Tools whose own cache is shared between builds: the environment variable that places it. Go's
+# build cache (GOCACHE) holds its compiled standard library and runtime, so a build with a cold
+# one compiles the runtime again (minutes on a loaded machine); cargo's home holds its registry.
+# Both are content-addressed by the tool itself. cargo's target directory is not shared: each
+# build's sources are at a new path, which cargo's fingerprints would rebuild from anyway.
+SHARED_CACHES: dict[str, str] = {"go": "GOCACHE", "cargo": "CARGO_HOME"}
+
+
+@cache
+def go_root(exe: str) -> str | None:
+    """The GOROOT a go command really runs (a wrapper script's included), or None."""
+    try:
+        proc = subprocess.run([exe, "env", "GOROOT"], capture_output=True, text=True,
+                              timeout=VERSION_TIMEOUT_S, check=False,
+                              env={**os.environ, "GOTOOLCHAIN": "local", "LC_ALL": "C"})
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    root = proc.stdout.strip()
+    return root if proc.returncode == 0 and Path(root, "bin", "go").is_file() else None
+
+
+def cache_identity(tool: str, line: str, path: str | None = None) -> str:
+    """What a tool's shared cache is keyed by: the toolchain that really compiles. For go, its
+    GOROOT and that root's own go's version line (a wrapper that prints another version line
+    runs the same compiler, and Go keys its cache by the compiler's content anyway); for others,
+    the resolved binary and its version line."""
+    exe = tool if "/" in tool else shutil.which(tool, path=path)
+    if exe is None:
+        return f"{tool}\0{line}"
+    if tool.rsplit("/", 1)[-1] == "go":
+        root = go_root(exe)
+        if root is not None:
+            return f"go\0{root}\0{version(str(Path(root, 'bin', 'go')))}"
+    return f"{Path(exe).resolve()}\0{line}"
+
+
+def shared_caches(toolchain: Mapping[str, str], root: Path,
+                  path: str | None = None) -> dict[str, Path]:
+    """{environment variable: directory under root} of the caches the named tools share between
+    builds: one per toolchain (cache_identity), so that another toolchain starts from an empty
+    cache and builds everything itself."""
+    out: dict[str, Path] = {}
+    for tool, line in toolchain.items():
+        name = tool.rsplit("/", 1)[-1]
+        var = SHARED_CACHES.get(name)
+        if var is None:
+            continue
+        key = hashlib.sha256(cache_identity(tool, line, path).encode()).hexdigest()[:16]
+        out[var] = root / "toolcache" / f"{name}-{key}"
+    return out

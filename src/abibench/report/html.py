@@ -69,6 +69,9 @@ class _Page:
     def summary(self) -> Html:
         r = self.r
         parts: list[object] = [h("h2", "Summary")]
+        if r.legend:  # each target's short label and its provenance, once (analyse/legend.py)
+            parts.append(h("ul", *[h("li", h("code", x.label), f": {x.provenance}")
+                                   for x in r.legend], class_="legend"))
         for sm in r.suites:
             gm = sm.geomean
             ci = fmt.ratio(gm.value, gm.ci_low, gm.ci_high)

@@ -62,7 +62,7 @@ def render(report: Report) -> str:
     sources = "; ".join(f"{s.tag + ': ' if s.tag else ''}{s.source}" for s in r.sets)
     out = [f"# {_esc(r.title)}", "",
            f"_{_esc(sources)} · generated {_esc(r.generated)} by abibench "
-           f"{_esc(r.tool_version)}_", "", "## Summary", ""]
+           f"{_esc(r.tool_version)}_", "", *_legend(r), "## Summary", ""]
     out += _summary(r)
     out += _host(r)
     out += _workloads(r)
@@ -74,6 +74,13 @@ def render(report: Report) -> str:
     out += _sizes(r)
     out += _provenance(r)
     return "\n".join(out)
+
+
+def _legend(r: Report) -> list[str]:
+    """Each target's short label and its provenance, once (analyse/legend.py)."""
+    if not r.legend:
+        return []
+    return ["Targets:", "", *(f"- {_code(x.label)}: {_esc(x.provenance)}" for x in r.legend), ""]
 
 
 def _summary(r: Report) -> list[str]:

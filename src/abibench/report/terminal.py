@@ -71,8 +71,15 @@ def _counters(rows: list[tuple[str, str]]) -> str:
     return "; ".join(f"{c}: {', '.join(labels)}" for c, labels in by.items())
 
 
+def _legend(report: Report, con: Console) -> None:
+    """Each target's short label and where its programs came from, once (analyse/legend.py)."""
+    if report.legend:
+        con.print("\n".join(["targets:", *(f"  {e(x.text)}" for x in report.legend)]))
+
+
 def _run(report: Report, con: Console) -> None:
     con.print(e(report.heading))
+    _legend(report, con)
     for w in report.warnings:
         con.print(f"[yellow]warning:[/] {e(w)}")
     for item in sweepview.sections(report):  # a sweep's instances are one curve
@@ -386,6 +393,7 @@ def _set_line(s: SetInfo) -> str:
 def _comparison(report: Report, con: Console) -> None:
     con.print("\n".join([f"[bold]{e(report.title)}[/]", *map(_set_line, report.sets),
                          *(f"[yellow]warning:[/] {e(w)}" for w in report.warnings)]))
+    _legend(report, con)
     labels = [s.label for s in report.series]
     table = Table(show_edge=False, pad_edge=False, header_style="bold", show_lines=True)
     table.add_column("workload")
