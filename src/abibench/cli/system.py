@@ -23,7 +23,11 @@ def add_parser(sub: Commands) -> None:
     sys_run.add_argument("system", metavar="SYSTEM", help="minimal, server, or a .toml file")
     sys_run.add_argument("--boots", type=int, default=3, help="boots per combination")
     sys_run.add_argument("--combo", default=None, metavar="KERNEL:USERSPACE,...",
-                         help="default: 686-pae:i386,amd64:i386,amd64:x86_64")
+                         help="default: every combination of --family (x86: "
+                         "686-pae:i386,amd64:i386,amd64:x86_64)")
+    sys_run.add_argument("--family", default="x86", metavar="FAMILY",
+                         help="x86 (default), arm (armmp-lpae:armhf,arm64:armhf,arm64:aarch64) "
+                         "or all")
     sys_run.add_argument("--seed", type=int, default=0, help="of the boots' random order")
     for fmt_ in ("json", "html", "markdown"):
         sys_run.add_argument(f"--{fmt_}", type=Path, default=None, metavar="PATH",
@@ -37,7 +41,7 @@ def cmd_system(args: argparse.Namespace) -> int:
     from ..workloads.system import load_system
 
     profile = load_system(args.system)
-    combos = sysboot.parse_combinations(args.combo)
+    combos = sysboot.parse_combinations(args.combo, args.family)
     outs = {k: getattr(args, k) for k in ("json", "html", "markdown") if getattr(args, k)}
     for k, path in outs.items():
         check_output(path, f"--{k}")  # refused before an hour of booting, not after

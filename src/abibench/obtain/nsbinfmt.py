@@ -1,8 +1,14 @@
 #!/usr/bin/env python3
 """Run one command with a binfmt_misc entry for ARM programs that only that command sees.
 
-    python3 bench/nsbinfmt.py [--arch aarch64|arm]... -- COMMAND ARGS...
-    python3 bench/nsbinfmt.py --register arm    (inside: add an entry to this namespace's)
+    python3 src/abibench/obtain/nsbinfmt.py [--arch aarch64|arm]... -- COMMAND ARGS...
+    python3 src/abibench/obtain/nsbinfmt.py --register arm    (inside: add an entry to this
+                                                               namespace's)
+
+A script of its own (no import of abibench: bench/arm-host.sh runs it with the system's python
+before abibench is installed anywhere), and the way obtain/sysimage.py builds an ARM system's
+root with mmdebstrap (`python -m abibench.obtain.nsbinfmt`); each --arch is the name of
+qemu-user's emulator without "qemu-" (the ABI table's `emulator` column).
 
 Since Linux 6.7 a user namespace can mount a binfmt_misc instance of its own. This (run as
 root) starts COMMAND in new user, mount and PID namespaces: uids and gids 0-65535 map to
@@ -32,9 +38,9 @@ IDS = 65536
 # The ELF identification and e_machine an entry matches (EXEC and DYN), with the mask that
 # ignores the OS ABI byte and the EXEC/DYN difference: what qemu-user-static's binfmt.d says.
 _MASK = bytes([0xFF] * 7 + [0x00] + [0xFF] * 8 + [0xFE, 0xFF, 0xFF, 0xFF])
-ENTRIES = {
-    "aarch64": bytes([0x7F, 0x45, 0x4C, 0x46, 0x02, 0x01, 0x01] + [0] * 9 + [0x02, 0, 0xB7, 0]),
-    "arm": bytes([0x7F, 0x45, 0x4C, 0x46, 0x01, 0x01, 0x01] + [0] * 9 + [0x02, 0, 0x28, 0]),
+ENTRIES = {  # keyed by qemu-user's emulator
+    "qemu-aarch64": bytes([0x7F, 0x45, 0x4C, 0x46, 0x02, 0x01, 0x01] + [0] * 9 + [0x02, 0, 0xB7, 0]),
+    "qemu-arm": bytes([0x7F, 0x45, 0x4C, 0x46, 0x01, 0x01, 0x01] + [0] * 9 + [0x02, 0, 0x28, 0]),
 }
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -50,11 +56,14 @@ def _hex(data: bytes) -> str:
     return "".join(f"\\x{b:02x}" for b in data)
 
 
+ARCHES = sorted(k.removeprefix("qemu-") for k in ENTRIES)
+
+
 def register(arch: str) -> None:
     """An entry for `arch` in the binfmt_misc mounted at /proc/sys/fs/binfmt_misc."""
     qemu = f"/usr/bin/qemu-{arch}-static"
     with open("/proc/sys/fs/binfmt_misc/register", "w") as reg:
-        reg.write(f":abibench-{arch}:M::{_hex(ENTRIES[arch])}:{_hex(_MASK)}:{qemu}:F")
+        reg.write(f":abibench-{arch}:M::{_hex(ENTRIES['qemu-' + arch])}:{_hex(_MASK)}:{qemu}:F")
 
 
 def _pid1(arches: list[str], argv: list[str]) -> int:
@@ -80,8 +89,8 @@ def _pid1(arches: list[str], argv: list[str]) -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--arch", action="append", choices=sorted(ENTRIES), default=None)
-    ap.add_argument("--register", choices=sorted(ENTRIES), default=None,
+    ap.add_argument("--arch", action="append", choices=ARCHES, default=None)
+    ap.add_argument("--register", choices=ARCHES, default=None,
                     help="only add this entry, in the namespace this runs in")
     ap.add_argument("argv", nargs="*")
     args = ap.parse_args()
@@ -90,7 +99,7 @@ def main() -> int:
         return 0
     if not args.argv:
         ap.error("give the command to run after --")
-    arches = args.arch or ["aarch64"]
+    arches = args.arch or ARCHES[:1]
     if os.geteuid() != 0:
         print("nsbinfmt: run as root", file=sys.stderr)
         return 2
