@@ -198,3 +198,17 @@ def test_an_unknown_combination_or_family_is_refused(text: str) -> None:
     if all(p.strip() not in known for p in text.split(",")):
         with pytest.raises(UsageError):
             parse_combinations(text)
+
+
+@pytest.mark.needs_setup("gcc-arm-linux-gnueabihf", "gcc-aarch64-linux-gnu", "libc6-dev-i386")
+def test_the_guest_programs_build_for_every_combinations_abis(tmp_path: Path) -> None:
+    """sysinit for each kernel's ABI, sysreport for each userspace's, with their one frame
+    writer (native/frame.h): static, and each file is the ABI it was built for."""
+    from abibench.abi import check_artifact
+    from abibench.obtain.sysimage import reporter_for
+    from abibench.obtain.syskernel import init_for
+
+    for abi in dict.fromkeys(kernel_abi(c.kernel) for c in COMBOS):
+        check_artifact(init_for(abi, tmp_path), abi)
+    for abi in dict.fromkeys(ABIS[c.userspace] for c in COMBOS):
+        check_artifact(reporter_for(abi, tmp_path), abi)
