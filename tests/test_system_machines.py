@@ -8,7 +8,11 @@ minutes of TCG: bench/system_matrix.py --family arm).
 
 from __future__ import annotations
 
+import os
 import shlex
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -33,6 +37,8 @@ from abibench.run.sysboot import (
     parse_combinations,
 )
 from abibench.workloads.system import load_system
+
+from .processes import alive, wait_until
 
 COMBOS = every_combination()
 _PATHS = st.text(st.characters(codec="utf-8", exclude_characters="\0"),
@@ -212,3 +218,40 @@ def test_the_guest_programs_build_for_every_combinations_abis(tmp_path: Path) ->
         check_artifact(init_for(abi, tmp_path), abi)
     for abi in dict.fromkeys(ABIS[c.userspace] for c in COMBOS):
         check_artifact(reporter_for(abi, tmp_path), abi)
+
+
+def _pids_with(token: str) -> list[int]:
+    """Processes whose command line holds `token` (observed only; stopped by PID elsewhere)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if token.encode() in (d / "cmdline").read_bytes():
+                    out.append(int(d.name))
+            except OSError:
+                continue
+    return out
+
+
+@pytest.mark.needs_setup("qemu-user-static", root=True)
+def test_a_killed_foreign_root_build_leaves_no_process_in_its_namespace() -> None:
+    """nsbinfmt's namespace dies with the process abibench started (a deadline's or Ctrl-C's
+    kill of mmdebstrap's wrapper must not orphan emulated dpkg runs)."""
+    token = f"{os.getpid()}.{time.monotonic_ns()}"
+    outer = subprocess.Popen([sys.executable, "-m", "abibench.obtain.nsbinfmt", "--arch", "arm",
+                              "--", "sh", "-c", f"sleep 600; : {token}"],
+                             stderr=subprocess.PIPE)
+    try:
+        if not wait_until(lambda: len(_pids_with(token)) > 0 or outer.poll() is not None, 30):
+            pytest.fail("the command never started in the namespace")
+        if outer.poll() is not None:
+            err = outer.stderr.read().decode() if outer.stderr else ""
+            if "6.7" in err:
+                pytest.skip(f"this kernel has no binfmt_misc per namespace: {err.strip()}")
+            pytest.fail(err)
+        inner = _pids_with(token)
+        assert inner
+    finally:
+        outer.kill()
+        outer.wait()
+    assert wait_until(lambda: not any(alive(p) for p in inner), 10), inner

@@ -26,12 +26,14 @@ from __future__ import annotations
 import argparse
 import ctypes
 import os
+import signal
 import sys
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 MS_REC = 0x4000
+PR_SET_PDEATHSIG = 1
 MS_PRIVATE = 1 << 18
 IDS = 65536
 
@@ -50,6 +52,15 @@ def _call(ret: int, what: str) -> None:
     if ret != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _die_with_parent(parent: int) -> None:
+    """SIGKILL this process when its parent dies: a kill of the outermost process (abibench's
+    deadline, Ctrl-C, a SIGKILL) reaches the namespace's PID 1, whose death ends every process
+    in the namespace. Checked after the call: a parent already gone is not waited for."""
+    _call(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
+    if os.getppid() != parent:
+        os._exit(2)
 
 
 def _hex(data: bytes) -> str:
@@ -110,8 +121,10 @@ def main() -> int:
             return 2
     unshared_r, unshared_w = os.pipe()
     mapped_r, mapped_w = os.pipe()
+    outer = os.getpid()
     child = os.fork()
     if child == 0:
+        _die_with_parent(outer)
         os.close(unshared_r)
         os.close(mapped_w)
         try:
@@ -124,9 +137,11 @@ def main() -> int:
             os._exit(2)
         os.setgid(0)
         os.setuid(0)
+        _die_with_parent(outer)  # again: a change of credentials may clear it
         init = os.fork()  # the first process forked after CLONE_NEWPID is the namespace's 1
         if init == 0:
             try:
+                _die_with_parent(0)  # its parent is outside the namespace: getppid() says 0
                 os._exit(_pid1(arches, args.argv))
             except OSError as exc:
                 print(f"nsbinfmt: {exc}", file=sys.stderr)
