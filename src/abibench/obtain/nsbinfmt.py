@@ -119,6 +119,9 @@ def main() -> int:
             print(f"nsbinfmt: /usr/bin/qemu-{arch}-static is missing: apt-get install "
                   "qemu-user-static", file=sys.stderr)
             return 2
+    # Started by abibench (mmdebstrap of an ARM system): a SIGKILL of abibench ends this too,
+    # and with it, by the same signal down the chain, the namespace.
+    _die_with_parent(os.getppid())
     unshared_r, unshared_w = os.pipe()
     mapped_r, mapped_w = os.pipe()
     outer = os.getpid()
