@@ -29,6 +29,8 @@ PKGS=(
   qemu-user   # the dynamic build: it has the TCG plugin API that --counters uses under emulation
   qemu-system-x86   # abibench vm: a booted x86_64 kernel (TCG) runs x32 where this kernel cannot
   mmdebstrap arch-test e2fsprogs   # abibench system: Debian roots per arch, ext4 disks by mke2fs -d
+  qemu-system-arm   # abibench system: the ARM kernels on QEMU's virt board (qemu-system-arm, -aarch64)
+  qemu-user-static   # abibench system: an ARM root's maintainer scripts, through a private binfmt entry
   npm     # node-octane and chromium-octane fetch Octane (benchmark-octane) with npm pack
   util-linux   # unshare: a browser sample's own PID and mount namespaces (chroot mode)
   xvfb   # the virtual X server of the GL and game workloads (run/xserver.py)
@@ -54,7 +56,9 @@ PAIRS=(
   lib32gcc-12-dev-s390x-cross
 )
 case "$(uname -m)" in
-  x86_64)  ARCH_PKGS=(libc6-dev-x32 libc6-dev-i386 "${ARM_HF[@]}" "${ARM_64[@]}" "${PAIRS[@]}"); FOREIGN_ARCH=i386 ;;
+  x86_64)  ARCH_PKGS=(libc6-dev-x32 libc6-dev-i386 "${ARM_HF[@]}" "${ARM_64[@]}" "${PAIRS[@]}"); FOREIGN_ARCH=i386
+           # abibench system's ARM kernels (linux-image-armmp-lpae, -arm64): apt's index of each
+           SYSTEM_ARCHES="armhf arm64" ;;
   # An arm64 board that runs AArch32 executes armhf programs itself: they need Debian's armhf
   # loader and C library where the programs look for them (/lib/ld-linux-armhf.so.3), as a
   # Raspberry Pi OS user installs them; the cross package's copy is only for linking.
@@ -146,11 +150,14 @@ ensure_deb_src() {
 
 system_setup() {
   local changed=0
-  if [ -n "$FOREIGN_ARCH" ] && ! dpkg --print-foreign-architectures | grep -qx "$FOREIGN_ARCH"; then
-    say "adding the $FOREIGN_ARCH architecture"
-    "${SUDO[@]}" dpkg --add-architecture "$FOREIGN_ARCH"
-    changed=1
-  fi
+  local a
+  for a in $FOREIGN_ARCH ${SYSTEM_ARCHES:-}; do
+    if ! dpkg --print-foreign-architectures | grep -qx "$a"; then
+      say "adding the $a architecture"
+      "${SUDO[@]}" dpkg --add-architecture "$a"
+      changed=1
+    fi
+  done
   if ensure_deb_src; then say "added deb-src entries"; changed=1; fi
   local miss; miss=$(missing_pkgs)
   if [ -n "$miss" ] || [ "$changed" = 1 ]; then

@@ -12,7 +12,7 @@
 #
 # Slow (tens of minutes on 2 cores: every arm64 instruction of dpkg, pip and the compilers is
 # emulated), so never part of CI. Run as root on Linux >= 6.7. The binfmt entries and mounts
-# exist only in a private namespace (bench/nsbinfmt.py) and end with it; the packages this
+# exist only in a private namespace (src/abibench/obtain/nsbinfmt.py) and end with it; the packages this
 # script installs (qemu-user-static, debootstrap) are purged again, and the root is deleted.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -61,7 +61,7 @@ if [ "${1:-}" = "--inside" ]; then
   echo "===== abibench probe (inside the emulated arm64 host; this CPU has no AArch32 mode)"
   inside 'cd /root/abibench && .venv/bin/abibench probe'
   # As a CPU that does run AArch32 (a Pi 3 or 4): armhf programs now execute directly.
-  [ -e /proc/sys/fs/binfmt_misc/abibench-arm ] || python3 "$here/bench/nsbinfmt.py" --register arm
+  [ -e /proc/sys/fs/binfmt_misc/abibench-arm ] || python3 "$here/src/abibench/obtain/nsbinfmt.py" --register arm
   echo "===== abibench probe (the same host with AArch32: armhf programs execute)"
   inside 'cd /root/abibench && .venv/bin/abibench probe'
   echo "===== abibench run ptrtree nbody --abi armhf,aarch64 --rounds 2"
@@ -122,6 +122,6 @@ debootstrap --foreign --arch=arm64 --variant=minbase --include=ca-certificates \
 mkdir -p "$root/root/abibench"
 # The checkout as committed (HEAD): never a tree caught in the middle of an edit or a merge.
 git -C "$here" archive HEAD | tar -C "$root/root/abibench" -xf -
-python3 "$here/bench/nsbinfmt.py" "${arches[@]}" -- bash "$here/bench/arm-host.sh" --inside \
+python3 "$here/src/abibench/obtain/nsbinfmt.py" "${arches[@]}" -- bash "$here/bench/arm-host.sh" --inside \
   "$root" "$mirror"
 say "done in $(( $(date +%s) - t0 )) s"

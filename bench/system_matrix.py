@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The whole-system matrix (issue 28): every x86 kernel/userspace combination, booted N times.
+"""The whole-system matrix (issue 28): every kernel/userspace combination, booted N times.
 
 Runs `abibench system run SYSTEM --boots N --json` for each system named (default: minimal),
 then prints the table docs/systems.md keeps: combination x system, used / kernel / kernel image /
@@ -7,6 +7,7 @@ userspace / page cache (MiB, median [95% interval]), the comparisons with their 
 the published figures beside them (someone else's hardware). An hour or more under TCG here.
 
     .venv/bin/python bench/system_matrix.py --boots 3 minimal server
+    .venv/bin/python bench/system_matrix.py --boots 3 --family arm minimal   # the ARM systems
     .venv/bin/python bench/system_matrix.py --from-json out/minimal.json   # the table again
 """
 
@@ -72,6 +73,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("systems", nargs="*", default=["minimal"])
     ap.add_argument("--boots", type=int, default=3)
+    ap.add_argument("--family", default="x86", help="x86, arm or all (abibench system run's)")
+    ap.add_argument("--combo", default=None, help="KERNEL:USERSPACE,... (abibench system run's)")
     ap.add_argument("--out", type=Path, default=Path("system-matrix"))
     ap.add_argument("--from-json", type=Path, nargs="*", default=None)
     args = ap.parse_args()
@@ -80,9 +83,11 @@ def main() -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         abibench = Path(sys.executable).with_name("abibench")
         for system in args.systems:
-            path = args.out / f"{system}.json"
+            name = f"{system}-{args.family}" if not args.combo else f"{system}-combo"
+            path = args.out / f"{name}.json"
             cmd = [str(abibench), "system", "run", system, "--boots", str(args.boots),
-                   "--json", str(path), "--html", str(args.out / f"{system}.html")]
+                   "--family", args.family, *(["--combo", args.combo] if args.combo else []),
+                   "--json", str(path), "--html", str(args.out / f"{name}.html")]
             print("$", " ".join(cmd), file=sys.stderr)
             subprocess.run(cmd, check=False)
             if path.is_file():

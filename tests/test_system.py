@@ -242,6 +242,7 @@ def test_a_boot_that_reported_nothing_is_a_problem_not_a_zero() -> None:
     (["nosuch"], "no system profile 'nosuch': choose one of desktop, minimal, server"),
     (["minimal", "--combo", "amd64:armhf"], "abibench boots 686-pae:i386"),
     (["minimal", "--boots", "0"], "--boots takes a positive number"),
+    (["minimal", "--family", "mips"], "abibench boots whole systems of x86, arm, all"),
 ])
 def test_what_no_system_run_can_do_is_refused_in_one_line(cli: Any, args: list[str],
                                                           words: str) -> None:

@@ -91,6 +91,15 @@ class Abi:
     # The flavour of Debian's linux-image built for this ABI itself (abibench system boots it
     # under its family's emulator, with this ABI's userspace or another of the family's).
     system_kernel: str = ""
+    # The machine that kernel boots on (run/qemuargs.py): QEMU's system emulator and its Debian
+    # package, the options choosing the board and CPU (none: the emulator's default PC), the
+    # kernel's console device, and where the guest's report goes: "serial" (a second UART) or
+    # "virtio" (a virtio serial port, /dev/vport0p1: ARM's virt board has one UART, the console).
+    system_emulator: str = ""
+    system_emulator_package: str = ""
+    system_machine: tuple[str, ...] = ()
+    system_console: str = "ttyS0"
+    system_report: str = "serial"
 
     def system_dirs(self) -> tuple[str, ...]:
         if self.lib_dirs:
@@ -146,7 +155,8 @@ ABIS: dict[str, Abi] = {
                       "/lib", "/usr/lib"),
             platform="i686", libc="libc6:i386 (or libc6-i386)", sysroot=True,
             kernel_option="CONFIG_IA32_EMULATION", kernel_param="ia32_emulation=1",
-            kernel_fix="boot a kernel with CONFIG_IA32_EMULATION=y", system_kernel="686-pae"),
+            kernel_fix="boot a kernel with CONFIG_IA32_EMULATION=y", system_kernel="686-pae",
+            system_emulator="qemu-system-x86_64", system_emulator_package="qemu-system-x86"),
         Abi(name="x86_64", family="x86", pointer_bits=64, data_model="LP64", cflags=("-m64",),
             cc_prefix="x86_64-linux-gnu-", debian_arch="amd64", gnu_triplet="x86_64-linux-gnu",
             autoconf_host="x86_64-linux-gnu", elf_class=64, elf_machine="EM_X86_64",
@@ -157,7 +167,8 @@ ABIS: dict[str, Abi] = {
                       "/usr/lib64", "/lib", "/usr/lib"),
             platform="x86_64", sysroot=True, vm_kernel="linux-image-amd64",
             vm_emulator="qemu-system-x86_64", vm_emulator_package="qemu-system-x86",
-            system_kernel="amd64"),
+            system_kernel="amd64", system_emulator="qemu-system-x86_64",
+            system_emulator_package="qemu-system-x86"),
         Abi(name="x32", family="x86", pointer_bits=32, data_model="ILP32", cflags=("-mx32",),
             cc_prefix="x86_64-linux-gnux32-", debian_arch="x32",
             gnu_triplet="x86_64-linux-gnux32", autoconf_host="x86_64-linux-gnux32",
@@ -185,6 +196,12 @@ ABIS: dict[str, Abi] = {
             lib_dirs=("/lib/arm-linux-gnueabihf", "/usr/lib/arm-linux-gnueabihf", "/lib",
                       "/usr/lib"),
             platform="v7l", sysroot=True,
+            # LPAE: the 32-bit kernel for a Cortex-A15 with more than 4 GiB of address space;
+            # highmem=off keeps virt's devices below 4 GiB, where the armmp kernels look.
+            system_kernel="armmp-lpae", system_emulator="qemu-system-arm",
+            system_emulator_package="qemu-system-arm",
+            system_machine=("-M", "virt,highmem=off", "-cpu", "cortex-a15"),
+            system_console="ttyAMA0", system_report="virtio",
             enoexec_reason="this CPU (or kernel) has no AArch32 mode: it cannot execute armhf "
                            "programs"),
         Abi(name="aarch64", family="arm", pointer_bits=64, data_model="LP64", cflags=(),
@@ -196,7 +213,12 @@ ABIS: dict[str, Abi] = {
             emulator="qemu-aarch64", max_page_size=0x10000,
             lib_dirs=("/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib64",
                       "/usr/lib64", "/lib", "/usr/lib"),
-            platform="aarch64", sysroot=True),
+            platform="aarch64", sysroot=True,
+            # A Cortex-A72 runs AArch32 at EL0, so the arm64 kernel (CONFIG_COMPAT) runs armhf.
+            system_kernel="arm64", system_emulator="qemu-system-aarch64",
+            system_emulator_package="qemu-system-arm",
+            system_machine=("-M", "virt", "-cpu", "cortex-a72"),
+            system_console="ttyAMA0", system_report="virtio"),
         # seed 000's pair: v8plus is 32-bit code using the 64-bit registers of an UltraSPARC,
         # its own e_machine (EM_SPARC32PLUS) as x32 has EM_X86_64.
         Abi(name="sparc32plus", family="sparc", pointer_bits=32, data_model="ILP32",

@@ -43,7 +43,11 @@ def add_parser(sub: Commands) -> None:
     sys_run.add_argument("system", metavar="SYSTEM", help="minimal, server, or a .toml file")
     sys_run.add_argument("--boots", type=int, default=3, help="boots per combination")
     sys_run.add_argument("--combo", default=None, metavar="KERNEL:USERSPACE,...",
-                         help="default: 686-pae:i386,amd64:i386,amd64:x86_64")
+                         help="default: every combination of --family (x86: "
+                         "686-pae:i386,amd64:i386,amd64:x86_64)")
+    sys_run.add_argument("--family", default="x86", metavar="FAMILY",
+                         help="x86 (default), arm (armmp-lpae:armhf,arm64:armhf,arm64:aarch64) "
+                         "or all")
     sys_run.add_argument("--seed", type=int, default=0, help="of the boots' random order")
     sys_run.add_argument("--resume", default=None, metavar="RUN",
                          help="boot what an interrupted system run of SYSTEM has not (its "
@@ -119,6 +123,7 @@ def cmd_system(args: argparse.Namespace) -> int:
     profile = load_system(args.system)
     if args.boots < 1:
         raise UsageError("--boots takes a positive number")
+    combos = sysboot.parse_combinations(args.combo, args.family)
     outs = {k: getattr(args, k) for k in FORMATS if getattr(args, k)}
     for k, path in outs.items():
         check_output(path, f"--{k}")  # refused before an hour of booting, not after
@@ -130,8 +135,7 @@ def cmd_system(args: argparse.Namespace) -> int:
                         cfg.boots, cfg.seed, frozenset(b.index for b in doc.system_boots),
                         resumed=True)
         else:
-            plan = Plan(new_run_id(), sysboot.parse_combinations(args.combo), args.boots,
-                        args.seed)
+            plan = Plan(new_run_id(), combos, args.boots, args.seed)
         status = _boot_and_store(store, plan, profile)
         result = analyse_doc(store.load_run(plan.run_id)) \
             if plan.run_id in store.run_ids() else None

@@ -2,7 +2,8 @@
  *
  * Started by systemd after multi-user.target (abibench-report.service), it waits for the system
  * to settle (abibench.settle=N seconds on the kernel command line), then reports what the running kernel counts, on the second serial
- * port (/dev/ttyS1), in the framed format of native/vminit.c (one frame a line, free-form fields
+ * port (/dev/ttyS1, or the device abibench.port= names: a virtio serial port on ARM's virt),
+ * in the framed format of native/frame.h (one frame a line, free-form fields
  * as hex, each ending with the FNV-1a hash of what precedes it):
  *   "ABIBENCH-SYS 1 BEGIN <release hex> <machine hex> <hash>"
  *   "Y <phase> <systemctl is-system-running's answer, hex> <hash>"
@@ -38,18 +39,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "frame.h"
+
 static FILE *report;
-static unsigned frame_hash = 2166136261u;
-static long frames;
 
-static void put(int c) {
-    frame_hash = (frame_hash ^ (unsigned char)c) * 16777619u;
-    fputc(c, report);
-}
-
-static void text(const char *s) {
-    while (*s) put(*s++);
-}
+static void text(const char *s) { frame_text(report, s); }
 
 static void fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
 static void fmt(const char *f, ...) {
@@ -59,22 +53,6 @@ static void fmt(const char *f, ...) {
     vsnprintf(buf, sizeof buf, f, ap);
     va_end(ap);
     text(buf);
-}
-
-static void hex(const char *p, size_t n) {
-    static const char digits[] = "0123456789abcdef";
-    if (n == 0) { put('-'); return; }
-    for (size_t i = 0; i < n; i++) {
-        put(digits[(unsigned char)p[i] >> 4]);
-        put(digits[(unsigned char)p[i] & 15]);
-    }
-}
-
-static void end_frame(void) {
-    fprintf(report, " %08x\n", frame_hash);
-    fflush(report);
-    frame_hash = 2166136261u;
-    frames++;
 }
 
 /* A whole small file (at most cap-1 bytes), NUL-terminated; its length, or -1. */
@@ -98,7 +76,7 @@ static void meminfo(const char *phase) {
         if (sscanf(line, "%63[^:]: %lld", key, &kb) != 2) continue;
         for (char *k = key; *k; k++) if (!isalnum((unsigned char)*k) && *k != '_') *k = '_';
         fmt("M %s %s %lld", phase, key, kb);
-        end_frame();
+        frame_end(report);
     }
 }
 
@@ -111,9 +89,9 @@ static void iomem(const char *phase) {
         if (sscanf(line, " %llx-%llx : %127[^\n]", &a, &b, name) != 3) continue;
         if (strncmp(name, "Kernel ", 7) != 0 || b < a) continue;
         fmt("K %s ", phase);
-        hex(name, strlen(name));
+        frame_hex(report, name, strlen(name));
         fmt(" %llu", b - a + 1);
-        end_frame();
+        frame_end(report);
     }
 }
 
@@ -194,17 +172,17 @@ static void breakdown(const char *phase, const char *pid, long long pss_kb) {
     fclose(f);
     for (int i = 0; i < n; i++) {
         fmt("G %s %s ", phase, pid);
-        hex(table[i].name, strlen(table[i].name));
+        frame_hex(report, table[i].name, strlen(table[i].name));
         fmt(" %lld %lld %lld %lld %lld", table[i].count, table[i].size, table[i].rss,
             table[i].pss, table[i].anon);
-        end_frame();
+        frame_end(report);
     }
     snprintf(path, sizeof path, "/proc/%s/status", pid);
     long long threads = slurp(path, status, sizeof status) > 0 ?
         field_kb(status, "\nThreads:") : -1;
     if (threads >= 0) {
         fmt("T %s %s %lld", phase, pid, threads);
-        end_frame();
+        frame_end(report);
     }
 }
 
@@ -226,10 +204,10 @@ static void process(const char *phase, const char *pid) {
         cgroup[strcspn(cgroup, "\n")] = 0;
     }
     fmt("P %s %s %lld %lld ", phase, pid, pss, rss);
-    hex(comm, nc > 0 ? (size_t)nc : 0);
-    put(' ');
-    hex(cg, ng > 0 ? strlen(cg) : 0);
-    end_frame();
+    frame_hex(report, comm, nc > 0 ? (size_t)nc : 0);
+    frame_put(report, ' ');
+    frame_hex(report, cg, ng > 0 ? strlen(cg) : 0);
+    frame_end(report);
     breakdown(phase, pid, pss);
 }
 
@@ -243,8 +221,8 @@ static void state(const char *phase) {
     }
     while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == ' ')) n--;
     fmt("Y %s ", phase);
-    hex(out, n);
-    end_frame();
+    frame_hex(report, out, n);
+    frame_end(report);
 }
 
 static void measure(const char *phase) {
@@ -253,7 +231,7 @@ static void measure(const char *phase) {
     if (slurp("/proc/uptime", up, sizeof up) > 0) s = atof(up);
     state(phase);
     fmt("S %s %lld", phase, (long long)(s * 1000));
-    end_frame();
+    frame_end(report);
     meminfo(phase);
     iomem(phase);
     DIR *d = opendir("/proc");
@@ -263,18 +241,6 @@ static void measure(const char *phase) {
             process(phase, e->d_name);  /* not itself: the measuring is no part of the system */
     }
     if (d) closedir(d);
-}
-
-static FILE *open_report(void) {
-    int fd = open("/dev/ttyS1", O_WRONLY | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) return NULL;
-    struct termios t;
-    if (tcgetattr(fd, &t) == 0) {  /* raw: the tty must not turn "\n" into "\r\n" */
-        cfmakeraw(&t);
-        cfsetospeed(&t, B115200);
-        tcsetattr(fd, TCSANOW, &t);
-    }
-    return fdopen(fd, "w");
 }
 
 static void load_phase(int limit_s, int after_s) {
@@ -297,7 +263,7 @@ static void load_phase(int limit_s, int after_s) {
         waitpid(child, &status, 0);
     }
     fmt("X load %d", WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
-    end_frame();
+    frame_end(report);
 }
 
 /* A number the host put on the kernel command line ("abibench.settle=30"), or `otherwise`:
@@ -311,6 +277,37 @@ static int cmdline_int(const char *key, int otherwise) {
     return otherwise;
 }
 
+/* A word the host put on the kernel command line ("abibench.port=vport0p1") into `out`, or
+ * `otherwise`. */
+static void cmdline_word(const char *key, char *out, size_t cap, const char *otherwise) {
+    char line[4096], want[64];
+    snprintf(out, cap, "%s", otherwise);
+    if (slurp("/proc/cmdline", line, sizeof line) <= 0) return;
+    snprintf(want, sizeof want, "abibench.%s=", key);
+    for (char *w = strtok(line, " \n"); w; w = strtok(NULL, " \n"))
+        if (strncmp(w, want, strlen(want)) == 0) snprintf(out, cap, "%s", w + strlen(want));
+}
+
+/* The report's port: /dev/ttyS1 (x86: the second serial port), or the device the host names
+ * (abibench.port=vport0p1: ARM's virt machine has one UART, its console, so the report goes to
+ * a virtio serial port). Only a plain name of a device under /dev is opened. */
+static FILE *open_report(void) {
+    char name[64], path[80];
+    cmdline_word("port", name, sizeof name, "ttyS1");
+    for (const char *c = name; *c; c++)
+        if (!isalnum((unsigned char)*c)) return NULL;
+    snprintf(path, sizeof path, "/dev/%s", name);
+    int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    struct termios t;
+    if (tcgetattr(fd, &t) == 0) {  /* a tty, raw: it must not turn "\n" into "\r\n" */
+        cfmakeraw(&t);
+        cfsetospeed(&t, B115200);
+        tcsetattr(fd, TCSANOW, &t);
+    }
+    return fdopen(fd, "w");
+}
+
 int main(void) {
     int settle = cmdline_int("settle", 30);
     int limit = cmdline_int("load_seconds", 120), after = cmdline_int("load_after", 10);
@@ -319,15 +316,15 @@ int main(void) {
     struct utsname u;
     uname(&u);
     text("ABIBENCH-SYS 1 BEGIN ");
-    hex(u.release, strlen(u.release));
-    put(' ');
-    hex(u.machine, strlen(u.machine));
-    end_frame();
+    frame_hex(report, u.release, strlen(u.release));
+    frame_put(report, ' ');
+    frame_hex(report, u.machine, strlen(u.machine));
+    frame_end(report);
     sleep((unsigned)settle);
     measure("idle");
     load_phase(limit, after);
-    fmt("ABIBENCH-SYS 1 END %ld", frames);
-    end_frame();
+    fmt("ABIBENCH-SYS 1 END %ld", frame_count);
+    frame_end(report);
     sync();
     reboot(RB_POWER_OFF);
     return 0;

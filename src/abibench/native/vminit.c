@@ -34,38 +34,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "frame.h"
+
 #define MAX_ARGS 256
 #define OUT_CAP (1 << 20)  /* stdout kept per job; the rest is read and dropped */
 #define ERR_CAP 4096       /* stderr: its last bytes are enough for a failure's reason */
 
 static FILE *report;
-static unsigned frame_hash;  /* FNV-1a of the frame so far: its last field */
-
-static void put(FILE *f, int c) {
-    frame_hash = (frame_hash ^ (unsigned char)c) * 16777619u;
-    fputc(c, f);
-}
-
-static void puts_(FILE *f, const char *s) {
-    while (*s) put(f, *s++);
-}
-
-static void hex(FILE *f, const unsigned char *p, size_t n) {
-    static const char digits[] = "0123456789abcdef";
-    if (n == 0) { put(f, '-'); return; }  /* an empty field stays a field */
-    for (size_t i = 0; i < n; i++) {
-        put(f, digits[p[i] >> 4]);
-        put(f, digits[p[i] & 15]);
-    }
-}
-
-/* A frame ends with " <hash>\n": a line cut short (a deadline) or completed by anything else
- * does not verify, and is not read as a result. */
-static void end_frame(FILE *f) {
-    fprintf(f, " %08x\n", frame_hash);
-    fflush(f);
-    frame_hash = 2166136261u;
-}
 
 static int unhex(const char *s, char *out, size_t cap) {
     size_t n = strlen(s);
@@ -105,8 +80,8 @@ static void take(struct buf *b, const unsigned char *p, size_t n) {
 static void report_spawn_failure(const char *label, int error) {
     char text[256];
     snprintf(text, sizeof text, "R %s spawn %d 0 0 0 0 0 0 - -", label, error);
-    puts_(report, text);
-    end_frame(report);
+    frame_text(report, text);
+    frame_end(report);
 }
 
 /* In the forked child: the job in its own process group, its output into the pipes, no input. */
@@ -174,11 +149,11 @@ static void report_job(const char *label, int timed_out, int status, double wall
              (long long)ru->ru_utime.tv_sec * 1000000 + ru->ru_utime.tv_usec,
              (long long)ru->ru_stime.tv_sec * 1000000 + ru->ru_stime.tv_usec,
              ru->ru_minflt, ru->ru_majflt);
-    puts_(report, text);
-    hex(report, o->p, o->n);
-    put(report, ' ');
-    hex(report, e->p, e->n);
-    end_frame(report);
+    frame_text(report, text);
+    frame_hex(report, o->p, o->n);
+    frame_put(report, ' ');
+    frame_hex(report, e->p, e->n);
+    frame_end(report);
 }
 
 /* Run one job; its line goes to the report. */
@@ -262,11 +237,11 @@ int main(void) {
     struct utsname u;
     uname(&u);
     frame_hash = 2166136261u;
-    puts_(report, "ABIBENCH-VM 1 BEGIN ");
-    hex(report, (const unsigned char *)u.release, strlen(u.release));
-    put(report, ' ');
-    hex(report, (const unsigned char *)u.machine, strlen(u.machine));
-    end_frame(report);
+    frame_text(report, "ABIBENCH-VM 1 BEGIN ");
+    frame_hex(report, u.release, strlen(u.release));
+    frame_put(report, ' ');
+    frame_hex(report, u.machine, strlen(u.machine));
+    frame_end(report);
 
     FILE *jobs = fopen("/abibench/jobs", "r");
     static char line[1 << 16], label[128];
@@ -292,8 +267,8 @@ int main(void) {
     }
     char text[64];
     snprintf(text, sizeof text, "ABIBENCH-VM 1 END %d", done);
-    puts_(report, text);
-    end_frame(report);
+    frame_text(report, text);
+    frame_end(report);
     tcdrain(fileno(report));
     power_off();
     return 0;

@@ -16,9 +16,11 @@ import contextlib
 import hashlib
 import json
 import os
+import platform
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +32,7 @@ from ..workloads.system import SystemProfile
 from ..workspace import owned_dir
 from . import sysunits
 from .apt import PackageError
+from .syskernel import guest_compiler
 
 IMAGE_DIR = "system-images"  # under the cache root
 IMAGE_VERSION = 1  # bump when the way an image is made changes
@@ -103,14 +106,33 @@ def image_key(profile: SystemProfile, arch: str, reporter: Path) -> str:
 
 
 def reporter_for(abi: Abi, cache_root: Path) -> Path:
-    """native/sysreport.c built statically for the userspace's ABI (-m32 for i386)."""
-    return native_tool("sysreport", cache_root, static=True, flags=tuple(abi.cflags))
+    """native/sysreport.c built statically for the userspace's ABI (-m32 for i386, the cross
+    gcc for ARM)."""
+    return native_tool("sysreport", cache_root, static=True, flags=tuple(abi.cflags),
+                       cc=guest_compiler(abi))
+
+
+def foreign_emulator(abi: Abi, machine: str | None = None) -> str | None:
+    """qemu-user's emulator that runs `abi`'s programs where this host's kernel cannot (an ARM
+    system's maintainer scripts on an x86 host), or None where it runs them itself."""
+    if (machine or platform.machine()) in abi.run_on:
+        return None
+    if not abi.emulator:
+        raise HostError(f"this host cannot run {abi.name} programs and abibench has no emulator "
+                        f"for them: a {abi.name} system cannot be built here")
+    return abi.emulator
 
 
 def mmdebstrap_argv(exe: str, arch: str, release: str, packages: Iterable[str], root: Path,
-                    uri: str) -> list[str]:
+                    uri: str, emulator: str | None = None) -> list[str]:
+    """mmdebstrap in a mount namespace of its own; for a foreign architecture, inside
+    obtain/nsbinfmt.py's namespaces, where `emulator`'s static build serves its programs
+    through a binfmt_misc entry no other process sees."""
     include = ",".join(sorted(set(packages)))
-    return ["unshare", "--mount", "--propagation", "private", exe, "--variant=minbase",
+    binfmt = [] if emulator is None else [
+        sys.executable, "-m", "abibench.obtain.nsbinfmt",
+        "--arch", emulator.removeprefix("qemu-"), "--"]
+    return [*binfmt, "unshare", "--mount", "--propagation", "private", exe, "--variant=minbase",
             f"--arch={arch}", "--mode=root", *([f"--include={include}"] if include else []),
             release, str(root), f"deb {uri} {release} main"]
 
@@ -170,6 +192,10 @@ def build_image(profile: SystemProfile, abi: Abi, cache_root: Path) -> SystemIma
     image = final / "root.img"
     if image.is_file():
         return SystemImage(image, profile.id, arch, profile.release, key)
+    emulator = foreign_emulator(abi)
+    if emulator is not None and not Path(f"/usr/bin/{emulator}-static").is_file():
+        raise HostError(f"building a {arch} system here needs /usr/bin/{emulator}-static: "
+                        "apt-get install qemu-user-static (or bash setup.sh)")
     exe, mke2fs = shutil.which("mmdebstrap"), shutil.which("mke2fs")
     if exe is None or mke2fs is None or shutil.which("unshare") is None:
         raise HostError("mmdebstrap, mke2fs or unshare not found: apt-get install mmdebstrap "
@@ -182,7 +208,8 @@ def build_image(profile: SystemProfile, abi: Abi, cache_root: Path) -> SystemIma
     final.parent.mkdir(parents=True, exist_ok=True)
     with owned_dir(".image", parent=final.parent) as staging:
         root = staging / "root"
-        _run(mmdebstrap_argv(exe, arch, profile.release, profile.packages, root, uri),
+        _run(mmdebstrap_argv(exe, arch, profile.release, profile.packages, root, uri,
+                             emulator),
              f"mmdebstrap of {profile.id} for {arch}", BUILD_TIMEOUT_S)
         customise(root, profile, reporter)
         size_mb = _tree_mb(root) * 5 // 4 + 128  # room for what the boot writes (journal, logs)

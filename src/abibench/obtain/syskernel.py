@@ -1,25 +1,29 @@
 """A booted system's kernel: Debian's kernel image and an initramfs that mounts the root disk.
 
-Debian builds virtio, the block layer's disk driver and ext4 as modules, so a kernel alone cannot
-mount a disk. The initramfs holds abibench's init (native/sysinit.c, static, for the kernel's own
-machine) and those modules, with everything they need first (each module's `depends=` in its
-.modinfo, followed to the end), taken from the same kernel .deb as the image. It is the same for
-every userspace the kernel boots: the disk is what differs. Both are cached under the kernel
-package's name and version.
+Debian builds virtio, the block layer's disk driver and ext4 as modules, so a kernel alone
+cannot mount a disk. The initramfs holds abibench's init (native/sysinit.c, static, for the
+kernel's own machine: the host's gcc for x86, the cross gcc of the ABI for ARM) and those
+modules (and, where the report goes to a virtio serial port, its driver: the booted system has
+no other module), with everything they need first (each module's `depends=` in its .modinfo,
+followed to the end), taken from the same kernel .deb as the image. It is the same for every
+userspace the kernel boots: the disk is what differs. Both are cached under the kernel package's
+name and version.
 """
 
 from __future__ import annotations
 
 import gzip
 import os
+import platform
 import re
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..abi import ABIS
+from ..abi import ABIS, Abi
 from ..errors import HostError
+from ..probe.abis import compiler_for
 from ..tools import native_tool
 from ..workspace import owned_dir
 from .apt import AptCache, AptSource, PackageError, parse_show
@@ -39,13 +43,15 @@ KERNEL_DIR = "system-kernels"  # under the cache root
 # What mounting /dev/vda as ext4 needs; crc32c is asked for by name through the crypto API
 # (ext4's and jbd2's checksums), not by a symbol, so no depends= leads to it.
 ROOT_MODULES = ("crc32c_generic", "virtio_pci", "virtio_blk", "ext4")
+# The guest's report port where it is a virtio serial port (run/qemuargs.py), not a UART.
+REPORT_MODULES = {"serial": (), "virtio": ("virtio_console",)}
 
 
 @dataclass(frozen=True)
 class SystemKernel:
     """One of Debian's kernels, ready to boot a root disk."""
 
-    flavour: str  # "amd64", "686-pae": the metapackage linux-image-<flavour>
+    flavour: str  # the ABI table's system_kernel: the metapackage linux-image-<flavour>
     arch: str  # its Debian architecture
     package: str
     version: str
@@ -56,10 +62,14 @@ class SystemKernel:
         return f"{self.package} {self.version}"
 
 
-# The kernels a userspace boots under, from the ABI table: flavour -> (Debian arch, the gcc
-# flags of the init built for it).
-KERNELS: dict[str, tuple[str, tuple[str, ...]]] = {
-    a.system_kernel: (a.debian_arch, a.cflags) for a in ABIS.values() if a.system_kernel}
+# The kernels a userspace boots under, from the ABI table: flavour -> the ABI it is built for
+# (its Debian architecture, and the compiler and flags of the init built for it).
+KERNELS: dict[str, Abi] = {a.system_kernel: a for a in ABIS.values() if a.system_kernel}
+
+
+def wanted_modules(abi: Abi) -> tuple[str, ...]:
+    """What the initramfs loads: the root disk's modules and the report port's."""
+    return (*ROOT_MODULES, *REPORT_MODULES[abi.system_report])
 
 
 def modinfo_depends(ko: bytes) -> list[str]:
@@ -115,11 +125,13 @@ def _extract(deb: Path, members: list[str], where: Path) -> None:
         raise PackageError(f"{deb.name}: cannot extract modules: {done.stderr.strip()[:200]}")
 
 
-def modules(deb: Path, where: Path) -> list[tuple[str, bytes]]:
-    """The root disk's modules from the kernel .deb, in load order (extracted into `where`)."""
+def modules(deb: Path, where: Path, top: tuple[str, ...] = ROOT_MODULES
+            ) -> list[tuple[str, bytes]]:
+    """The modules `top` and what they need from the kernel .deb, in load order (extracted
+    into `where`)."""
     paths = _members(deb)
     read: dict[str, bytes] = {}
-    wanted = list(ROOT_MODULES)
+    wanted = list(top)
     while wanted:  # a round of extraction per level of dependencies (three or four)
         batch = [w for w in dict.fromkeys(wanted) if w not in read]
         missing = [w for w in batch if w not in paths]
@@ -131,7 +143,7 @@ def modules(deb: Path, where: Path) -> list[tuple[str, bytes]]:
         for w in batch:
             read[w] = (where / paths[w]).read_bytes()
         wanted = [d for w in batch for d in modinfo_depends(read[w]) if d not in read]
-    return [(name, read[name]) for name in load_order(ROOT_MODULES, read)]
+    return [(name, read[name]) for name in load_order(top, read)]
 
 
 def initrd_entries(init: bytes, mods: list[tuple[str, bytes]]) -> list[Entry]:
@@ -149,11 +161,31 @@ def common_version(flavours: list[str], apt: AptSource) -> str | None:
     then one source), or None when the archive has none in common (each its newest)."""
     sets = []
     for f in flavours:
-        arch = KERNELS[f][0]
+        arch = KERNELS[f].debian_arch
         meta = f"linux-image-{f}"
         sets.append({r.version for r in parse_show(apt.show([meta], [arch])) if r.arch == arch})
     common = set.intersection(*sets) if sets else set()
     return max(common, key=version_key) if common else None
+
+
+def guest_compiler(abi: Abi, machine: str | None = None) -> str | None:
+    """The compiler of abibench's guest programs for `abi`: None where the host's own gcc
+    targets it (with the ABI's flags: -m32), else its cross gcc (an error naming the packages
+    when it is not installed)."""
+    if (machine or platform.machine()) in abi.native_on:
+        return None
+    cc = compiler_for(abi, machine)
+    if cc is None:
+        raise HostError(f"no {abi.name} compiler ({abi.cc_prefix}gcc) for abibench's guest "
+                        f"programs: apt-get install {' '.join(abi.cross_packages)} "
+                        "(or bash setup.sh)")
+    return cc
+
+
+def init_for(abi: Abi, cache_root: Path) -> Path:
+    """native/sysinit.c, static, for the kernel's own ABI."""
+    return native_tool("sysinit", cache_root, static=True, flags=abi.cflags,
+                       cc=guest_compiler(abi))
 
 
 def system_kernel(flavour: str, cache_root: Path, apt: AptSource | None = None,
@@ -162,10 +194,16 @@ def system_kernel(flavour: str, cache_root: Path, apt: AptSource | None = None,
     `version`): image and initramfs, cached, or downloaded and made."""
     if flavour not in KERNELS:
         raise HostError(f"no kernel flavour {flavour}: abibench boots {', '.join(KERNELS)}")
-    arch, flags = KERNELS[flavour]
+    abi = KERNELS[flavour]
+    arch = abi.debian_arch
     pin = kernel_package(f"linux-image-{flavour}", arch, apt or AptCache(), version)
-    init = native_tool("sysinit", cache_root, static=True, flags=flags)
-    tag = re.sub(r"[^A-Za-z0-9.+~-]", "_", f"{pin.name}_{pin.version}_{init.parent.name}")
+    init = init_for(abi, cache_root)
+    top = wanted_modules(abi)
+    # The module set is part of the name only where it is not the root disk's alone (x86's
+    # cached kernels keep theirs).
+    extra = "" if top == ROOT_MODULES else "_" + "+".join(top[len(ROOT_MODULES):])
+    tag = re.sub(r"[^A-Za-z0-9.+~-]", "_",
+                 f"{pin.name}_{pin.version}_{init.parent.name}{extra}")
     final = cache_root / KERNEL_DIR / tag
     image, initrd = final / "vmlinuz", final / "initrd.gz"
     if not (image.is_file() and initrd.is_file()):
@@ -177,7 +215,7 @@ def system_kernel(flavour: str, cache_root: Path, apt: AptSource | None = None,
         with owned_dir(".kernel", parent=final.parent) as staging:
             extract_image(deb, staging / "vmlinuz")
             (staging / "mods").mkdir()
-            mods = modules(deb, staging / "mods")
+            mods = modules(deb, staging / "mods", top)
             shutil.rmtree(staging / "mods")
             (staging / "initrd.gz").write_bytes(gzip.compress(
                 newc(initrd_entries(init.read_bytes(), mods)), compresslevel=6, mtime=0))

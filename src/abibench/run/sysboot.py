@@ -1,13 +1,14 @@
 """Whole systems booted per kernel/userspace combination (abibench system run).
 
 Each combination is one of Debian's kernels (obtain/syskernel.py) booting one userspace's disk
-(obtain/sysimage.py) under qemu-system-x86_64 (TCG: see run/vm.py for why never KVM), with a
-fixed memory size. The disk is attached with `snapshot=on`: the writes of a boot go to an
-overlay qemu makes in the boot's own directory (its TMPDIR), so the cached image never changes
-and nothing of a boot outlives it. The system's own measuring service (native/sysreport.c)
-reports on the second serial port in hashed frames, read by `run/vm.verified_frames` only:
-nothing on a screen or console is ever scraped. qemu is started and stopped exactly as
-`abibench vm` does it (run/vm.run_guest: its own session, killed by PID on every way out).
+(obtain/sysimage.py) under its machine's QEMU (run/qemuargs.py: the PC for x86, the `virt` board
+for ARM; TCG, never KVM), with a fixed memory size. The disk is attached with `snapshot=on`: the
+writes of a boot go to an overlay qemu makes in the boot's own directory (its TMPDIR), so the
+cached image never changes and nothing of a boot outlives it. The system's own measuring service
+(native/sysreport.c) reports on a port of its own (a second serial port, or a virtio one) in
+hashed frames, read by `run/vm.verified_frames` only: nothing on a screen or console is ever
+scraped. qemu is started and stopped exactly as `abibench vm` does it (run/vm.run_guest: its own
+session, killed by PID on every way out).
 
 Time under TCG is QEMU's translation, not the machine's: every time here is "emulation time".
 """
@@ -16,21 +17,23 @@ from __future__ import annotations
 
 import random
 import re
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..abi import ABIS, Abi, vm_kernel_abi
-from ..errors import UsageError
+from ..abi import ABIS, Abi
+from ..errors import HostError, UsageError
 from ..obtain.apt import AptCache
 from ..obtain.sysimage import SystemImage, build_image
 from ..obtain.syskernel import SystemKernel, common_version, system_kernel
 from ..text import one_line
 from ..workloads.system import SystemProfile
 from ..workspace import clean_stale, owned_dir
-from .vm import emulator_of, run_guest, verified_frames
+from . import qemuargs
+from .vm import run_guest, verified_frames
 
-BASE_CMDLINE = ("console=ttyS0", "panic=-1", "quiet")
+BASE_CMDLINE = ("panic=-1", "quiet")
 # A TCG boot of systemd to multi-user took 80-110 s here; the whole boot may take this many
 # times the settling and load time on top of its boot allowance before it is abandoned.
 BOOT_ALLOWANCE_S = 600.0
@@ -40,8 +43,8 @@ BOOT_ALLOWANCE_S = 600.0
 class Combination:
     """A kernel flavour booting a userspace ABI's system."""
 
-    kernel: str  # syskernel.KERNELS key: "amd64", "686-pae"
-    userspace: str  # an ABI name: "i386", "x86_64"
+    kernel: str  # a syskernel.KERNELS key (the ABI table's system_kernel)
+    userspace: str  # an ABI name
 
     @property
     def label(self) -> str:
@@ -70,19 +73,33 @@ def family_combinations(family: str) -> tuple[Combination, ...]:
 
 
 X86 = family_combinations("x86")
+ARM = family_combinations("arm")
+# Every family whose ABIs name a system kernel, in the table's order.
+FAMILIES = tuple(dict.fromkeys(a.family for a in ABIS.values() if a.system_kernel))
 
 
-def parse_combinations(text: str | None) -> tuple[Combination, ...]:
-    """`--combo amd64:i386,amd64:x86_64` (kernel:userspace), or every x86 combination."""
+def every_combination() -> tuple[Combination, ...]:
+    return tuple(c for f in FAMILIES for c in family_combinations(f))
+
+
+def parse_combinations(text: str | None, family: str = "x86") -> tuple[Combination, ...]:
+    """`--combo 686-pae:i386,arm64:armhf` (kernel:userspace), or every combination of
+    `family` ("all": of every family)."""
+    known = every_combination()
     if not text:
-        return X86
+        if family == "all":
+            return known
+        if family not in FAMILIES:
+            raise UsageError(f"--family {one_line(family)[:20]}: abibench boots whole systems "
+                             f"of {', '.join((*FAMILIES, 'all'))}")
+        return family_combinations(family)
     out = []
     for part in text.split(","):
         kernel, _, user = part.strip().partition(":")
         combo = Combination(kernel, user)
-        if combo not in X86:
+        if combo not in known:
             raise UsageError(f"--combo {one_line(part)[:40]}: abibench boots "
-                             f"{', '.join(f'{c.kernel}:{c.userspace}' for c in X86)}")
+                             f"{', '.join(f'{c.kernel}:{c.userspace}' for c in known)}")
         out.append(combo)
     return tuple(dict.fromkeys(out))
 
@@ -229,21 +246,30 @@ class SysBoot:
         return self.report is not None and self.report.complete and "idle" in self.report.phases
 
 
-def qemu_argv(emulator: str, kernel: SystemKernel, disk: Path, memory_mb: int, console: Path,
-              report: Path, cmdline: str) -> list[str]:
-    """The machine: TCG, fixed memory, one CPU, no network or display; the disk on virtio with
-    its writes in a snapshot overlay; console on the first serial port, report on the second."""
-    return [emulator, "-accel", "tcg", "-m", str(memory_mb), "-smp", "1", "-nic", "none",
-            "-display", "none", "-monitor", "none", "-no-reboot",
-            "-serial", f"file:{console}", "-serial", f"file:{report}",
-            "-kernel", str(kernel.image), "-initrd", str(kernel.initrd), "-append", cmdline,
-            "-drive", f"file={disk},format=raw,if=virtio,snapshot=on"]
+def machine_of(combo: Combination) -> qemuargs.Machine:
+    """The board the combination's kernel boots on, with its emulator found on this host."""
+    abi = kernel_abi(combo.kernel)
+    exe = shutil.which(abi.system_emulator)
+    if exe is None:
+        raise HostError(f"{abi.system_emulator} not found: apt-get install "
+                        f"{abi.system_emulator_package} (or bash setup.sh)")
+    return qemuargs.machine_of(abi, exe)
 
 
-def cmdline(profile: SystemProfile) -> str:
-    """The kernel's command line: console, no messages, a panic ends the machine; and the
-    measuring service's timing (native/sysreport.c reads it from /proc/cmdline)."""
-    return " ".join((*BASE_CMDLINE, f"abibench.settle={profile.settle_s}",
+def qemu_argv(machine: qemuargs.Machine, kernel: SystemKernel, disk: Path, memory_mb: int,
+              console: Path, report: Path, cmdline: str) -> list[str]:
+    """The machine (run/qemuargs.py): TCG, fixed memory, one CPU, no network or display; the
+    disk on virtio with its writes in a snapshot overlay; console and report each a file."""
+    return qemuargs.qemu_argv(machine, memory_mb, console, report, kernel.image, kernel.initrd,
+                              cmdline, disk=disk)
+
+
+def cmdline(profile: SystemProfile, machine: qemuargs.Machine) -> str:
+    """The kernel's command line: its console and the report's port, no messages, a panic
+    ends the machine; and the measuring service's timing (native/sysreport.c reads it from
+    /proc/cmdline)."""
+    return " ".join((*qemuargs.kernel_cmdline_console(machine), *BASE_CMDLINE,
+                     f"abibench.settle={profile.settle_s}",
                      f"abibench.load_seconds={profile.load_seconds}",
                      f"abibench.load_after={profile.load_after_s}"))
 
@@ -264,11 +290,11 @@ def boot_once(combo: Combination, kernel: SystemKernel, image: SystemImage,
               profile: SystemProfile, deadline_s: float,
               on_start: Callable[[int], None] | None = None) -> SysBoot:
     """One boot to the system's report and power-off, or to the deadline."""
-    emulator = emulator_of(vm_kernel_abi(ABIS[combo.userspace]) or kernel_abi(combo.kernel))
+    machine = machine_of(combo)
     with owned_dir(".sys") as work:
         console, report = work / "console.log", work / "report"
-        argv = qemu_argv(emulator, kernel, image.path, profile.memory_mb, console, report,
-                         cmdline(profile))
+        argv = qemu_argv(machine, kernel, image.path, profile.memory_mb, console, report,
+                         cmdline(profile, machine))
         ended, seconds = run_guest(argv, work, report, deadline_s,
                                    allowance_s=min(deadline_s, allowance_of(profile)),
                                    on_start=on_start)
@@ -306,10 +332,15 @@ def boot_order(combos: Sequence[Combination], boots: int, seed: int) -> list[Com
     return order
 
 
-def kernel_version() -> str | None:
-    """One kernel version for the machine's every flavour, booted alone or with the others: a
-    run of one combination compares with the whole matrix's."""
-    return common_version(list(dict.fromkeys(c.kernel for c in X86)), AptCache())
+def kernel_version(combos: Sequence[Combination] = ()) -> str | None:
+    """One kernel version for every flavour of every family (a run of one combination then
+    compares with the whole matrix's, and x86 with ARM); where apt knows no version common to
+    all (a host without an ARM index), one common to the flavours of `combos`' families."""
+    apt = AptCache()
+    every = list(dict.fromkeys(c.kernel for c in every_combination()))
+    families = {kernel_abi(c.kernel).family for c in combos}
+    own = list(dict.fromkeys(c.kernel for f in sorted(families) for c in family_combinations(f)))
+    return common_version(every, apt) or (common_version(own, apt) if own else None)
 
 
 def measure(profile: SystemProfile, combos: Sequence[Combination], boots: int, cache_root: Path,
@@ -327,7 +358,7 @@ def measure(profile: SystemProfile, combos: Sequence[Combination], boots: int, c
     if boots < 1:
         raise UsageError("--boots takes a positive number")
     flavours = list(dict.fromkeys(c.kernel for c in combos))
-    version = kernel_version()
+    version = kernel_version(combos)
     kernels = {}
     for f in flavours:
         say(f"kernel {f}: Debian's linux-image-{f} {version or '(newest)'}")

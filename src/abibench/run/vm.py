@@ -38,6 +38,7 @@ from ..stats import median, median_ci
 from ..text import one_line
 from ..workloads.profile import Workload, substitute
 from ..workspace import clean_stale, marked_env, owned_dir
+from . import qemuargs
 from .samples import ParseError, parse_metrics, validation_value
 
 MEMORY_MB = 512
@@ -163,18 +164,6 @@ class Boot:
     counts: tuple[int, ...] = ()
 
 
-def qemu_argv(emulator: str, kernel: Path, initrd: Path, cmdline: str, console: Path,
-              report: Path, plugin: str | None = None) -> list[str]:
-    """The machine: TCG, fixed memory, no network, no display; the kernel's console on the first
-    serial port and the report on the second, each a file; no reboot (power-off ends qemu);
-    with `plugin`, abibench's instruction counter in its system mode."""
-    return [emulator, "-accel", "tcg", "-m", str(MEMORY_MB), "-smp", "1",
-            "-nic", "none", "-display", "none", "-monitor", "none", "-no-reboot",
-            "-serial", f"file:{console}", "-serial", f"file:{report}",
-            *(["-plugin", plugin] if plugin else []),
-            "-kernel", str(kernel), "-initrd", str(initrd), "-append", cmdline]
-
-
 def read_marks(path: Path) -> tuple[int, ...]:
     """The counts the plugin appended, one per job the init ran ("mark insns=N" lines); a line
     that is not whole ends the list (qemu killed while writing it)."""
@@ -257,7 +246,10 @@ def boot(emulator: str, kernel: Path, initrd_bytes: bytes, cmdline: str, deadlin
         marks = work / "marks"
         initrd.write_bytes(initrd_bytes)
         plugin = f"{counter.argument(marks)},mode=system" if counter is not None else None
-        argv = qemu_argv(emulator, kernel, initrd, cmdline, console, report, plugin)
+        # The PC's own board, console on the first serial port, the report on the second;
+        # with `plugin`, abibench's instruction counter in its system mode.
+        argv = qemuargs.qemu_argv(qemuargs.Machine(emulator), MEMORY_MB, console, report, kernel,
+                                  initrd, cmdline, plugin=plugin)
         ended, seconds = run_guest(argv, work, report, deadline_s, on_start=on_start)
         data = report.read_bytes() if report.is_file() else b""
         try:

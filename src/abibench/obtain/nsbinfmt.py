@@ -1,8 +1,14 @@
 #!/usr/bin/env python3
 """Run one command with a binfmt_misc entry for ARM programs that only that command sees.
 
-    python3 bench/nsbinfmt.py [--arch aarch64|arm]... -- COMMAND ARGS...
-    python3 bench/nsbinfmt.py --register arm    (inside: add an entry to this namespace's)
+    python3 src/abibench/obtain/nsbinfmt.py [--arch aarch64|arm]... -- COMMAND ARGS...
+    python3 src/abibench/obtain/nsbinfmt.py --register arm    (inside: add an entry to this
+                                                               namespace's)
+
+A script of its own (no import of abibench: bench/arm-host.sh runs it with the system's python
+before abibench is installed anywhere), and the way obtain/sysimage.py builds an ARM system's
+root with mmdebstrap (`python -m abibench.obtain.nsbinfmt`); each --arch is the name of
+qemu-user's emulator without "qemu-" (the ABI table's `emulator` column).
 
 Since Linux 6.7 a user namespace can mount a binfmt_misc instance of its own. This (run as
 root) starts COMMAND in new user, mount and PID namespaces: uids and gids 0-65535 map to
@@ -20,21 +26,23 @@ from __future__ import annotations
 import argparse
 import ctypes
 import os
+import signal
 import sys
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 MS_REC = 0x4000
+PR_SET_PDEATHSIG = 1
 MS_PRIVATE = 1 << 18
 IDS = 65536
 
 # The ELF identification and e_machine an entry matches (EXEC and DYN), with the mask that
 # ignores the OS ABI byte and the EXEC/DYN difference: what qemu-user-static's binfmt.d says.
 _MASK = bytes([0xFF] * 7 + [0x00] + [0xFF] * 8 + [0xFE, 0xFF, 0xFF, 0xFF])
-ENTRIES = {
-    "aarch64": bytes([0x7F, 0x45, 0x4C, 0x46, 0x02, 0x01, 0x01] + [0] * 9 + [0x02, 0, 0xB7, 0]),
-    "arm": bytes([0x7F, 0x45, 0x4C, 0x46, 0x01, 0x01, 0x01] + [0] * 9 + [0x02, 0, 0x28, 0]),
+ENTRIES = {  # keyed by qemu-user's emulator
+    "qemu-aarch64": bytes([0x7F, 0x45, 0x4C, 0x46, 0x02, 0x01, 0x01] + [0] * 9 + [0x02, 0, 0xB7, 0]),
+    "qemu-arm": bytes([0x7F, 0x45, 0x4C, 0x46, 0x01, 0x01, 0x01] + [0] * 9 + [0x02, 0, 0x28, 0]),
 }
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -46,15 +54,27 @@ def _call(ret: int, what: str) -> None:
         raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
+def _die_with_parent(parent: int) -> None:
+    """SIGKILL this process when its parent dies: a kill of the outermost process (abibench's
+    deadline, Ctrl-C, a SIGKILL) reaches the namespace's PID 1, whose death ends every process
+    in the namespace. Checked after the call: a parent already gone is not waited for."""
+    _call(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
+    if os.getppid() != parent:
+        os._exit(2)
+
+
 def _hex(data: bytes) -> str:
     return "".join(f"\\x{b:02x}" for b in data)
+
+
+ARCHES = sorted(k.removeprefix("qemu-") for k in ENTRIES)
 
 
 def register(arch: str) -> None:
     """An entry for `arch` in the binfmt_misc mounted at /proc/sys/fs/binfmt_misc."""
     qemu = f"/usr/bin/qemu-{arch}-static"
     with open("/proc/sys/fs/binfmt_misc/register", "w") as reg:
-        reg.write(f":abibench-{arch}:M::{_hex(ENTRIES[arch])}:{_hex(_MASK)}:{qemu}:F")
+        reg.write(f":abibench-{arch}:M::{_hex(ENTRIES['qemu-' + arch])}:{_hex(_MASK)}:{qemu}:F")
 
 
 def _pid1(arches: list[str], argv: list[str]) -> int:
@@ -80,8 +100,8 @@ def _pid1(arches: list[str], argv: list[str]) -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--arch", action="append", choices=sorted(ENTRIES), default=None)
-    ap.add_argument("--register", choices=sorted(ENTRIES), default=None,
+    ap.add_argument("--arch", action="append", choices=ARCHES, default=None)
+    ap.add_argument("--register", choices=ARCHES, default=None,
                     help="only add this entry, in the namespace this runs in")
     ap.add_argument("argv", nargs="*")
     args = ap.parse_args()
@@ -90,7 +110,7 @@ def main() -> int:
         return 0
     if not args.argv:
         ap.error("give the command to run after --")
-    arches = args.arch or ["aarch64"]
+    arches = args.arch or ARCHES[:1]
     if os.geteuid() != 0:
         print("nsbinfmt: run as root", file=sys.stderr)
         return 2
@@ -99,10 +119,15 @@ def main() -> int:
             print(f"nsbinfmt: /usr/bin/qemu-{arch}-static is missing: apt-get install "
                   "qemu-user-static", file=sys.stderr)
             return 2
+    # Started by abibench (mmdebstrap of an ARM system): a SIGKILL of abibench ends this too,
+    # and with it, by the same signal down the chain, the namespace.
+    _die_with_parent(os.getppid())
     unshared_r, unshared_w = os.pipe()
     mapped_r, mapped_w = os.pipe()
+    outer = os.getpid()
     child = os.fork()
     if child == 0:
+        _die_with_parent(outer)
         os.close(unshared_r)
         os.close(mapped_w)
         try:
@@ -115,9 +140,11 @@ def main() -> int:
             os._exit(2)
         os.setgid(0)
         os.setuid(0)
+        _die_with_parent(outer)  # again: a change of credentials may clear it
         init = os.fork()  # the first process forked after CLONE_NEWPID is the namespace's 1
         if init == 0:
             try:
+                _die_with_parent(0)  # its parent is outside the namespace: getppid() says 0
                 os._exit(_pid1(arches, args.argv))
             except OSError as exc:
                 print(f"nsbinfmt: {exc}", file=sys.stderr)
