@@ -31,18 +31,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from tests.conftest import synthetic_doc  # noqa: E402
+from tests.readingcommands import READING_COMMANDS  # noqa: E402
 
-COMMANDS: dict[str, list[str]] = {
-    "report": ["report", "{run}"],
-    "report --html": ["report", "{run}", "--html", "{out}/r.html"],
-    "report --csv": ["report", "{run}", "--csv", "{out}/r.csv"],
-    "report --samples-csv": ["report", "{run}", "--samples-csv", "{out}/s.csv"],
-    "report --json": ["report", "{run}", "--json"],
-    "explain": ["explain", "{run}"],
-    "advise": ["advise", "{run}", "--memory", "4GiB"],
-    "compare": ["compare", "{run}", "{file}"],
-    "export": ["export", "{run}", "-o", "{out}/e.json"],
-}
+COMMANDS = READING_COMMANDS
 
 
 def _timed(argv: list[str], env: dict[str, str], limit: float) -> dict[str, Any]:
