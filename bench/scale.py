@@ -60,8 +60,9 @@ def _timed(argv: list[str], env: dict[str, str], limit: float) -> dict[str, Any]
 
 
 def _seed(data: Path, doc: dict[str, Any], doc_file: Path) -> None:
-    """Store the run through the store's own import (`import` refuses a file over its size
-    limit, store/exchange.MAX_FILE_BYTES: 10^6 samples are 511 MiB); untimed."""
+    """Store the run through the store's own import when `import` failed (over the time
+    limit, or an abibench before the streamed import refused 511 MiB); untimed, so that the
+    reading commands are still measured."""
     from abibench.records import RunDoc
     from abibench.store.exchange import import_doc
     from abibench.store.sqlite import Store
