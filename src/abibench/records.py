@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from .abi import Abi
@@ -524,8 +524,22 @@ def check_document(doc: RunDoc) -> None:
         if meta.primary not in meta.metrics and meta.primary not in BUILTIN_METRICS:
             raise Invalid(f"metric {meta.primary!r:.40} is not declared in its metrics"
                           ).at(f"{at}.primary")
-    places: set[tuple[str, str, int, int]] = set()
+    check = sample_checker(doc)
     for i, s in enumerate(doc.samples):
+        check(i, s)
+    for i, a in enumerate(doc.artifacts):
+        if a.sizes and not a.files:
+            raise Invalid("is missing or empty although sizes are given"
+                          ).at(f".artifacts[{i}].files")
+    check_system(doc.run.config.system, doc.system_boots)
+
+
+def sample_checker(doc: RunDoc) -> Callable[[int, Sample], None]:
+    """What check_document checks of each sample, one at a time (the i-th of the document):
+    how an import that streams its samples checks them exactly as a whole document's."""
+    places: set[tuple[str, str, int, int]] = set()
+
+    def check(i: int, s: Sample) -> None:
         _check_sample(doc, s, f".samples[{i}]")
         if s.kind == "timed" and s.discarded is None:
             if s.key in places:
@@ -534,11 +548,7 @@ def check_document(doc: RunDoc) -> None:
                               "export the run again; an edited file must keep one sample per "
                               "target, round and position").at(f".samples[{i}].position")
             places.add(s.key)
-    for i, a in enumerate(doc.artifacts):
-        if a.sizes and not a.files:
-            raise Invalid("is missing or empty although sizes are given"
-                          ).at(f".artifacts[{i}].files")
-    check_system(doc.run.config.system, doc.system_boots)
+    return check
 
 
 def _check_not_shadowing(name: str, m: Metric, at: str) -> None:

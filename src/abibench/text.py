@@ -31,7 +31,9 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import operator
 import re
+from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 MARKER = "\ufffd"
@@ -107,19 +109,20 @@ def _walk(value: object, seen: dict[int, object]) -> object:
     if kind in _DATACLASSES or (dataclasses.is_dataclass(value) and not isinstance(value, type)):
         _DATACLASSES.add(kind)
         changes: dict[str, object] = {}
-        # A report holds every sample of a run (10^6 of them): the fields are read from the
-        # instance's dict, and text, the most common kind, is tested here without a call.
-        # A subclass of a slotted record (a test's extra field) has a __dict__ for its own
-        # fields only: what is not in it is read through its slot.
-        fields = vars(value) if hasattr(value, "__dict__") else {}
-        for name in _field_names(kind):
-            old = fields[name] if name in fields else getattr(value, name)
+        # A report holds every sample of a run (10^6 of them): a record's fields are read in
+        # one call, its texts tested in one search of them joined by a space (which nothing
+        # cleans), and only a record whose texts hold something to clean is gone through.
+        names, read = _field_reader(kind)
+        values = read(value)
+        texts = [v for v in values if type(v) is str]
+        dirty = bool(texts) and _TOUCHED.search(" ".join(texts)) is not None
+        for name, old in zip(names, values, strict=True):
             kind_of = type(old)
             if kind_of in _SCALARS:
                 continue
             if kind_of is str:
-                if _TOUCHED.search(old):
-                    changes[name] = clean(old)
+                if dirty and _TOUCHED.search(cast(str, old)):
+                    changes[name] = clean(cast(str, old))
                 continue
             new = _walk(old, seen)
             if new is not old:
@@ -129,6 +132,8 @@ def _walk(value: object, seen: dict[int, object]) -> object:
             for name, new in changes.items():
                 # object.__setattr__: a frozen dataclass is copied, never changed in place.
                 object.__setattr__(out, name, new)
+    elif kind is dict and _plain_dict(cast(dict[Any, Any], value)):
+        pass  # text keys with nothing to clean, values that hold no text: itself
     elif isinstance(value, list | tuple | set | frozenset):
         items = [v if type(v) in _SCALARS else _walk(v, seen) for v in value]
         if any(new is not old for new, old in zip(items, value, strict=True)):
@@ -147,5 +152,22 @@ _DATACLASSES: set[type] = set()  # types already seen to be dataclasses
 
 
 @functools.cache
-def _field_names(kind: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(kind))
+def _field_reader(kind: type) -> tuple[tuple[str, ...], Callable[[object], tuple[object, ...]]]:
+    """A dataclass's field names, and a function reading all of them in one call."""
+    names = tuple(f.name for f in dataclasses.fields(kind))
+    if len(names) == 1:
+        one = operator.attrgetter(names[0])
+        return names, lambda value: (one(value),)
+    if not names:
+        return names, lambda value: ()
+    many: Callable[[object], tuple[object, ...]] = operator.attrgetter(*names)
+    return names, many
+
+
+def _plain_dict(value: dict[Any, Any]) -> bool:
+    """Whether a dict is text keys with nothing to clean and values that hold no text (a
+    sample's metrics): then it is returned as it is, without building its pairs."""
+    for k, v in value.items():
+        if type(k) is not str or type(v) not in _SCALARS:
+            return False
+    return not value or _TOUCHED.search(" ".join(value)) is None

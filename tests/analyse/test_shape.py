@@ -14,7 +14,14 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from abibench.analyse.shape import describe
+from abibench.analyse.shape import (
+    MODE_GAP,
+    MODE_LEAST,
+    MODE_SEPARATION,
+    MODE_SHARE,
+    describe,
+    two_modes,
+)
 
 
 def _normal(rng: random.Random, n: int, centre: float, cv: float) -> list[float]:
@@ -77,3 +84,39 @@ def test_anything_else_is_refused_quietly(values: list[float]) -> None:
     shape = describe("t", values, False)
     if shape is not None:
         assert all(math.isfinite(v) and v > 0 for v in values) and len(values) >= 8
+
+
+def _two_modes_by_definition(xs: list[float]) -> tuple[int, float] | None:
+    """two_modes as first written: every split's groups summed, O(n^2)."""
+    n = len(xs)
+    least = max(MODE_LEAST, math.ceil(MODE_SHARE * n))
+    best: tuple[float, int, float] | None = None
+    for k in range(least, n - least + 1):
+        fast, slow = xs[:k], xs[k:]
+        mf, ms = sum(fast) / len(fast), sum(slow) / len(slow)
+        var = (sum((x - mf) ** 2 for x in fast) + sum((x - ms) ** 2 for x in slow)) / (n - 2)
+        gap = ms - mf
+        sep = gap / math.sqrt(var) if var > 0 else math.inf
+        if gap >= math.log1p(MODE_GAP) and sep >= MODE_SEPARATION and \
+                (best is None or sep > best[0]):
+            best = (sep, n - k, gap)
+    return None if best is None else (best[1], best[2])
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 120), share=st.floats(0.0, 0.6),
+       gap=st.floats(0.0, 0.5), cv=st.floats(1e-4, 0.08), centre=st.floats(-12.0, 12.0))
+def test_two_modes_is_the_sum_over_every_split(seed: int, n: int, share: float, gap: float,
+                                               cv: float, centre: float) -> None:
+    """Family: an estimator made fast (issue 30) must keep its answer. The O(n) two_modes
+    against its O(n^2) definition on generated mixtures of logs, one mode or two."""
+    rng = random.Random(seed)
+    slow = round(share * n)
+    xs = sorted([rng.gauss(centre, cv) for _ in range(n - slow)]
+                + [rng.gauss(centre + gap, cv) for _ in range(slow)])
+    fast, slow_way = two_modes(xs), _two_modes_by_definition(xs)
+    if slow_way is None:
+        assert fast is None
+        return
+    assert fast is not None and fast[0] == slow_way[0], (fast, slow_way)
+    assert math.isclose(fast[1], slow_way[1], rel_tol=1e-9, abs_tol=1e-12)

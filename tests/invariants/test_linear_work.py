@@ -29,20 +29,11 @@ from hypothesis import strategies as st
 
 from abibench import cli
 from tests.conftest import synthetic_doc
+from tests.readingcommands import READING_COMMANDS
 
 SCALE = int(os.environ.get("ABIBENCH_INVARIANTS_SCALE", "1"))
 
-COMMANDS: dict[str, list[str]] = {
-    "report": ["report", "{run}"],
-    "report --html": ["report", "{run}", "--html", "{out}/r.html"],
-    "report --csv": ["report", "{run}", "--csv", "{out}/r.csv"],
-    "report --samples-csv": ["report", "{run}", "--samples-csv", "{out}/s.csv"],
-    "report --json": ["report", "{run}", "--json"],
-    "explain": ["explain", "{run}"],
-    "advise": ["advise", "{run}", "--memory", "4GiB"],
-    "compare": ["compare", "{run}", "{file}"],
-    "export": ["export", "{run}", "-o", "{out}/e.json"],
-}
+COMMANDS = READING_COMMANDS
 # Linear work doubles its increment when the data doubles (n log n: a little more); quadratic
 # quadruples it. The slack covers what varies with the values themselves (a chart's ticks).
 GROWTH = 2.6

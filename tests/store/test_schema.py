@@ -8,6 +8,7 @@ it stored, migrated, exported and imported on both backends.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -16,6 +17,10 @@ import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
 
 from abibench.records import (
     HostContext,
@@ -25,8 +30,10 @@ from abibench.records import (
     WorkloadMeta,
     export_schema,
 )
-from abibench.store.schema import SAMPLE_COLUMNS, SQLITE, Column
+from abibench.store.exchange import document
+from abibench.store.schema import SAMPLE_COLUMNS, SQLITE, Column, positional
 from abibench.store.sql import SqlStore
+from tests.store.test_import_generated import VALID
 
 OpenDb = Callable[..., SqlStore]
 
@@ -158,3 +165,20 @@ def test_a_field_added_to_sample_is_stored_migrated_exported_and_imported(
     r = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True,
                        timeout=120, check=False)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-3000:]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(doc=VALID)
+def test_a_sample_made_by_its_slots_is_the_sample_its_constructor_makes(
+        doc: dict[str, Any]) -> None:
+    """Family: a fast path that builds records another way (issue 30). The store's reader
+    builds each Sample by its slots (schema.positional); generated documents' samples built
+    both ways are equal, field by field, and as frozen."""
+    make = positional(Sample)
+    for s in document(doc, "generated.json").samples:
+        values = [getattr(s, f.name) for f in dataclasses.fields(Sample)]
+        made = make(values)
+        assert made == Sample(*values) == s
+        assert [getattr(made, f.name) for f in dataclasses.fields(Sample)] == values
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            made.round = 1

@@ -12,8 +12,10 @@ provenance.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
+from typing import overload
 
 from .. import __version__, stats
 from ..errors import UsageError
@@ -34,7 +36,7 @@ from ..records import (
     pick_reference,
     short_labels,
 )
-from ..text import clean_all
+from ..text import clean, clean_all
 from . import footprint, xbench
 from .advise import Advice, Deployment, advise
 from .context import ContextRow, calibration_rows, context_rows, provenance_rows
@@ -156,6 +158,44 @@ class SampleRow:
                 "kernel_bits": self.kernel_bits, "series": self.series, **self.sample.to_dict()}
 
 
+class CleanRows(Sequence[SampleRow]):
+    """A report's samples, each cleaned (`text.clean_all`) as it is read. A run holds up to
+    millions of them and most views (the terminal's, explain, advise, the results CSV) never
+    read one: the walk of the Report passes this by (an object of its own kind) and every row a
+    renderer reads is cleaned on the way out, by construction, as the rest of the report was."""
+
+    def __init__(self, rows: list[SampleRow]) -> None:
+        self._rows = rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, index: int) -> SampleRow: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[SampleRow]: ...
+
+    def __getitem__(self, index: int | slice) -> SampleRow | list[SampleRow]:
+        if isinstance(index, slice):
+            return [clean_all(r) for r in self._rows[index]]
+        return clean_all(self._rows[index])
+
+    def __iter__(self) -> Iterator[SampleRow]:
+        return map(clean_all, self._rows)
+
+    def metric_names(self) -> list[str]:
+        """Every metric any sample holds, cleaned, sorted (without cleaning each row)."""
+        return sorted({clean(m) for r in self._rows for m in r.sample.metrics})
+
+
+def metric_names(rows: Sequence[SampleRow]) -> list[str]:
+    """The metrics of a report's samples, sorted: the columns of the samples CSV."""
+    if isinstance(rows, CleanRows):
+        return rows.metric_names()
+    return sorted({m for r in rows for m in r.sample.metrics})
+
+
 @dataclass(frozen=True)
 class SampleCounts:
     total: int
@@ -213,7 +253,7 @@ class Report:
     workloads: list[WorkloadBlock]
     suites: list[SuiteSummary]
     warnings: list[str]
-    samples: list[SampleRow]
+    samples: Sequence[SampleRow]  # a CleanRows when made here
     counts: SampleCounts
     context: list[ContextRow]
     provenance: list[ProvenanceEntry]
@@ -408,7 +448,7 @@ def from_run(doc: RunDoc, source: str = "", heading: str | None = None,
         kind="run", title=f"abibench run {doc.run.id}",
         heading=heading or f"run {doc.run.id} ({doc.run.status})", sets=sets,
         series=series, workloads=blocks, suites=suite_summary(results),
-        warnings=doc.run_warnings(), samples=rows, counts=_counts(rows),
+        warnings=doc.run_warnings(), samples=CleanRows(rows), counts=_counts(rows),
         context=context_rows(sets), calibration=calibration_rows([doc]),
         provenance=_provenance(sets, series), generated=_now(),
         footprint_series=curves, footprint_diffs=footprint.differences(curves),
@@ -446,7 +486,7 @@ def from_sets(sets: list[ResultSet], baseline: str | None = None,
         kind="comparison", title=f"abibench comparison of {n} result sets",
         heading=f"abibench comparison of {n} result sets", sets=infos, series=merged.series,
         workloads=blocks, suites=suite_summary(results),
-        warnings=merged.doc.run_warnings() + merged.warnings, samples=rows,
+        warnings=merged.doc.run_warnings() + merged.warnings, samples=CleanRows(rows),
         counts=_counts(rows), context=context_rows(infos),
         calibration=calibration_rows([rs.doc for rs in sets]),
         provenance=_provenance(infos, merged.series), generated=_now(),

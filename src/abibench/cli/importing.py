@@ -20,12 +20,15 @@ def add_parser(sub: Commands) -> None:
 
 
 def cmd_import(args: argparse.Namespace, store: SqlStore) -> int:
-    from ..store.exchange import import_doc, load_file
+    from ..store.exchange import check_file, import_file
 
-    docs = [(path, load_file(path)) for path in args.files]  # every file checked before storing
+    if len(args.files) > 1:  # every file checked before any is stored
+        for path in args.files:
+            check_file(path)
     done = []
-    for path, doc in docs:
-        res = import_doc(store, doc, str(path))
+    for path in args.files:
+        # read as it streams, each sample checked and stored in one transaction
+        res, doc = import_file(store, path)
         done.append({"file": str(path), "run_id": res.run_id, "new": res.new,
                      "samples": res.samples})
         if not args.json:

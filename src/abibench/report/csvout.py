@@ -12,7 +12,7 @@ import io
 import math
 import operator
 
-from ..analyse.report import Report, SampleRow
+from ..analyse.report import Report, SampleRow, metric_names
 from ..records import MEMORY_METRICS
 
 RESULT_COLUMNS = (
@@ -116,7 +116,7 @@ def render(report: Report) -> str:
 
 def render_samples(report: Report) -> str:
     """Every stored sample, one row each, with a column per metric."""
-    metrics = sorted({m for r in report.samples for m in r.sample.metrics})
+    metrics = metric_names(report.samples)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow([*SAMPLE_COLUMNS, *(f"metric:{m}" for m in metrics)])

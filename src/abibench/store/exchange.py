@@ -11,9 +11,11 @@ The document is the one ``abibench export`` writes (``"format": "abibench-run"``
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,19 +23,27 @@ from typing import Any
 
 from ..codec import Invalid, decoder
 from ..errors import UsageError
-from ..files import NotRegular, TooLarge, read_regular
+from ..files import NotRegular, TooLarge, open_regular, read_regular
 from ..records import (
     EXPORT_FORMAT,
     EXPORT_VERSION,
     JSONDict,
+    Run,
     RunDoc,
     RunWarning,
+    Sample,
     TargetStatus,
     check_document,
+    sample_checker,
 )
+from .jsonstream import ObjectStream, StreamError, TooBig
 from .sql import SqlStore
 
-MAX_FILE_BYTES = 256 << 20  # a run of thousands of samples is a few MB; refuse absurd inputs
+# An exported document is read as it streams (store/jsonstream.py): its size is bounded per
+# sample and by the count of samples, not by the file's size (10^6 samples are 511 MiB).
+MAX_FILE_BYTES = 256 << 20  # everything but the samples; and a file that is not a JSON object
+MAX_SAMPLE_BYTES = 16 << 20  # one sample's JSON text
+MAX_SAMPLES = 10_000_000
 
 
 class SchemaError(UsageError):
@@ -90,9 +100,17 @@ def _reject_constant(name: str) -> Any:
 
 
 def load_file(path: Path) -> RunDoc:
-    """Read and validate one exported run document."""
-    source, doc = _read(path)
-    return document(doc, source)
+    """Read and validate one exported run document (its samples held as records, never its
+    text: a document of 10^6 samples is read in the memory of their records)."""
+    samples: list[Sample] = []
+
+    def keep(head: RunDoc, checked: Iterator[Sample]) -> tuple[str, int]:
+        samples.extend(checked)
+        return head.run.id, len(samples)
+    read = _stream(path, keep)
+    if read.doc is None:
+        return document(read.whole, read.source)
+    return replace(read.doc, samples=tuple(samples))
 
 
 def load_file_dict(path: Path) -> dict[str, Any]:
@@ -101,12 +119,11 @@ def load_file_dict(path: Path) -> dict[str, Any]:
     return validate(doc, source)
 
 
-def _read(path: Path) -> tuple[str, Any]:
-    """The parsed JSON of a file, and the file as messages name it."""
-    source = str(path)
+@contextlib.contextmanager
+def _opening(source: str) -> Iterator[None]:
+    """A file that cannot be read as a document: one line naming it and the fix."""
     try:
-        # A FIFO or a device (/dev/zero) is refused, not read forever.
-        raw = read_regular(path, MAX_FILE_BYTES)
+        yield
     except TooLarge as exc:
         raise SchemaError(f"{source}: {exc.size >> 20} MiB is larger than the "
                           f"{MAX_FILE_BYTES >> 20} MiB an abibench run document can be: pass the "
@@ -123,6 +140,34 @@ def _read(path: Path) -> tuple[str, Any]:
     except OSError as exc:
         raise UsageError(f"{source}: cannot read it ({exc.strerror}): check the path and its "
                          "permissions") from None
+
+
+@contextlib.contextmanager
+def _parsing(source: str) -> Iterator[None]:
+    """Text that is not a JSON document, as `json.loads` would find it: one line."""
+    try:
+        yield
+    except StreamError as exc:
+        raise SchemaError(f"{source}: not valid JSON (line {exc.lineno} column {exc.colno}: "
+                          f"{exc.msg}): {_FIX}") from None
+    except TooBig as exc:
+        raise SchemaError(f"{source}: {exc.what} is larger than the {exc.limit >> 20} MiB an "
+                          f"abibench run document allows: {_FIX}") from None
+    except UnicodeDecodeError:
+        raise SchemaError(f"{source}: not UTF-8 text: {_FIX}") from None
+    except RecursionError:
+        raise SchemaError(f"{source}: nested too deeply to be a run document: {_FIX}") from None
+    except ValueError as exc:  # NaN / Infinity
+        raise SchemaError(f"{source}: {exc}: {_FIX}") from None
+
+
+def _read(path: Path) -> tuple[str, Any]:
+    """The parsed JSON of a file read whole (at most MAX_FILE_BYTES), and the file as messages
+    name it."""
+    source = str(path)
+    with _opening(source):
+        # A FIFO or a device (/dev/zero) is refused, not read forever.
+        raw = read_regular(path, MAX_FILE_BYTES)
     try:
         doc = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
     except UnicodeDecodeError:
@@ -137,10 +182,149 @@ def _read(path: Path) -> tuple[str, Any]:
     return source, doc
 
 
+# --------------------------------------------------------------------------- streamed reading
+
+# What a sample is checked against: the document's head before its samples (abibench writes
+# them first); a file with its samples before them has the samples held until the head is read.
+_HEAD = frozenset({"format", "version", "run", "host"})
+_SAMPLE = decoder(Sample, strict=True)
+_END = object()
+# Given a document's checked head and its checked samples (an iterator to read to its end):
+# where they went (a run id) and how many there were.
+Take = Callable[[RunDoc, Iterator[Sample]], tuple[str, int]]
+
+
+@dataclass
+class _Read:
+    source: str
+    doc: RunDoc | None  # the document's checked head (no samples); None: not a JSON object
+    whole: Any = None  # ... which was then read whole, as it was
+    digest: str = ""
+    taken: tuple[str, int] = ("", 0)
+
+
+def _stream(path: Path, take: Take) -> _Read:
+    """Read one exported document as it streams: its head checked as a whole document's, each
+    sample checked as it comes (codec and records.sample_checker, the same rules) and handed
+    to `take`; its digest. A file that is not a JSON object is read whole, as before."""
+    source = str(path)
+    with _opening(source):
+        fd = open_regular(path, None)
+    with os.fdopen(fd, "rb") as raw:
+        stream = ObjectStream(raw, _reject_constant, MAX_SAMPLE_BYTES, MAX_FILE_BYTES)
+        with _parsing(source):
+            is_object = stream.starts_object()
+        if is_object:
+            return _members(stream, source, take)
+    _, whole = _read(path)
+    return _Read(source, None, whole)
+
+
+def _members(stream: ObjectStream, source: str, take: Take) -> _Read:
+    head: dict[str, Any] = {}
+    parts = _Digest()
+    taken: tuple[str, int] | None = None
+    held: list[Any] | None = None
+    members = stream.members("samples")
+    while True:
+        with _parsing(source):
+            member = next(members, None)
+        if member is None:
+            break
+        key, value = member
+        if key in head or (key == "samples" and (taken is not None or held is not None)):
+            # json.loads would keep the last; a streamed sample was checked against the first
+            raise SchemaError(f"{source}: $.{key:.40}: given twice: {_FIX}")
+        if key != "samples" or not isinstance(value, Iterator):
+            head[key] = value
+        elif head.keys() >= _HEAD:
+            early = document({**head, "samples": []}, source)
+            taken = take(early, _checked(value, early, source, parts))
+        else:
+            held = _held(value, stream, source)
+    if taken is not None or held is not None:
+        head["samples"] = []
+    doc = document(head, source)  # the whole head: what came after the samples too
+    if held is not None:
+        taken = take(doc, _checked(iter(held), doc, source, parts))
+    del head["samples"]
+    return _Read(source, doc, digest=parts.of(head), taken=taken or ("", 0))
+
+
+def _held(items: Iterator[Any], stream: ObjectStream, source: str) -> list[Any]:
+    """Samples that came before the head: kept, within what a whole-file read allowed."""
+    out: list[Any] = []
+    start = stream.consumed()
+    while True:
+        with _parsing(source):
+            x = next(items, _END)
+        if x is _END:
+            return out
+        out.append(x)
+        if stream.consumed() - start > MAX_FILE_BYTES:
+            raise SchemaError(f"{source}: $.samples: over {MAX_FILE_BYTES >> 20} MiB of samples "
+                              f"before the run they belong to: {_FIX}")
+
+
+def _checked(items: Iterator[Any], head: RunDoc, source: str, parts: _Digest) -> Iterator[Sample]:
+    """Each sample as it is read, checked as it would be in a whole document; SchemaError (one
+    line, its `$.samples[i]` path) at the first that is not what a run writes."""
+    check = sample_checker(head)
+    i = 0
+    while True:
+        with _parsing(source):
+            x = next(items, _END)
+        if x is _END:
+            return
+        if i >= MAX_SAMPLES:
+            raise SchemaError(f"{source}: $.samples: more than {MAX_SAMPLES:,} samples, the most "
+                              "a run document can hold: split the run")
+        try:
+            try:
+                sample: Sample = _SAMPLE(x)
+            except Invalid as exc:
+                raise exc.at(f"[{i}]").at(".samples") from None
+            check(i, sample)
+        except Invalid as exc:
+            raise SchemaError(f"{source}: {exc.path}: {exc.message}: {exc.fix or _FIX}") from None
+        parts.add(x)
+        yield sample
+        i += 1
+
+
+def check_file(path: Path) -> None:
+    """Check one exported document as `import` would, storing nothing."""
+    read = _stream(path, lambda head, checked: (head.run.id, sum(1 for _ in checked)))
+    if read.doc is None:
+        document(read.whole, read.source)
+
+
+_CANON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                         default=str)
+
+
 def digest(doc: dict[str, Any]) -> str:
-    """Content digest of a run document (independent of key order and whitespace)."""
-    canon = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canon.encode()).hexdigest()
+    """Content digest of a run document (independent of key order and whitespace): the
+    canonical JSON of everything but the samples, then of each sample in order. Made of parts
+    so that a document read as it streams gets it without being held (`_Digest`)."""
+    parts = _Digest()
+    for sample in doc.get("samples", []):
+        parts.add(sample)
+    return parts.of({k: v for k, v in doc.items() if k != "samples"})
+
+
+class _Digest:
+    def __init__(self) -> None:
+        self._samples = hashlib.sha256()
+
+    def add(self, sample: Any) -> None:
+        self._samples.update(_CANON.encode(sample).encode())
+        self._samples.update(b"\n")
+
+    def of(self, head: dict[str, Any]) -> str:
+        whole = hashlib.sha256(_CANON.encode(head).encode())
+        whole.update(b"\n" + self._samples.hexdigest().encode())
+        return whole.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -150,17 +334,18 @@ class Imported:
     samples: int
 
 
-def _existing(store: SqlStore, doc: RunDoc, want: str) -> str | None:
-    """The id under which exactly this document is already stored, if any."""
+def _existing(store: SqlStore, doc: RunDoc, want: str, exclude: str = "") -> str | None:
+    """The id under which exactly this document is already stored, if any (`exclude`: the run
+    an import is writing)."""
     base = doc.run.id
     for rid in store.run_ids():
-        if rid != base and not rid.startswith(f"{base}-i"):
+        if rid == exclude or (rid != base and not rid.startswith(f"{base}-i")):
             continue
-        stored = store.load_run(rid)
-        note = stored.run.config.extra.get("imported")
+        note = store.run_config(rid).get("imported")  # a key the config does not know: extra
         if isinstance(note, dict) and note.get("digest") == want:
             return rid
-        if rid == base and digest(_without_import_note(stored)) == want:
+        if rid == base and note is None and \
+                digest(_without_import_note(store.load_run(rid))) == want:
             return rid
     return None
 
@@ -171,38 +356,87 @@ def _without_import_note(doc: RunDoc) -> dict[str, Any]:
     return replace(doc, run=replace(doc.run, config=config)).to_dict()
 
 
+def _free_id(store: SqlStore, base: str) -> str:
+    """The document's own id, or with a suffix -iN when a run holds it: never overwritten."""
+    ids = set(store.run_ids())
+    run_id, n = base, 1
+    while run_id in ids:
+        run_id = f"{base}-i{n}"
+        n += 1
+    return run_id
+
+
+def _noted(run: Run, run_id: str, source: str, want: str) -> Run:
+    note: JSONDict = {"file": Path(source).name, "original_id": run.id, "digest": want,
+                      "imported_at": datetime.now(UTC).isoformat(timespec="seconds")}
+    config = replace(run.config, extra={**run.config.extra, "imported": note})
+    return replace(run, id=run_id, config=config)
+
+
+def _store_rest(store: SqlStore, run_id: str, doc: RunDoc) -> None:
+    for a in doc.artifacts:
+        store.add_artifact(run_id, a)
+    for st in doc.statuses:
+        store.set_target_status(run_id, TargetStatus(st.workload, st.target, st.state, st.reason))
+    for w in doc.warnings:
+        store.add_warning(run_id, RunWarning(w.message, w.workload, w.target))
+    for wid, o in doc.outcomes.items():
+        store.set_outcome(run_id, wid, o)
+    for b in doc.system_boots:
+        store.add_system_boot(run_id, b)
+
+
 def import_doc(store: SqlStore, doc: RunDoc, source: str) -> Imported:
     """Store a validated run document; never overwrites: a clashing id gets a suffix -iN."""
     want = digest(doc.to_dict())
     found = _existing(store, doc, want)
     if found is not None:
         return Imported(found, False, len(doc.samples))
-    ids = set(store.run_ids())
-    base = doc.run.id
-    run_id = base
-    n = 1
-    while run_id in ids:
-        run_id = f"{base}-i{n}"
-        n += 1
-    note: JSONDict = {"file": Path(source).name, "original_id": base, "digest": want,
-            "imported_at": datetime.now(UTC).isoformat(timespec="seconds")}
-    config = replace(doc.run.config, extra={**doc.run.config.extra, "imported": note})
-    run = replace(doc.run, id=run_id, config=config)
+    run = _noted(doc.run, _free_id(store, doc.run.id), source, want)
     with store.transaction():
         store.create_run(run, doc.host, owned=False)  # nobody here writes an imported run
-        for a in doc.artifacts:
-            store.add_artifact(run_id, a)
-        for st in doc.statuses:
-            store.set_target_status(run_id, TargetStatus(st.workload, st.target, st.state,
-                                                         st.reason))
-        for w in doc.warnings:
-            store.add_warning(run_id, RunWarning(w.message, w.workload, w.target))
-        for wid, o in doc.outcomes.items():
-            store.set_outcome(run_id, wid, o)
-        store.add_samples(run_id, doc.samples)
-        for b in doc.system_boots:
-            store.add_system_boot(run_id, b)
-    return Imported(run_id, True, len(doc.samples))
+        _store_rest(store, run.id, doc)
+        store.add_samples(run.id, doc.samples)
+    return Imported(run.id, True, len(doc.samples))
+
+
+class _AlreadyStored(Exception):
+    """The document read to its end is one already stored: what was written is rolled back."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(run_id)
+        self.run_id = run_id
+
+
+def import_file(store: SqlStore, path: Path) -> tuple[Imported, RunDoc]:
+    """Store an exported document as it is read (store/jsonstream.py): each sample checked
+    and written in batches, all of it in one transaction, so a document refused at its last
+    sample leaves nothing stored. Returns what was stored and the document's head."""
+    source = str(path)
+
+    def write(head: RunDoc, checked: Iterator[Sample]) -> tuple[str, int]:
+        run = _noted(head.run, _free_id(store, head.run.id), source, "")
+        store.create_run(run, head.host, owned=False)  # nobody here writes an imported run
+        return run.id, store.add_samples(run.id, checked)
+
+    read: _Read | None = None
+    try:
+        with store.transaction():
+            read = _stream(path, write)
+            if read.doc is None:
+                document(read.whole, source)  # not an object: this raises
+                raise SchemaError(f"{source}: not a run document: {_FIX}")
+            run_id, count = read.taken
+            found = _existing(store, read.doc, read.digest, exclude=run_id)
+            if found is not None:
+                raise _AlreadyStored(found)
+            store.set_run_config(run_id, _noted(read.doc.run, run_id, source,
+                                                read.digest).config)
+            _store_rest(store, run_id, read.doc)
+    except _AlreadyStored as stored:
+        assert read is not None and read.doc is not None
+        return Imported(stored.run_id, False, read.taken[1]), read.doc
+    return Imported(run_id, True, count), read.doc
 
 
 _LINE = json.JSONEncoder(default=str)  # the C encoder: one line a sample

@@ -31,6 +31,7 @@ from ..records import (
     HostContext,
     Outcome,
     Run,
+    RunConfig,
     RunDoc,
     RunWarning,
     Sample,
@@ -358,6 +359,13 @@ class SqlStore:
                      "VALUES (?,?,?,?,?)",
                      (run_id, self._seq("warnings", run_id, seq), warning.workload,
                       warning.target, warning.message))
+
+    @writer
+    def set_run_config(self, run_id: str, config: RunConfig) -> None:
+        """Replace what a run records it was asked to do (an import notes its digest once the
+        streamed document has been read to its end)."""
+        self.execute("UPDATE runs SET config_json=? WHERE id=?",
+                     (json.dumps(config.to_dict()), run_id))
 
     @writer
     def set_outcome(self, run_id: str, workload: str, outcome: Outcome) -> None:
