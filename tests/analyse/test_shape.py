@@ -32,15 +32,24 @@ def _as_metric(times: list[float], higher_is_better: bool) -> list[float]:
     return [1.0 / t for t in times] if higher_is_better else times
 
 
-@settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(8, 80), cv=st.floats(0.001, 0.05),
-       hib=st.booleans())
-def test_one_clean_mode_is_nothing(seed: int, n: int, cv: float, hib: bool) -> None:
-    rng = random.Random(seed)
-    times = _normal(rng, n, 0.5, cv)
-    shape = describe("x86_64", _as_metric(times, hib), hib)
-    # A single hump of up to 5% spread is not a tail nor two modes, whatever its size.
-    assert shape is None or (shape.kind == "slow tail" and shape.count <= max(2, n // 10)), shape
+CLEAN_SERIES = 2000
+CLEAN_FALSE_ALARMS = 0.01  # measured 0.1% (3 of 3,000; docs/method.md §9: 0.16% and 0.08%)
+
+
+def test_one_clean_mode_is_rarely_anything() -> None:
+    """A single hump of up to 5% spread is not a tail nor two modes, whatever its size -- but a
+    rule with no distribution behind it has a false-alarm rate, so the rate is what is held:
+    at most 1% of generated clean series (sizes 8-80, CV 0.1-5%, either direction) may be
+    called anything but a short slow tail."""
+    rng = random.Random(20261126)
+    wrong = []
+    for _ in range(CLEAN_SERIES):
+        n, cv, hib = rng.randint(8, 80), rng.uniform(0.001, 0.05), rng.random() < 0.5
+        shape = describe("x86_64", _as_metric(_normal(rng, n, 0.5, cv), hib), hib)
+        if shape is not None and not (shape.kind == "slow tail"
+                                      and shape.count <= max(2, n // 10)):
+            wrong.append((n, round(cv, 4), shape.kind, shape.count))
+    assert len(wrong) <= CLEAN_FALSE_ALARMS * CLEAN_SERIES, wrong
 
 
 @settings(max_examples=60, deadline=None)
