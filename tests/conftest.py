@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import settings as hypothesis_settings
 
 from abibench.paths import cache_dir
 from abibench.records import Run, RunConfig, RunDoc, Sample
@@ -27,6 +26,7 @@ from abibench.run.launcher import launcher
 from abibench.store.open import open_store
 from abibench.store.sql import SqlStore
 
+from . import drawing  # noqa: F401  (loads the gate's Hypothesis profile)
 from .documents import (
     HOSTILE,
     HOSTILE_SHOWN,
@@ -38,15 +38,6 @@ from .documents import (
 )
 from .servers import PgCluster, SshFleet, pg_cluster, postgres_bindir, sshd_hosts
 from .storetools import DbRows, Mounts, query_rows
-
-# The gate's generated tests draw the same members every run (derandomize): the family is "a
-# test whose verdict depends on the day's draw" -- a statistical rule with a measured false-alarm
-# rate, tested as if it had none, failed one gate in twenty. A rule's rate is asserted as a rate
-# (tests/analyse/test_shape.py); fresh draws are for exploring, by hand:
-# HYPOTHESIS_PROFILE=explore bash scripts/test.sh (random seeds, 10x the examples).
-hypothesis_settings.register_profile("gate", derandomize=True, print_blob=True)
-hypothesis_settings.register_profile("explore", derandomize=False, max_examples=1000)
-hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "gate"))
 
 # Re-exported: test modules and bench/ scripts import these from here.
 __all__ = ["HOSTILE", "HOSTILE_SHOWN", "SAMPLE_DEFAULTS", "Mounts", "partial_doc", "query_rows",

@@ -87,6 +87,8 @@ def test_a_report_cut_and_garbled_anywhere_gives_only_whole_frames(
     whole = report_of(results)
     cut = data.draw(st.integers(0, len(whole) - 1), label="cut")
     noise = data.draw(st.binary(max_size=30), label="noise")
+    if (whole[:cut] + noise).startswith(whole):
+        return  # the noise put back exactly the bytes cut (a cut at the last "\n"): no damage
     try:
         rep = parse_report(whole[:cut] + noise)
     except ReportError:

@@ -81,6 +81,10 @@ def open_regular(path: Path, limit: int | None, *, follow: bool = True) -> int:
     except BaseException:
         os.close(fd)
         raise
+    # What a command reads it must never write: its reports are checked against this file.
+    # Here, where every user file is opened (read whole, streamed, hashed or given as stdin),
+    # so that no reader can forget it (the streamed import did: compare FILE --csv FILE).
+    protect(path, "a file this command reads")
     return fd
 
 
@@ -90,8 +94,6 @@ def read_regular(path: Path, limit: int, *, follow: bool = True) -> bytes:
     Raises as open_regular does; what is read is bounded too (/proc files and files that grow
     do not report their size)."""
     with os.fdopen(open_regular(path, limit, follow=follow), "rb") as fh:
-        # What a command reads it must never write: its reports are checked against this file.
-        protect(path, "a file this command reads")
         data = fh.read(limit + 1)
     if len(data) > limit:
         raise TooLarge(path, len(data))

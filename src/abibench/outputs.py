@@ -7,7 +7,8 @@ fix, when it is or lies inside something this process reads:
 
 * what the command opened, registered where it was opened, so no command can forget it: the
   results database and its -wal, -shm and -journal files (`store/sqlite.py`), every file a user
-  named that was read (`files.read_regular`: profiles, exported runs), a workload's source files
+  named that was opened (`files.open_regular`: profiles, exported runs read whole or
+  streamed, hashed files, a program's stdin), a workload's source files
   (`workloads/profile.py`);
 * the fixed places (`paths.py`): the build and input cache, abibench's own package (built-in
   profiles, sources, pages), and the data directory's internal files (the default database,

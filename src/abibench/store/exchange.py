@@ -33,9 +33,8 @@ from ..records import (
     RunWarning,
     Sample,
     TargetStatus,
-    check_document,
-    sample_checker,
 )
+from ..runcheck import check_document, sample_checker
 from .jsonstream import ObjectStream, StreamError, TooBig
 from .sql import SqlStore
 
@@ -205,7 +204,7 @@ class _Read:
 
 def _stream(path: Path, take: Take) -> _Read:
     """Read one exported document as it streams: its head checked as a whole document's, each
-    sample checked as it comes (codec and records.sample_checker, the same rules) and handed
+    sample checked as it comes (codec and runcheck.sample_checker, the same rules) and handed
     to `take`; its digest. A file that is not a JSON object is read whole, as before."""
     source = str(path)
     with _opening(source):

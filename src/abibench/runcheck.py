@@ -1,0 +1,96 @@
+"""What a run can produce, beyond each field's type and rule (which the codec checks): the
+checks an imported or streamed document must pass (store/exchange.py), one sample at a time or
+a whole document, raising `codec.Invalid` at the `$.path` of the first field that breaks them.
+Apart from records.py, which defines the records, so that each stays a room of its own."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .codec import Invalid, parse_time
+from .metrics import BUILTIN_METRICS, Metric
+from .records import RunDoc, Sample
+from .sysrecords import check_system
+
+
+def check_document(doc: RunDoc) -> None:
+    """What a run guarantees beyond each field's type and rule (which the codec checks):
+    raises `codec.Invalid` at the `$.path` of the first field that breaks it.
+
+    Samples belong to declared workloads and targets; no two timed samples that count take
+    the same place in a round; a metric named like a built-in one means exactly it; the
+    primary metric is in every counted sample; a run ends after it starts.
+    """
+    run = doc.run
+    if run.finished is not None and parse_time(run.finished) < parse_time(run.started):
+        raise Invalid(f"finished {run.finished!r:.40} is before started {run.started!r:.40}"
+                      ).at(".finished").at(".run")
+    for wid, meta in doc.workloads.items():
+        at = f".run.config.workloads.{wid}"
+        for name, m in meta.metrics.items():
+            _check_not_shadowing(name, m, f"{at}.metrics.{name}")
+        if meta.primary not in meta.metrics and meta.primary not in BUILTIN_METRICS:
+            raise Invalid(f"metric {meta.primary!r:.40} is not declared in its metrics"
+                          ).at(f"{at}.primary")
+    check = sample_checker(doc)
+    for i, s in enumerate(doc.samples):
+        check(i, s)
+    for i, a in enumerate(doc.artifacts):
+        if a.sizes and not a.files:
+            raise Invalid("is missing or empty although sizes are given"
+                          ).at(f".artifacts[{i}].files")
+    check_system(doc.run.config.system, doc.system_boots)
+
+
+def sample_checker(doc: RunDoc) -> Callable[[int, Sample], None]:
+    """What check_document checks of each sample, one at a time (the i-th of the document):
+    how an import that streams its samples checks them exactly as a whole document's."""
+    places: set[tuple[str, str, int, int]] = set()
+
+    def check(i: int, s: Sample) -> None:
+        _check_sample(doc, s, f".samples[{i}]")
+        if s.kind == "timed" and s.discarded is None:
+            if s.key in places:
+                raise Invalid(f"a second timed sample of {s.target!r:.40} in round {s.round} at "
+                              f"position {s.position} of workload {s.workload!r:.40}",
+                              "export the run again; an edited file must keep one sample per "
+                              "target, round and position").at(f".samples[{i}].position")
+            places.add(s.key)
+    return check
+
+
+def _check_not_shadowing(name: str, m: Metric, at: str) -> None:
+    """A workload's metric named like a built-in one is that one: never another unit or
+    direction (a `wall` where higher is better would invert every verdict)."""
+    own = BUILTIN_METRICS.get(name)
+    if own is not None and (m.unit, m.better) != (own.unit, own.better):
+        raise Invalid(f"metric {name!r} is measured by abibench itself ({own.unit}, "
+                      f"{own.better} is better) and cannot be redefined",
+                      "rename the workload's metric").at(at)
+
+
+def _check_sample(doc: RunDoc, s: Sample, at: str) -> None:
+    meta = doc.workloads.get(s.workload)
+    if meta is None:
+        raise Invalid(f"workload {s.workload!r:.40} is not in run.config.workloads"
+                      ).at(f"{at}.workload")
+    if s.target not in meta.targets:
+        raise Invalid(f"target {s.target!r:.40} is not one of the workload's targets"
+                      ).at(f"{at}.target")
+    for name in s.metrics:
+        if name in BUILTIN_METRICS:
+            raise Invalid(f"metric {name!r} is measured by abibench itself: a program's "
+                          "metrics cannot hold it", "rename the metric").at(f"{at}.metrics.{name}")
+    if s.counters is not None:
+        n = len(s.counters.events)
+        if len(s.counters.totals) != n:
+            raise Invalid(f"expected one total per event ({n}), found "
+                          f"{len(s.counters.totals)}").at(f"{at}.counters.totals")
+        for part in ("functions", "objects"):
+            for j, fn in enumerate(getattr(s.counters, part)):
+                if len(fn.counts) > n:
+                    raise Invalid(f"expected at most one count per event ({n})"
+                                  ).at(f"{at}.counters.{part}[{j}]")
+    if s.counted and s.value(meta.primary) is None:
+        raise Invalid(f"the primary metric {meta.primary!r:.40} is missing from a counted "
+                      "sample").at(f"{at}.metrics")
