@@ -130,8 +130,11 @@ def test_sparc_and_mips_pairs_match_x86_and_count_the_same_twice(cli: Cli) -> No
     again = cli("run", "ptrtree", "--abi", "sparc32plus", "--rounds", "1", "--warmup", "0",
                 "--counters", "--no-html", "--set", "nodes=5000")
     assert again.returncode == 0, again.stderr[-3000:]
+    # Within 1e-4, not exactly: the program's start walks its argv and environment, whose bytes
+    # (the run's work directory, the padding) differ between runs by tens of characters: 155
+    # instructions of 5.3 million were seen (2.9e-5) for sparc32plus's ptrtree.
     for key, n in _counts(json.loads(cli("export").stdout)).items():
-        assert abs(n - counts[key]) <= 1e-5 * n, (key, n, counts[key])
+        assert abs(n - counts[key]) <= 1e-4 * n, (key, n, counts[key])
 
 
 def test_family_chooses_a_machine_and_refuses_an_unknown_one(cli: Cli) -> None:

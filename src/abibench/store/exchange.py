@@ -224,6 +224,7 @@ def _members(stream: ObjectStream, source: str, take: Take) -> _Read:
     parts = _Digest()
     taken: tuple[str, int] | None = None
     held: list[Any] | None = None
+    later: list[SchemaError] = []  # a sample's refusal, said once the text is known to be JSON
     members = stream.members("samples")
     while True:
         with _parsing(source):
@@ -238,14 +239,18 @@ def _members(stream: ObjectStream, source: str, take: Take) -> _Read:
             head[key] = value
         elif head.keys() >= _HEAD:
             early = document({**head, "samples": []}, source)
-            taken = take(early, _checked(value, early, source, parts))
+            taken = take(early, _checked(value, early, source, parts, later))
         else:
             held = _held(value, stream, source)
+    if later:  # a sample was refused; the rest of the text has been read: it is JSON
+        raise later[0]
     if taken is not None or held is not None:
         head["samples"] = []
     doc = document(head, source)  # the whole head: what came after the samples too
     if held is not None:
-        taken = take(doc, _checked(iter(held), doc, source, parts))
+        taken = take(doc, _checked(iter(held), doc, source, parts, later))
+    if later:
+        raise later[0]
     del head["samples"]
     return _Read(source, doc, digest=parts.of(head), taken=taken or ("", 0))
 
@@ -265,9 +270,13 @@ def _held(items: Iterator[Any], stream: ObjectStream, source: str) -> list[Any]:
                               f"before the run they belong to: {_FIX}")
 
 
-def _checked(items: Iterator[Any], head: RunDoc, source: str, parts: _Digest) -> Iterator[Sample]:
-    """Each sample as it is read, checked as it would be in a whole document; SchemaError (one
-    line, its `$.samples[i]` path) at the first that is not what a run writes."""
+def _checked(items: Iterator[Any], head: RunDoc, source: str, parts: _Digest,
+             later: list[SchemaError]) -> Iterator[Sample]:
+    """Each sample as it is read, checked as it would be in a whole document. The first that is
+    not what a run writes ends the samples: its refusal (one line, its `$.samples[i]` path) goes
+    into `later`, and the rest of the array is still read, as JSON only, so that text which is
+    not JSON further on is refused as `json.loads` refuses it (the whole read decodes before it
+    checks: its syntax error wins over any sample's)."""
     check = sample_checker(head)
     i = 0
     while True:
@@ -285,7 +294,11 @@ def _checked(items: Iterator[Any], head: RunDoc, source: str, parts: _Digest) ->
                 raise exc.at(f"[{i}]").at(".samples") from None
             check(i, sample)
         except Invalid as exc:
-            raise SchemaError(f"{source}: {exc.path}: {exc.message}: {exc.fix or _FIX}") from None
+            later.append(SchemaError(f"{source}: {exc.path}: {exc.message}: {exc.fix or _FIX}"))
+            while True:
+                with _parsing(source):
+                    if next(items, _END) is _END:
+                        return
         parts.add(x)
         yield sample
         i += 1
