@@ -18,9 +18,9 @@ def alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
 
 
-def ours(marker: str, program: str = "") -> list[int]:
+def ours(marker: str, program: str = "", start: bytes = b"") -> list[int]:
     """PIDs of processes whose command line names `marker` (a test's temp directory) and
-    `program`."""
+    `program`, and begins with `start`: observed only, stopped by PID elsewhere."""
     found = []
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
@@ -28,7 +28,7 @@ def ours(marker: str, program: str = "") -> list[int]:
                 line = (d / "cmdline").read_bytes()
             except OSError:
                 continue
-            if marker.encode() in line and program.encode() in line:
+            if marker.encode() in line and program.encode() in line and line.startswith(start):
                 found.append(int(d.name))
     return found
 

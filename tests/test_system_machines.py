@@ -38,7 +38,7 @@ from abibench.run.sysboot import (
 )
 from abibench.workloads.system import load_system
 
-from .processes import alive, wait_until
+from .processes import alive, ours, wait_until
 
 COMBOS = every_combination()
 _PATHS = st.text(st.characters(codec="utf-8", exclude_characters="\0"),
@@ -220,21 +220,6 @@ def test_the_guest_programs_build_for_every_combinations_abis(tmp_path: Path) ->
         check_artifact(reporter_for(abi, tmp_path), abi)
 
 
-def _pids_with(token: str, start: bytes = b"") -> list[int]:
-    """Processes whose command line holds `token` (and begins with `start`): observed only,
-    stopped by PID elsewhere."""
-    out = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                line = (d / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if token.encode() in line and line.startswith(start):
-                out.append(int(d.name))
-    return out
-
-
 @pytest.mark.needs_setup("qemu-user-static", root=True)
 @pytest.mark.parametrize("killed", ["nsbinfmt", "its starter"])
 def test_a_killed_foreign_root_build_leaves_no_process_in_its_namespace(killed: str) -> None:
@@ -249,7 +234,7 @@ def test_a_killed_foreign_root_build_leaves_no_process_in_its_namespace(killed: 
     outer = subprocess.Popen(argv, stderr=subprocess.PIPE)
     try:
         # Everything up to the command inside the namespace has started.
-        if not wait_until(lambda: bool(_pids_with(token, b"sh\0-c\0"))
+        if not wait_until(lambda: bool(ours(token, start=b"sh\0-c\0"))
                           or outer.poll() is not None, 30):
             pytest.fail("the command never started in the namespace")
         if outer.poll() is not None:
@@ -257,7 +242,7 @@ def test_a_killed_foreign_root_build_leaves_no_process_in_its_namespace(killed: 
             if "6.7" in err:
                 pytest.skip(f"this kernel has no binfmt_misc per namespace: {err.strip()}")
             pytest.fail(err)
-        inner = _pids_with(token)
+        inner = ours(token)
         assert len(inner) >= 4, inner  # nsbinfmt, its middle process, PID 1, the command
     finally:
         outer.kill()
