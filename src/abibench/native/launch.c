@@ -400,6 +400,7 @@ static int parse_int(const char *s, long long lo, long long hi, long long *out) 
 /* What the command line asks for. */
 typedef struct {
     long long pin_cpu, repeat, gate_fd, cov_cpu, cov_iters, timeout_ms;
+    int start_here; /* -s: start the program on the launcher's CPU, free from there on */
     const char *cgroup_dir;
     const char *result_path;
     char **program; /* PROGRAM [ARG...] */
@@ -420,7 +421,7 @@ typedef struct {
 static int parse_options(int argc, char **argv, options *o) {
     *o = (options){.pin_cpu = -1, .repeat = 1, .gate_fd = -1, .cov_cpu = -1};
     int opt;
-    while ((opt = getopt(argc, argv, "+c:r:g:v:m:")) != -1) {
+    while ((opt = getopt(argc, argv, "+c:r:g:v:m:s")) != -1) {
         char *colon;
         switch (opt) {
         case 'c':
@@ -432,6 +433,9 @@ static int parse_options(int argc, char **argv, options *o) {
         case 'g':
             if (parse_int(optarg, 0, 1 << 20, &o->gate_fd) == 0) continue;
             break;
+        case 's':
+            o->start_here = 1;
+            continue;
         case 'm':
             if (optarg[0] == '/') {
                 o->cgroup_dir = optarg;
@@ -455,7 +459,7 @@ static int parse_options(int argc, char **argv, options *o) {
     argv += optind - 1;
     if (argc < 4) {
         fprintf(stderr, "usage: abibench-launch [-c CPU] [-r REPEAT] [-g FD] [-v CPU:ITERS] "
-                        "[-m CGROUP] RESULT_FILE TIMEOUT_MS PROGRAM [ARG...]\n");
+                        "[-m CGROUP] [-s] RESULT_FILE TIMEOUT_MS PROGRAM [ARG...]\n");
         return 125;
     }
     o->result_path = argv[1];
@@ -574,6 +578,21 @@ static void spawn_setup(sigset_t *reset) {
     }
 }
 
+/* Start here (-s, a sample alone): the launcher holds the CPU it runs on while it forks and the
+ * child execs, so the kernel starts the program there (the fork's and the exec's balancing
+ * both moved it to the other, idle CPU: on this VM an idle vCPU is halted, and waking it, then
+ * the launcher's CPU again at the reap, was about 0.07 + 0.04 ms of a 1 ms sample, quiet,
+ * where hyperfine's child stays on its CPU; bench/harness_trace.py, docs/method.md §5).  The
+ * launcher gives the program its own mask back as soon as the exec is done (run_program), so
+ * the program is never pinned.  1 when held (free_mask is the mask to give back), 0 when there
+ * is nothing to hold (one CPU allowed). */
+static int hold_cpu(cpu_set_t *free_mask) {
+    int cpu = sched_getcpu();
+    if (cpu < 0 || sched_getaffinity(0, sizeof *free_mask, free_mask) != 0) return 0;
+    if (CPU_COUNT(free_mask) < 2 || !CPU_ISSET(cpu, free_mask)) return 0;
+    return pin_to(cpu) == 0;
+}
+
 /* The covariate thread started and at speed; 0, or 125. */
 static int start_covariate(covariate *cov, pthread_t *thread, int *started) {
     if (pthread_create(thread, NULL, covariate_loop, cov) != 0) {
@@ -677,7 +696,7 @@ static void add_rusage(struct rusage *sum, const struct rusage *ru) {
 /* The program run o->repeat times (or until a run fails, times out or is interrupted);
  * 0, or 125 on a launcher error. */
 static int run_program(const options *o, sample *s, const sigset_t *reset,
-                       const sigset_t *waited, const sigset_t *chld) {
+                       const sigset_t *waited, const sigset_t *chld, const cpu_set_t *free_mask) {
     int64_t t0 = now_ns();
     s->t_first = s->t1 = t0;
     int64_t deadline = o->timeout_ms > 0 ? t0 + (int64_t)o->timeout_ms * 1000000LL : 0;
@@ -690,6 +709,10 @@ static int run_program(const options *o, sample *s, const sigset_t *reset,
         t0 = now_ns();
         if (run == 0) s->t_first = t0;
         s->exec_errno = spawn_program(&pid, o->program, reset, run > 0);
+        /* Held on the launcher's CPU through its exec (start_here), the program is set free
+         * now: a mask that holds the CPU it is on moves nothing. */
+        if (s->exec_errno == 0 && free_mask)
+            sched_setaffinity(pid, sizeof *free_mask, free_mask);
         if (s->exec_errno != 0) {
             s->t1 = now_ns();
             s->wall += s->t1 - t0;
@@ -778,7 +801,9 @@ int main(int argc, char **argv) {
     cpu_ticks(&busy0, &steal0);
     long cov0 = atomic_load(&cov.chunks);
     int64_t cov_t0 = now_ns();
-    if (run_program(&o, &s, &reset, &waited, &chld) != 0) return 125;
+    cpu_set_t free_mask;
+    int held = o.start_here && o.pin_cpu < 0 && hold_cpu(&free_mask);
+    if (run_program(&o, &s, &reset, &waited, &chld, held ? &free_mask : NULL) != 0) return 125;
     s.tree_peak_kb = o.cgroup_dir ? group_peak_kb(o.cgroup_dir) : -1;
     s.cov_chunks = atomic_load(&cov.chunks) - cov0;
     s.cov_ns = now_ns() - cov_t0;

@@ -44,6 +44,10 @@ STOP_READY_S = 5.0  # how long a stop waits for a just-started launcher to block
 # A sample alone also starts its program through the gate (run_together); False only to
 # measure what that changes (bench/harness.py P1).
 GATE_ALONE = True
+# A sample alone starts its program on the launcher's CPU (launch.c's -s, hold_cpu), free from
+# its exec on: the kernel otherwise put it on the other, halted vCPU of this VM. False only to
+# measure what that changes (bench/harness_floor.py).
+START_HERE = True
 
 
 @dataclass(frozen=True)
@@ -239,12 +243,15 @@ class _Launched:
     """One launcher process and its files, from start to result."""
 
     def __init__(self, job: Job, launch: Path, stack: contextlib.ExitStack,
-                 gate: int | None = None) -> None:
+                 gate: int | None = None, alone: bool = False) -> None:
         # Owned by this process (workspace.py): a later run removes it if this one is killed.
         tmp = stack.enter_context(owned_dir("sample"))
         self.result = tmp / "result"
         self.out_path, self.err_path = tmp / "stdout", tmp / "stderr"
         gate_opt = ["-g", str(gate)] if gate is not None else []
+        # Two programs at once are placed by the kernel: held, both could start on one CPU.
+        if alone and START_HERE and job.how.cpu is None:
+            gate_opt.append("-s")
         # The group outlives the launcher in the stack: it is emptied and removed after the
         # launcher has ended, however it ended.
         self.tree_memory: str | None = None
@@ -387,7 +394,7 @@ def run_together(jobs: list[Job], launch: Path) -> list[RawResult]:
         launched = []
         try:
             for job in jobs:
-                launched.append(_Launched(job, launch, stack, gate_r))
+                launched.append(_Launched(job, launch, stack, gate_r, alone=len(jobs) == 1))
         finally:
             for fd in (gate_r, gate_w):
                 if fd is not None:
