@@ -27,6 +27,7 @@ from ..errors import HostError, UsageError
 from ..obtain.apt import AptCache
 from ..obtain.sysimage import SystemImage, build_image
 from ..obtain.syskernel import SystemKernel, common_version, system_kernel
+from ..sysrecords import SystemMapping, SystemProcess
 from ..text import one_line
 from ..workloads.system import SystemProfile
 from ..workspace import clean_stale, owned_dir
@@ -107,33 +108,6 @@ def parse_combinations(text: str | None, family: str = "x86") -> tuple[Combinati
 # ---------------------------------------------------------------------------------- the report
 
 
-@dataclass(frozen=True)
-class Process:
-    pid: int
-    pss_kb: int
-    rss_kb: int
-    comm: str
-    cgroup: str
-
-    @property
-    def unit(self) -> str:
-        """The systemd unit (or scope, or slice) the process runs in: its cgroup's last part."""
-        return self.cgroup.rstrip("/").rsplit("/", 1)[-1] or "/"
-
-
-@dataclass(frozen=True)
-class Mapping:
-    """A big process's mappings of one name (a file, [heap], [anon], "[anon N kB]"), summed."""
-
-    pid: int
-    name: str
-    count: int
-    size_kb: int
-    rss_kb: int
-    pss_kb: int
-    anon_kb: int
-
-
 @dataclass
 class Phase:
     """One measurement of the settled system (idle, or under the profile's load)."""
@@ -142,8 +116,8 @@ class Phase:
     uptime_s: float = 0.0  # guest time since its boot: emulation time
     meminfo: dict[str, int] = field(default_factory=dict)  # kB
     kernel_image: dict[str, int] = field(default_factory=dict)  # /proc/iomem "Kernel ...": bytes
-    processes: list[Process] = field(default_factory=list)
-    mappings: list[Mapping] = field(default_factory=list)  # of processes above 16 MiB of PSS
+    processes: list[SystemProcess] = field(default_factory=list)
+    mappings: list[SystemMapping] = field(default_factory=list)  # of processes above 16 MiB PSS
     threads: dict[int, int] = field(default_factory=dict)  # pid -> threads, the same processes
 
 
@@ -192,10 +166,11 @@ def _apply(kind: str, m: re.Match[str], phases: dict[str, Phase]) -> None:
         name = _text(m[2])[:60]
         ph.kernel_image[name] = ph.kernel_image.get(name, 0) + int(m[3])
     elif kind == "P":
-        ph.processes.append(Process(int(m[2]), int(m[3]), int(m[4]), _text(m[5])[:60],
+        ph.processes.append(SystemProcess(int(m[2]), int(m[3]), int(m[4]), _text(m[5])[:60],
                                     _text(m[6])[:300]))
     elif kind == "G":
-        ph.mappings.append(Mapping(int(m[2]), _text(m[3])[:160], *map(int, m.groups()[3:8])))
+        ph.mappings.append(SystemMapping(int(m[2]), _text(m[3])[:160],
+                                         *map(int, m.groups()[3:8])))
     elif kind == "T":
         ph.threads[int(m[2])] = int(m[3])
 

@@ -14,9 +14,7 @@ from ..obtain.syskernel import SystemKernel
 from ..sysrecords import (
     SystemBoot,
     SystemConfig,
-    SystemMapping,
     SystemPhase,
-    SystemProcess,
     SystemPublished,
 )
 from ..workloads.system import SystemProfile
@@ -39,13 +37,12 @@ def system_config(profile: SystemProfile, combos: Sequence[Combination], boots: 
 
 
 def phase_record(ph: Phase) -> SystemPhase:
+    """A phase as stored: the parser made its processes and mappings as records already (one
+    type for what the guest reported and what is stored), so only the containers change."""
     return SystemPhase(
         state=ph.state, uptime_s=ph.uptime_s, meminfo=dict(ph.meminfo),
         kernel_image=dict(ph.kernel_image),
-        processes=tuple(SystemProcess(p.pid, p.pss_kb, p.rss_kb, p.comm, p.cgroup)
-                        for p in ph.processes),
-        mappings=tuple(SystemMapping(m.pid, m.name, m.count, m.size_kb, m.rss_kb, m.pss_kb,
-                                     m.anon_kb) for m in ph.mappings),
+        processes=tuple(ph.processes), mappings=tuple(ph.mappings),
         threads={str(pid): n for pid, n in ph.threads.items()})
 
 
