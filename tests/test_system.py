@@ -38,15 +38,12 @@ from abibench.run.sysboot import (
     parse_sysreport,
 )
 from abibench.run.sysrecord import boot_record, phase_record, system_config
-from abibench.run.vm import fnv1a
 from abibench.sysrecords import SystemBoot, SystemConfig
 from abibench.workloads.system import load_system, parse_system
 
+from .sysframes import GuestPhase, guest_report, hashed
+
 # ------------------------------------------------------------------------------ report frames
-
-
-def hashed(body: str) -> bytes:
-    return f"{body} {fnv1a(body.encode()):08x}\n".encode()
 
 
 _KEYS = st.sampled_from(["MemTotal", "MemAvailable", "Slab", "PageTables", "KernelStack",
@@ -58,14 +55,9 @@ _PROCS = st.lists(st.tuples(st.integers(1, 10**6), st.integers(0, 10**7), st.int
 def report_bytes(meminfo: dict[str, int], procs: list[tuple[int, int, int, bytes, bytes]],
                  image: list[int], state: bytes = b"running") -> bytes:
     """A whole report as native/sysreport.c writes it (idle phase only)."""
-    frames = [f"ABIBENCH-SYS 1 BEGIN {b'6.1.0-50-amd64'.hex()} {b'x86_64'.hex()}",
-              f"Y idle {state.hex() or '-'}", "S idle 61234"]
-    frames += [f"M idle {k} {v}" for k, v in meminfo.items()]
-    frames += [f"K idle {f'Kernel part{i}'.encode().hex()} {b}" for i, b in enumerate(image)]
-    frames += [f"P idle {pid} {pss} {rss} {comm.hex() or '-'} {cg.hex() or '-'}"
-               for pid, pss, rss, comm, cg in procs]
-    frames.append(f"ABIBENCH-SYS 1 END {len(frames)}")
-    return b"".join(hashed(f) for f in frames)
+    return guest_report({"idle": GuestPhase(
+        meminfo, state, 61234, [(f"Kernel part{i}".encode(), n) for i, n in enumerate(image)],
+        procs)})
 
 
 @settings(max_examples=40, deadline=None)

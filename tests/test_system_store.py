@@ -1,9 +1,10 @@
 """A system run in the results database: stored boot by boot, listed, reported, exported and
 imported; a hostile system document is refused in one line and nothing of it stored.
 
-The boots are records as run/sysrecord.py makes them from a guest's parsed report (the real
-boots are tests/test_system_boot.py's); the hostile documents are generated: any leaf of a
-system boot or of the run's system configuration replaced by what no guest reports.
+The boots are made by the real path from a guest's frames (tests/sysframes.py, parsed by
+run/sysboot.py, made records by run/sysrecord.py; the real boots are
+tests/test_system_boot.py's); the hostile documents are generated: any leaf of a system boot or
+of the run's system configuration replaced by what no guest reports.
 """
 
 from __future__ import annotations
@@ -23,17 +24,13 @@ from abibench.analyse.system import analyse_doc
 from abibench.probe.host import capture
 from abibench.records import Run, RunConfig
 from abibench.report import system as shown
+from abibench.run.sysboot import Combination, SysBoot, parse_sysreport
+from abibench.run.sysrecord import boot_record
 from abibench.store.exchange import SchemaError, load_file
 from abibench.store.open import open_store
-from abibench.sysrecords import (
-    MAX_TEXT,
-    SystemBoot,
-    SystemConfig,
-    SystemMapping,
-    SystemPhase,
-    SystemProcess,
-    SystemPublished,
-)
+from abibench.sysrecords import MAX_TEXT, SystemBoot, SystemConfig, SystemPublished
+
+from .sysframes import GuestPhase, guest_report
 
 Cli = Callable[..., Any]
 COMBOS = ("amd64:i386", "amd64:x86_64")
@@ -43,19 +40,22 @@ MAPPINGS = ("meminfo", "kernel_image", "threads", "kernels", "images")
 
 
 def _boot(index: int, combo: str, used_kb: int, complete: bool = True) -> SystemBoot:
+    """A boot as the real path stores it: the guest's frames, parsed (run/sysboot.py) and made
+    a record (run/sysrecord.boot_record); an incomplete one reported nothing."""
     kernel, user = combo.split(":")
-    procs = (SystemProcess(1, 4000, 9000, "systemd", "/init.scope"),
-             SystemProcess(300, used_kb // 2, used_kb, "mariadbd",
-                           "/system.slice/mariadb.service"))
-    maps = (SystemMapping(300, "[heap]", 1, 90000, 80000, 80000, 80000),
-            SystemMapping(300, "[anon 131072 kB]", 1, 131072, 40000, 40000, 40000))
-    phase = SystemPhase("running", 61.5, {"MemTotal": 1_000_000, "MemAvailable": 1_000_000 -
-                                          used_kb, "Slab": 20000, "PageTables": 900,
-                                          "KernelStack": 1500, "Cached": 30000, "Buffers": 800},
-                        {"Kernel code": 1 << 24}, procs, maps, {"300": 11})
-    return SystemBoot(index, kernel, user, "powered off", 300.0, complete, "6.1.0-50-amd64",
-                      "x86_64" if user == "x86_64" else "i686", None, "",
-                      {"idle": phase} if complete else {})
+    idle = GuestPhase(
+        {"MemTotal": 1_000_000, "MemAvailable": 1_000_000 - used_kb, "Slab": 20000,
+         "PageTables": 900, "KernelStack": 1500, "Cached": 30000, "Buffers": 800},
+        image=[(b"Kernel code", 1 << 24)],
+        processes=[(1, 4000, 9000, b"systemd", b"/init.scope"),
+                   (300, used_kb // 2, used_kb, b"mariadbd", b"/system.slice/mariadb.service")],
+        mappings=[(300, b"[heap]", 1, 90000, 80000, 80000, 80000),
+                  (300, b"[anon 131072 kB]", 1, 131072, 40000, 40000, 40000)],
+        threads={300: 11})
+    machine = b"x86_64" if user == "x86_64" else b"i686"
+    report = parse_sysreport(guest_report({"idle": idle}, machine=machine)) if complete else None
+    return boot_record(index, SysBoot(Combination(kernel, user), report, 300.0, "powered off",
+                                      ""))
 
 
 def _config(boots: int = 2) -> SystemConfig:

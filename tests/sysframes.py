@@ -1,0 +1,60 @@
+"""What a guest's measuring service (native/sysreport.c) writes, for tests: hashed frames of
+one line each, made from the figures a test wants the guest to report. Tests read them back
+through the real parser (run/sysboot.parse_sysreport) and the real record builder
+(run/sysrecord.boot_record), so a stored boot in a test is one a guest could have written."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from abibench.run.vm import fnv1a
+
+
+def hashed(body: str) -> bytes:
+    return f"{body} {fnv1a(body.encode()):08x}\n".encode()
+
+
+def _hex(raw: bytes) -> str:
+    return raw.hex() or "-"
+
+
+@dataclass(frozen=True)
+class GuestPhase:
+    """One measurement as the guest reports it (every text as the bytes it writes)."""
+
+    meminfo: dict[str, int]
+    state: bytes = b"running"
+    uptime_ms: int = 61_500
+    image: Sequence[tuple[bytes, int]] = ()  # /proc/iomem "Kernel ..." parts: name, bytes
+    processes: Sequence[tuple[int, int, int, bytes, bytes]] = ()  # pid, pss, rss, comm, cgroup
+    # pid, name, count, size, rss, pss, anon (kB)
+    mappings: Sequence[tuple[int, bytes, int, int, int, int, int]] = ()
+    threads: dict[int, int] = field(default_factory=dict)
+
+
+def phase_frames(name: str, ph: GuestPhase) -> list[str]:
+    frames = [f"Y {name} {_hex(ph.state)}", f"S {name} {ph.uptime_ms}"]
+    frames += [f"M {name} {k} {v}" for k, v in ph.meminfo.items()]
+    frames += [f"K {name} {_hex(part)} {n}" for part, n in ph.image]
+    frames += [f"P {name} {pid} {pss} {rss} {_hex(comm)} {_hex(cg)}"
+               for pid, pss, rss, comm, cg in ph.processes]
+    frames += [f"G {name} {pid} {_hex(what)} {count} {size} {rss} {pss} {anon}"
+               for pid, what, count, size, rss, pss, anon in ph.mappings]
+    frames += [f"T {name} {pid} {n}" for pid, n in ph.threads.items()]
+    return frames
+
+
+def guest_report(phases: dict[str, GuestPhase], release: bytes = b"6.1.0-50-amd64",
+                 machine: bytes = b"x86_64", load_status: int | None = None,
+                 ended: bool = True) -> bytes:
+    """A whole report (BEGIN, the phases, the load's status, END counting the frames between);
+    `ended=False`: cut before its END, as a deadline cuts one."""
+    frames = [f"ABIBENCH-SYS 1 BEGIN {_hex(release)} {_hex(machine)}"]
+    for name, ph in phases.items():
+        frames += phase_frames(name, ph)
+    if load_status is not None:
+        frames.append(f"X load {load_status}")
+    if ended:
+        frames.append(f"ABIBENCH-SYS 1 END {len(frames)}")  # BEGIN counted too
+    return b"".join(hashed(f) for f in frames)
