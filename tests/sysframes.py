@@ -8,7 +8,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from abibench.run.sysboot import Combination, SysBoot, parse_sysreport
+from abibench.run.sysrecord import boot_record
 from abibench.run.vm import fnv1a
+from abibench.sysrecords import SystemBoot, SystemConfig, SystemPublished
 
 
 def hashed(body: str) -> bytes:
@@ -58,3 +61,31 @@ def guest_report(phases: dict[str, GuestPhase], release: bytes = b"6.1.0-50-amd6
     if ended:
         frames.append(f"ABIBENCH-SYS 1 END {len(frames)}")  # BEGIN counted too
     return b"".join(hashed(f) for f in frames)
+
+
+def system_boot(index: int, combo: str, used_kb: int, complete: bool = True) -> SystemBoot:
+    """A boot as the real path stores it: a server's idle report as the guest writes it,
+    parsed (run/sysboot.py) and made a record (run/sysrecord.boot_record); an incomplete boot
+    reported nothing."""
+    kernel, user = combo.split(":")
+    idle = GuestPhase(
+        {"MemTotal": 1_000_000, "MemAvailable": 1_000_000 - used_kb, "Slab": 20000,
+         "PageTables": 900, "KernelStack": 1500, "Cached": 30000, "Buffers": 800},
+        image=[(b"Kernel code", 1 << 24)],
+        processes=[(1, 4000, 9000, b"systemd", b"/init.scope"),
+                   (300, used_kb // 2, used_kb, b"mariadbd", b"/system.slice/mariadb.service")],
+        mappings=[(300, b"[heap]", 1, 90000, 80000, 80000, 80000),
+                  (300, b"[anon 131072 kB]", 1, 131072, 40000, 40000, 40000)],
+        threads={300: 11})
+    machine = b"x86_64" if user == "x86_64" else b"i686"
+    report = parse_sysreport(guest_report({"idle": idle}, machine=machine)) if complete else None
+    return boot_record(index, SysBoot(Combination(kernel, user), report, 300.0, "powered off",
+                                      ""))
+
+
+def system_config(combos: tuple[str, ...], boots: int) -> SystemConfig:
+    """A server system run's configuration, as run/sysrecord.system_config records one."""
+    return SystemConfig("server", "ssh, cron, MariaDB and nginx", "bookworm", 1024, boots, 28,
+                        combos, {"amd64": "linux-image-6.1.0-50-amd64 6.1.176-1"},
+                        {"i386": "a1b2", "amd64": "c3d4"}, False, 45,
+                        (SystemPublished("64-bit Fedora", "the study's own PCs", 60.0),))

@@ -24,13 +24,11 @@ from abibench.analyse.system import analyse_doc
 from abibench.probe.host import capture
 from abibench.records import Run, RunConfig
 from abibench.report import system as shown
-from abibench.run.sysboot import Combination, SysBoot, parse_sysreport
-from abibench.run.sysrecord import boot_record
 from abibench.store.exchange import SchemaError, load_file
 from abibench.store.open import open_store
-from abibench.sysrecords import MAX_TEXT, SystemBoot, SystemConfig, SystemPublished
+from abibench.sysrecords import MAX_TEXT, SystemBoot, SystemConfig
 
-from .sysframes import GuestPhase, guest_report
+from .sysframes import system_boot, system_config
 
 Cli = Callable[..., Any]
 COMBOS = ("amd64:i386", "amd64:x86_64")
@@ -40,29 +38,11 @@ MAPPINGS = ("meminfo", "kernel_image", "threads", "kernels", "images")
 
 
 def _boot(index: int, combo: str, used_kb: int, complete: bool = True) -> SystemBoot:
-    """A boot as the real path stores it: the guest's frames, parsed (run/sysboot.py) and made
-    a record (run/sysrecord.boot_record); an incomplete one reported nothing."""
-    kernel, user = combo.split(":")
-    idle = GuestPhase(
-        {"MemTotal": 1_000_000, "MemAvailable": 1_000_000 - used_kb, "Slab": 20000,
-         "PageTables": 900, "KernelStack": 1500, "Cached": 30000, "Buffers": 800},
-        image=[(b"Kernel code", 1 << 24)],
-        processes=[(1, 4000, 9000, b"systemd", b"/init.scope"),
-                   (300, used_kb // 2, used_kb, b"mariadbd", b"/system.slice/mariadb.service")],
-        mappings=[(300, b"[heap]", 1, 90000, 80000, 80000, 80000),
-                  (300, b"[anon 131072 kB]", 1, 131072, 40000, 40000, 40000)],
-        threads={300: 11})
-    machine = b"x86_64" if user == "x86_64" else b"i686"
-    report = parse_sysreport(guest_report({"idle": idle}, machine=machine)) if complete else None
-    return boot_record(index, SysBoot(Combination(kernel, user), report, 300.0, "powered off",
-                                      ""))
+    return system_boot(index, combo, used_kb, complete)
 
 
 def _config(boots: int = 2) -> SystemConfig:
-    return SystemConfig("server", "ssh, cron, MariaDB and nginx", "bookworm", 1024, boots, 28,
-                        COMBOS, {"amd64": "linux-image-6.1.0-50-amd64 6.1.176-1"},
-                        {"i386": "a1b2", "amd64": "c3d4"}, False, 45,
-                        (SystemPublished("64-bit Fedora", "the study's own PCs", 60.0),))
+    return system_config(COMBOS, boots)
 
 
 def _store_run(db: str, boots: list[SystemBoot], status: str = "complete") -> str:

@@ -50,8 +50,7 @@ def cmd_push(args: argparse.Namespace, ref: str) -> int:
         _print_json([p.to_dict() for p in done])
         return EXIT_OK
     for p in done:
-        _say(f"pushed run {p.run_id} to {safe_url(ref)}: {p.new_samples} new samples of "
-             f"{p.samples} ({p.samples - p.new_samples} were there already)")
+        _say(f"pushed run {p.run_id} to {safe_url(ref)}: {p.counted()}")
     if not done:
         _say("nothing to push: the spool holds no finished run")
     if waiting:

@@ -4,9 +4,10 @@ report/system.py show it (here, and from the store in `abibench report RUN`)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,8 +19,8 @@ from ..outputs import check_output, write_output
 from ..paths import cache_dir
 from ..records import ResultSet, Run, RunConfig, RunDoc, RunWarning
 from ..run.signals import signals_as_interrupt
-from ..store.open import db_ref, open_store
-from ..store.sql import SqlStore
+from ..store.open import db_ref
+from ..store.url import is_url, sqlite_file
 from .argtypes import Commands
 from .options import _db_option
 from .printing import _say
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from ..obtain.sysimage import SystemImage
     from ..obtain.syskernel import SystemKernel
     from ..run.sysboot import Combination
+    from ..store.spool import SpooledSink
     from ..sysrecords import SystemConfig
     from ..workloads.system import SystemProfile
 
@@ -100,7 +102,35 @@ def report_system(args: argparse.Namespace, sets: Sequence[ResultSet]) -> int | 
     return EXIT_OK
 
 
-def _resumed(store: SqlStore, ref: str, profile_id: str) -> tuple[str, RunDoc, SystemConfig]:
+@contextlib.contextmanager
+def system_sink(ref: str) -> Iterator[SpooledSink]:
+    """Where a system run's records go, as a suite run's do (store/spool.py): a SQLite file
+    through a journal (the file lost mid-run loses no boot: exit 11 names the recovery file),
+    a shared server through the local spool (the server lost mid-run loses no boot: `push`
+    uploads it later, each boot once)."""
+    from ..store.spool import SpoolingSink, journaled
+
+    def notice(msg: str) -> None:
+        _say(f"abibench: warning: {msg}", sys.stderr)
+
+    if not is_url(ref):
+        with journaled(sqlite_file(ref), notice) as journal:
+            yield journal
+        lost = journal.lost_error()
+        if lost is not None:
+            raise lost
+        return
+    sink = SpoolingSink(ref, notice)
+    try:
+        for pushed in sink.pushed:
+            _say(f"pushed run {pushed.run_id} from the spool to {sink.label} "
+                 f"({pushed.counted()})", sys.stderr)
+        yield sink
+    finally:
+        sink.close()
+
+
+def _resumed(store: SpooledSink, ref: str, profile_id: str) -> tuple[str, RunDoc, SystemConfig]:
     """The run to resume, and its recorded system configuration; refused when it is no system
     run, another system's, or running or complete (store.claim_run)."""
     run_id = store.resolve_run(ref)
@@ -127,8 +157,7 @@ def cmd_system(args: argparse.Namespace) -> int:
     outs = {k: getattr(args, k) for k in FORMATS if getattr(args, k)}
     for k, path in outs.items():
         check_output(path, f"--{k}")  # refused before an hour of booting, not after
-    store = open_store(db_ref(args.db))
-    try:
+    with system_sink(db_ref(args.db)) as store:
         if args.resume:
             run_id, doc, cfg = _resumed(store, args.resume, profile.id)
             plan = Plan(run_id, sysboot.parse_combinations(",".join(cfg.combinations)),
@@ -139,8 +168,6 @@ def cmd_system(args: argparse.Namespace) -> int:
         status = _boot_and_store(store, plan, profile)
         result = analyse_doc(store.load_run(plan.run_id)) \
             if plan.run_id in store.run_ids() else None
-    finally:
-        store.close()
     if result is None:  # interrupted before the first boot: nothing was stored
         return EXIT_INTERRUPTED
     _say(f"run {plan.run_id} ({status}): abibench report {plan.run_id} --html FILE")
@@ -164,7 +191,7 @@ class Plan:
     resumed: bool = False
 
 
-def _boot_and_store(store: SqlStore, plan: Plan, profile: SystemProfile) -> str:
+def _boot_and_store(store: SpooledSink, plan: Plan, profile: SystemProfile) -> str:
     """Boot, storing the run's configuration before the first boot and each boot as it ends;
     the run ends complete, or interrupted (its boots kept) on Ctrl-C or a signal."""
     from ..probe import host

@@ -36,15 +36,20 @@ from pathlib import Path
 from ..errors import StoreError, StoreLost, StoreUnreachable
 from ..paths import data_dir
 from ..records import Artifact, HostContext, Outcome, Run, RunDoc, RunWarning, Sample, TargetStatus
+from ..sysrecords import SystemBoot
 from ..workspace import owned_dir
 from . import faultpoint, owner
-from .schema import SEQ_TABLES
+from .schema import COLUMNS, SEQ_TABLES
 from .sql import SqlStore
 from .sqlite import Store
 from .url import safe_url, spool_name
 
-# The order a run's rows are uploaded in: the run first (the others refer to it).
-UPLOAD_ORDER = ("runs", "artifacts", "target_status", "warnings", "outcomes", "samples")
+# The order a run's rows are uploaded in: the run first (the others refer to it), then every
+# other table of a run's records as the schema lists what an upload copies (schema.COLUMNS).
+# Derived, not listed: a table added for a new kind of run (a system run's boots) is pushed,
+# copied on a claim and saved on a loss without anyone remembering to (the invariant "a push
+# carries every record of a run, each once"; tests/store/test_push_system.py).
+UPLOAD_ORDER = ("runs", *(t for t in COLUMNS if t != "runs"))
 
 
 def spool_path(url: str) -> Path:
@@ -65,6 +70,23 @@ class Pushed:
     @property
     def new_samples(self) -> int:
         return self.new.get("samples", 0)
+
+    @property
+    def boots(self) -> int:
+        """A system run's boots (abibench system run)."""
+        return self.rows.get("system_boots", 0)
+
+    @property
+    def new_boots(self) -> int:
+        return self.new.get("system_boots", 0)
+
+    def counted(self) -> str:
+        """What the push brought, in words: samples, or a system run's boots."""
+        if self.boots and not self.samples:
+            return (f"{self.new_boots} new system boots of {self.boots} "
+                    f"({self.boots - self.new_boots} were there already)")
+        return (f"{self.new_samples} new samples of {self.samples} "
+                f"({self.samples - self.new_samples} were there already)")
 
     def to_dict(self) -> dict[str, object]:
         return {"run_id": self.run_id, "rows": self.rows, "new": self.new}
@@ -91,8 +113,9 @@ class SpooledSink:
     notice: told once, the moment the destination is lost (or found unreachable at the start).
     """
 
-    # Which tables of a resumed run the spool copies from the destination when it claims it.
-    claim_copies: tuple[str, ...] = ("runs",)
+    # Which tables of a resumed run the spool copies from the destination when it claims it: the
+    # run, and a system run's boots (a few rows, and what a resumed system run is judged by).
+    claim_copies: tuple[str, ...] = ("runs", "system_boots")
 
     def __init__(self, notice: Callable[[str], None], spool: Store, remote: SqlStore | None,
                  label: str, local_dir: Path) -> None:
@@ -167,6 +190,11 @@ class SpooledSink:
         seq = self.spool.take_seq("samples", s.run_id)
         self._both(lambda store: store.add_sample(s, seq=seq))
         faultpoint.reached("sample")  # a fault injected after the k-th sample is stored
+
+    def add_system_boot(self, run_id: str, boot: SystemBoot) -> None:
+        """A system run's boot: numbered by its place in the run's order (boot.index), the
+        same number in the spool and in the destination, so every copy keeps it once."""
+        self._both(lambda s: s.add_system_boot(run_id, boot))
 
     def discard_samples(self, run_id: str, workload: str, rounds: Iterable[int],
                         reason: str) -> int:
