@@ -12,6 +12,8 @@ import html
 import math
 
 from ..analyse.system import EMULATED, FIGURE_WORDS, FIGURES, ComboResult, Estimate, SystemAnalysis
+from .charts import check_svg
+from .htmlkit import CSP, STYLE, Html, h, join, table
 
 STACK = (("kernel", "#4e79a7"), ("userspace", "#f28e2b"), ("cache", "#9fc5a0"))
 TOP_UNITS = 8
@@ -141,7 +143,8 @@ def stacked_svg(a: SystemAnalysis, phase: str = "idle") -> str:
     width, bar_h, left = 640, 26, 190
     height = 30 + len(rows) * (bar_h + 12) + 24
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'role="img" aria-label="memory per combination">']
+             f'viewBox="0 0 {width} {height}" class="chart" role="img" '
+             'aria-label="memory per combination">']
     y = 20
     for r, total in zip(rows, totals, strict=True):
         parts.append(f'<text x="0" y="{y + 17}" font-size="12">'
@@ -167,25 +170,84 @@ def stacked_svg(a: SystemAnalysis, phase: str = "idle") -> str:
     return "".join(parts)
 
 
-def to_html(a: SystemAnalysis) -> str:
-    """A page of its own: the stacked bars, the table, the verdicts, the published figures."""
-    md_rows = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in
-                         (r.combination.label, r.phase, f"{r.ok}/{r.boots}",
-                          *(_est(r.figures.get(f)) for f in FIGURES))) + "</tr>"
-        for r in a.results)
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in
-                   ("combination", "phase", "boots", *(FIGURE_WORDS[f] for f in FIGURES)))
+def _num_cells(r: ComboResult) -> list[str]:
+    return [_est(r.figures.get(f)) for f in FIGURES]
+
+
+def _top_units(a: SystemAnalysis) -> list[str]:
+    """The services (systemd units) with the most PSS in any combination, biggest first."""
+    most: dict[str, float] = {}
+    for r in a.results:
+        for u, e in r.units.items():
+            if math.isfinite(e.median):
+                most[u] = max(most.get(u, 0.0), e.median)
+    return sorted(most, key=lambda u: (-most[u], u))[:TOP_UNITS * 2]
+
+
+def _chart(a: SystemAnalysis, phase: str) -> Html:
+    svg = stacked_svg(a, phase)
+    check_svg(svg)  # only drawing elements, nothing it could run or fetch
+    return h("figure", Html(svg), h("figcaption", f"{phase}: kernel, userspace and page cache "
+                                    "per combination (medians of boots, MiB)"), class_="wide")
+
+
+def _html_sections(a: SystemAnalysis) -> list[Html]:
+    phases = list(dict.fromkeys(r.phase for r in a.results))
+    labels = [f"{r.combination.label} ({r.phase})" for r in a.results]
+    units = _top_units(a)
     wheres = [f"{r.combination.label} ({r.phase}): {w}" for r in a.results
               if (w := breakdown_line(r)) is not None]
-    items = "".join(f"<li>{html.escape(s)}</li>" for s in
-                    wheres + ([_provenance(a)] if a.provenance else [])
-                    + [c.sentence for c in a.comparisons] + _published_lines(a)
-                    + [f"problem: {p}" for p in a.problems])
-    charts = "".join(f"<h2>{html.escape(ph)}</h2>{stacked_svg(a, ph)}"
-                     for ph in dict.fromkeys(r.phase for r in a.results))
-    return ("<!doctype html><html><head><meta charset=\"utf-8\"><title>abibench system "
-            f"{html.escape(a.profile)}</title></head><body><h1>System {html.escape(a.profile)}"
-            f"</h1><p>{html.escape(a.description)}; {a.memory_mb} MB; MiB, median of boots "
-            f"[95% interval]; {html.escape(EMULATED)}.</p>{charts}<table><tr>{head}</tr>"
-            f"{md_rows}</table><ul>{items}</ul></body></html>\n")
+    facts = [[f"kernel {f}", k] for f, k in a.kernels.items()] + [
+        [k, v] for k, v in a.provenance.items()]
+    problems = h("ul", *[h("li", p) for p in a.problems], class_="warnings") \
+        if a.problems else None
+    return [
+        h("section", h("h2", "Summary"),
+          h("p", f"{a.description}; {a.memory_mb} MB of memory for every combination, booted "
+                 f"under QEMU TCG. MiB, median of boots [95% interval; below 6 boots, the "
+                 f"range]; {EMULATED}."),
+          h("ul", *[h("li", h("span", c.sentence, class_="badge sig" if c.significant
+                              else "badge none")) for c in a.comparisons], class_="verdicts"),
+          problems, id="summary"),
+        h("section", h("h2", "Memory"), *[_chart(a, ph) for ph in phases],
+          table(["combination", "phase", "boots", *FIGURES],
+                [[r.combination.label, r.phase, f"{r.ok}/{r.boots}", *_num_cells(r)]
+                 for r in a.results], num=set(range(3, 3 + len(FIGURES)))),
+          h("p", "; ".join(f"{f}: {FIGURE_WORDS[f].partition(' (')[2].rstrip(')')}"
+                           for f in FIGURES), class_="muted"), id="memory"),
+        h("section", h("h2", "Services"),
+          h("p", "PSS per systemd unit (median of boots, MiB), the biggest first.",
+            class_="muted"),
+          table(["unit", *labels], [[u, *(_est(r.units.get(u)) for r in a.results)]
+                                    for u in units], num=set(range(1, 1 + len(labels)))),
+          h("ul", *[h("li", w) for w in wheres]) if wheres else None, id="services"),
+        h("section", h("h2", "Published figures"),
+          h("p", "Measured by others on their own hardware: shown beside ours, never mixed "
+                 "into a comparison.", class_="muted"),
+          h("ul", *[h("li", line) for line in _published_lines(a)]) if a.published
+          else h("p", "none named by this profile"), id="published"),
+        h("section", h("h2", "Provenance"), table(["", "value"], facts), id="provenance")]
+
+
+def to_html(a: SystemAnalysis) -> str:
+    """A page of its own, with the run reports' look (report/htmlkit.py: their stylesheet,
+    header, in-page navigation and Content-Security-Policy): the stacked bars, the figures'
+    table, the services, the verdicts, the published figures. Every text escaped by `h`."""
+    title = f"System {a.profile}: what each combination costs in memory"
+    nav = h("nav", *[h("a", word, href=f"#{anchor}") for anchor, word in (
+        ("summary", "Summary"), ("memory", "Memory"), ("services", "Services"),
+        ("published", "Published"), ("provenance", "Provenance"))])
+    head = join([h("meta", charset="utf-8"),
+                 h("meta", name="viewport", content="width=device-width, initial-scale=1"),
+                 h("meta", http_equiv="Content-Security-Policy", content=CSP),
+                 h("meta", name="referrer", content="no-referrer"),
+                 h("title", f"abibench system {a.profile}"), h("style", Html(STYLE))])
+    boots = sum(r.boots for r in a.results if r.phase == "idle")
+    combos = len({r.combination for r in a.results})
+    body = join([h("header", h("h1", title),
+                   h("p", f"abibench system run · {boots} boots of {combos} combinations · "
+                          "emulated: memory is the systems', time is QEMU's"), nav),
+                 h("main", *_html_sections(a),
+                   h("footer", "Self-contained report: no scripts, no external resources. "
+                               "Bars start at zero."))])
+    return "<!DOCTYPE html>\n" + h("html", h("head", head), h("body", body), lang="en") + "\n"
