@@ -83,9 +83,9 @@ def system_boot(index: int, combo: str, used_kb: int, complete: bool = True) -> 
                                       ""))
 
 
-def system_config(combos: tuple[str, ...], boots: int) -> SystemConfig:
+def system_config(combos: tuple[str, ...], boots: int, seed: int = 28) -> SystemConfig:
     """A server system run's configuration, as run/sysrecord.system_config records one."""
-    return SystemConfig("server", "ssh, cron, MariaDB and nginx", "bookworm", 1024, boots, 28,
+    return SystemConfig("server", "ssh, cron, MariaDB and nginx", "bookworm", 1024, boots, seed,
                         combos, {"amd64": "linux-image-6.1.0-50-amd64 6.1.176-1"},
                         {"i386": "a1b2", "amd64": "c3d4"}, False, 45,
                         (SystemPublished("64-bit Fedora", "the study's own PCs", 60.0),))

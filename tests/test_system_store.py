@@ -10,6 +10,7 @@ of the run's system configuration replaced by what no guest reports.
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,11 +22,14 @@ from hypothesis import strategies as st
 
 from abibench import __version__
 from abibench.analyse.system import analyse_doc
+from abibench.cli.system import resume_plan, system_sink
 from abibench.probe.host import capture
 from abibench.records import Run, RunConfig
 from abibench.report import system as shown
+from abibench.run.sysboot import X86, Combination, boot_order, pending_boots
 from abibench.store.exchange import SchemaError, load_file
 from abibench.store.open import open_store
+from abibench.store.spool import SpooledSink
 from abibench.sysrecords import MAX_TEXT, SystemBoot, SystemConfig
 
 from .sysframes import system_boot, system_config
@@ -204,3 +208,64 @@ def test_resume_is_refused_for_what_it_cannot_resume(cli: Cli, tmp_path: Path,
         done = cli("--db", db, "system", "run", system, "--resume", ref)
         assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
         assert words in done.stderr, done.stderr
+
+
+# ------------------------------------------------------------------------------ resumed runs
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.sampled_from(X86), min_size=1, max_size=3, unique=True),
+       st.integers(1, 3), st.integers(0, 2**16), st.data())
+def test_a_run_resumed_after_any_interruptions_boots_each_place_once(
+        combos: list[Combination], boots: int, seed: int, data: st.DataObject) -> None:
+    # The family: a system run interrupted after any number of its boots, resumed, the resume
+    # interrupted again after any number, a boot stored twice (the spool's copy and the
+    # store's), until a resume runs to the end. Through the real paths: the command's sink
+    # and resume plan, run/sysboot.pending_boots, the store.
+    labels = tuple(f"{c.kernel}:{c.userspace}" for c in combos)
+    order = boot_order(combos, boots, seed)
+    with tempfile.TemporaryDirectory(prefix="abibench-sysresume-") as tmp:
+        db = str(Path(tmp) / "r.sqlite")
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        with system_sink(db) as sink:
+            sink.create_run(Run(RUN, now, None, "running", __version__,
+                                RunConfig(system=system_config(labels, boots, seed))), capture())
+            todo = pending_boots(combos, boots, seed)
+            _boot_some(sink, todo, data)
+            sink.finish_run(RUN, now, "interrupted")
+        for attempt in range(4):
+            with system_sink(db) as sink:
+                plan = resume_plan(sink, RUN, "server")
+                assert (plan.combos, plan.boots, plan.seed) == (tuple(combos), boots, seed)
+                todo = pending_boots(plan.combos, plan.boots, plan.seed, plan.done)
+                assert not plan.done & {i for i, _ in todo}
+                last = attempt == 3 or not todo
+                _boot_some(sink, todo, data, every=last)
+                sink.finish_run(RUN, now, "complete" if last else "interrupted")
+            if last:
+                break
+        store = open_store(db, readonly=True)
+        try:
+            doc = store.load_run(RUN)
+        finally:
+            store.close()
+    assert [b.index for b in doc.system_boots] == list(range(len(order)))
+    assert [b.combination for b in doc.system_boots] == [f"{c.kernel}:{c.userspace}"
+                                                         for c in order]
+    result = analyse_doc(doc)
+    assert result is not None and not any("not done" in p for p in result.problems)
+
+
+RUN = "20261126-190500-7a7b7c7d"
+
+
+def _boot_some(sink: SpooledSink, todo: list[tuple[int, Combination]], data: st.DataObject,
+               every: bool = False) -> None:
+    """Store the first of the places to boot as their boots end (all when `every`), one of
+    them perhaps twice; an interrupt comes after them."""
+    n = len(todo) if every else data.draw(st.integers(0, len(todo)), label="boots done")
+    for i, c in todo[:n]:
+        boot = system_boot(i, f"{c.kernel}:{c.userspace}", 300_000 - 1000 * i)
+        sink.add_system_boot(RUN, boot)
+        if data.draw(st.booleans(), label="stored again"):
+            sink.add_system_boot(RUN, boot)

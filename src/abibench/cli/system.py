@@ -143,6 +143,16 @@ def _resumed(store: SpooledSink, ref: str, profile_id: str) -> tuple[str, RunDoc
     return run_id, doc, config
 
 
+def resume_plan(store: SpooledSink, ref: str, profile_id: str) -> Plan:
+    """What a resumed run boots: its own combinations, boots and seed, without the places of
+    its order it has stored (run/sysboot.pending_boots boots the rest, each once)."""
+    from ..run import sysboot
+
+    run_id, doc, cfg = _resumed(store, ref, profile_id)
+    return Plan(run_id, sysboot.parse_combinations(",".join(cfg.combinations)), cfg.boots,
+                cfg.seed, frozenset(b.index for b in doc.system_boots), resumed=True)
+
+
 def cmd_system(args: argparse.Namespace) -> int:
     from ..analyse.system import analyse_doc
     from ..report import system as shown
@@ -159,10 +169,7 @@ def cmd_system(args: argparse.Namespace) -> int:
         check_output(path, f"--{k}")  # refused before an hour of booting, not after
     with system_sink(db_ref(args.db)) as store:
         if args.resume:
-            run_id, doc, cfg = _resumed(store, args.resume, profile.id)
-            plan = Plan(run_id, sysboot.parse_combinations(",".join(cfg.combinations)),
-                        cfg.boots, cfg.seed, frozenset(b.index for b in doc.system_boots),
-                        resumed=True)
+            plan = resume_plan(store, args.resume, profile.id)
         else:
             plan = Plan(new_run_id(), combos, args.boots, args.seed)
         status = _boot_and_store(store, plan, profile)

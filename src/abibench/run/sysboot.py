@@ -307,6 +307,15 @@ def boot_order(combos: Sequence[Combination], boots: int, seed: int) -> list[Com
     return order
 
 
+def pending_boots(combos: Sequence[Combination], boots: int, seed: int,
+                  done: frozenset[int] = frozenset()) -> list[tuple[int, Combination]]:
+    """The places of the run's boot order still to boot, with their combination: every place
+    not in `done` (a resumed run's stored boots), each once, in order. The one place that
+    decides what a run or a resumed run boots (the invariant "a resumed system run boots each
+    place of its order exactly once")."""
+    return [(i, c) for i, c in enumerate(boot_order(combos, boots, seed)) if i not in done]
+
+
 def kernel_version(combos: Sequence[Combination] = ()) -> str | None:
     """One kernel version for every flavour of every family (a run of one combination then
     compares with the whole matrix's, and x86 with ARM); where apt knows no version common to
@@ -346,9 +355,7 @@ def measure(profile: SystemProfile, combos: Sequence[Combination], boots: int, c
         on_ready(kernels, images)
     done: list[SysBoot] = []
     order = boot_order(combos, boots, seed)
-    for i, combo in enumerate(order):
-        if i in done_before:
-            continue
+    for i, combo in pending_boots(combos, boots, seed, done_before):
         say(f"boot {i + 1}/{len(order)}: {combo.label} ({profile.memory_mb} MB, TCG)")
         b = boot_once(combo, kernels[combo.kernel], images[combo.userspace], profile,
                       deadline_of(profile))
