@@ -23,11 +23,13 @@ from hypothesis import strategies as st
 
 from abibench import __version__
 from abibench.analyse.system import analyse_doc
+from abibench.cli.system import resume_plan, system_sink
 from abibench.probe.host import capture
 from abibench.records import Run, RunConfig, RunWarning
 from abibench.report import system as shown
+from abibench.run.sysboot import boot_order, parse_combinations, pending_boots
 from abibench.store.open import open_store
-from abibench.store.spool import UPLOAD_ORDER, SpoolingSink, push, spool_path
+from abibench.store.spool import UPLOAD_ORDER, SpooledSink, SpoolingSink, push, spool_path
 from abibench.store.sql import SqlStore
 from abibench.store.sqlite import Store
 from abibench.sysrecords import SystemBoot
@@ -47,7 +49,7 @@ def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "data"
 
 
-def _begin(sink: SqlStore | SpoolingSink, boots: int) -> None:
+def _begin(sink: SqlStore | SpooledSink, boots: int) -> None:
     """A system run as `abibench system run` begins one: its configuration, its warning."""
     now = datetime.now(UTC).isoformat(timespec="seconds")
     sink.create_run(Run(RUN_ID, now, None, "running", __version__,
@@ -167,3 +169,39 @@ def test_a_system_run_the_server_lost_is_pushed_once_and_reported_from_it(
         assert store.load_run(RUN_ID).system_boots == tuple(boots)
     finally:
         store.close()
+
+
+def test_a_system_run_on_a_server_out_of_reach_is_pushed_then_resumed_on_it(
+        pg_server: PgCluster, pg_url: str, data: Path, main_in_process: Main) -> None:
+    # Through the command's own sink (cli/system.system_sink): the server down from the start,
+    # the run interrupted after 3 of its 6 places; pushed; resumed on the server to the end.
+    combos = tuple(parse_combinations(",".join(COMBOS)))
+    pg_server.stop()
+    try:
+        with system_sink(pg_url) as sink:
+            assert sink.spooling
+            _begin(sink, 3)
+            for i, c in pending_boots(combos, 3, 28)[:3]:
+                sink.add_system_boot(RUN_ID, system_boot(i, f"{c.kernel}:{c.userspace}", 9000))
+            sink.finish_run(RUN_ID, "2026-11-26T19:10:00+00:00", "interrupted")
+    finally:
+        pg_server.start()
+    code, out, err = main_in_process("--db", pg_url, "push")
+    assert code == 0 and "3 new system boots of 3" in out, out + err
+    with system_sink(pg_url) as sink:
+        plan = resume_plan(sink, RUN_ID, "server")
+        assert plan.done == {0, 1, 2} and (plan.boots, plan.seed) == (3, 28)
+        for i, c in pending_boots(plan.combos, plan.boots, plan.seed, plan.done):
+            sink.add_system_boot(RUN_ID, system_boot(i, f"{c.kernel}:{c.userspace}", 9000))
+        sink.finish_run(RUN_ID, "2026-11-26T19:20:00+00:00", "complete")
+    assert _server_boots(pg_url) == (6, 6)
+    store = open_store(pg_url, readonly=True)
+    try:
+        doc = store.load_run(RUN_ID)
+    finally:
+        store.close()
+    assert [b.combination for b in doc.system_boots] == [
+        f"{c.kernel}:{c.userspace}" for c in boot_order(combos, 3, 28)]
+    spool = Store(spool_path(pg_url))
+    assert spool.runs() == []  # the server has it whole: nothing waits in the spool
+    spool.close()
