@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from abibench.probe.host import capture
 from abibench.records import Run, RunConfig
 from abibench.report import system as shown
 from abibench.run.sysboot import X86, Combination, boot_order, pending_boots
+from abibench.run.sysrecord import SAME_SYSTEM, system_mismatch
 from abibench.store.exchange import SchemaError, load_file
 from abibench.store.open import open_store
 from abibench.store.spool import SpooledSink
@@ -269,3 +271,24 @@ def _boot_some(sink: SpooledSink, todo: list[tuple[int, Combination]], data: st.
         sink.add_system_boot(RUN, boot)
         if data.draw(st.booleans(), label="stored again"):
             sink.add_system_boot(RUN, boot)
+
+
+_CHANGED = {"release": st.sampled_from(["trixie", "sid"]), "memory_mb": st.integers(1, 4096),
+            "settle_s": st.integers(0, 10**4), "load": st.booleans(),
+            "kernels": st.dictionaries(st.sampled_from(["amd64", "686-pae"]),
+                                       st.text(max_size=30), max_size=2),
+            "images": st.dictionaries(st.sampled_from(["i386", "amd64"]), st.text(max_size=30),
+                                      max_size=2)}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(SAME_SYSTEM), st.data())
+def test_a_resume_never_mixes_two_systems_in_one_run(name: str, data: st.DataObject) -> None:
+    # The family: boots a resume would make of another disk, kernel, memory size, settling or
+    # load than the run's stored boots were made of.
+    recorded = _config()
+    value = data.draw(_CHANGED[name].filter(lambda v: v != getattr(recorded, name)))
+    changes: dict[str, Any] = {name: value}
+    why = system_mismatch(recorded, replace(recorded, **changes))
+    assert why is not None and why.startswith(f"its {name} was ") and "\n" not in why
+    assert system_mismatch(recorded, replace(recorded, description="changed words")) is None

@@ -150,7 +150,7 @@ def resume_plan(store: SpooledSink, ref: str, profile_id: str) -> Plan:
 
     run_id, doc, cfg = _resumed(store, ref, profile_id)
     return Plan(run_id, sysboot.parse_combinations(",".join(cfg.combinations)), cfg.boots,
-                cfg.seed, frozenset(b.index for b in doc.system_boots), resumed=True)
+                cfg.seed, frozenset(b.index for b in doc.system_boots), recorded=cfg)
 
 
 def cmd_system(args: argparse.Namespace) -> int:
@@ -195,7 +195,7 @@ class Plan:
     boots: int
     seed: int
     done: frozenset[int] = frozenset()  # places in the boot order already stored
-    resumed: bool = False
+    recorded: SystemConfig | None = None  # a resumed run's own configuration
 
 
 def _boot_and_store(store: SpooledSink, plan: Plan, profile: SystemProfile) -> str:
@@ -203,12 +203,16 @@ def _boot_and_store(store: SpooledSink, plan: Plan, profile: SystemProfile) -> s
     the run ends complete, or interrupted (its boots kept) on Ctrl-C or a signal."""
     from ..probe import host
     from ..run import sysboot
-    from ..run.sysrecord import boot_record, system_config
+    from ..run.sysrecord import boot_record, system_config, system_mismatch
 
     def ready(kernels: dict[str, SystemKernel], images: dict[str, SystemImage]) -> None:
-        if plan.resumed:
-            return
         cfg = system_config(profile, plan.combos, plan.boots, plan.seed, kernels, images)
+        if plan.recorded is not None:  # a resume: more boots of the very same systems only
+            why = system_mismatch(plan.recorded, cfg)
+            if why is not None:
+                raise UsageError(f"run {plan.run_id} cannot be resumed here: {why} (its boots "
+                                 "would be of another system); start a new run")
+            return
         started = datetime.now(UTC).isoformat(timespec="seconds")
         store.create_run(Run(plan.run_id, started, None, "running", __version__,
                              RunConfig(system=cfg)), host.capture())

@@ -17,6 +17,7 @@ from ..sysrecords import (
     SystemPhase,
     SystemPublished,
 )
+from ..text import one_line
 from ..workloads.system import SystemProfile
 from .sysboot import Combination, Phase, SysBoot
 
@@ -34,6 +35,21 @@ def system_config(profile: SystemProfile, combos: Sequence[Combination], boots: 
         load=bool(profile.load), settle_s=profile.settle_s,
         published=tuple(SystemPublished(p.what, p.hardware, p.increase_pct, p.mb_32, p.mb_64)
                         for p in profile.published))
+
+
+# What a resumed run must boot exactly as its stored boots did: the same disks and kernels,
+# memory, settling and load (its combinations, boots and seed are read from the run itself).
+SAME_SYSTEM = ("release", "memory_mb", "settle_s", "load", "kernels", "images")
+
+
+def system_mismatch(recorded: SystemConfig, now: SystemConfig) -> str | None:
+    """Why boots made now would not be more boots of the recorded run (the first field that
+    differs, both values), or None: a resume never mixes two systems in one run."""
+    for name in SAME_SYSTEM:
+        was, is_ = getattr(recorded, name), getattr(now, name)
+        if was != is_:
+            return (f"its {name} was {one_line(str(was))[:160]}, now {one_line(str(is_))[:160]}")
+    return None
 
 
 def phase_record(ph: Phase) -> SystemPhase:
