@@ -155,9 +155,24 @@ def _estimates(per_boot: Sequence[dict[str, float]], floor: float = 0.0) -> dict
     return {k: e for k, e in out.items() if e.median >= floor}
 
 
+def load_done(b: SystemBoot) -> bool:
+    """Whether the boot's "load" phase was measured after the load's whole work: it ended by
+    itself (no guard fired) and succeeded (the profile's load fails unless it did all its
+    work). A record from before the load was fixed work (no duration) was measured while it
+    ran, and is not."""
+    return b.load_s is not None and b.load_guard_s == 0 and b.load_status == 0
+
+
+def counted(b: SystemBoot, phase: str) -> bool:
+    """The one rule of which boots a phase's figures hold (the invariant "after load means
+    after the same whole work"): a complete report with the phase, and for "load" a load
+    that did its whole work."""
+    return b.ok and phase in b.phases and (phase != "load" or load_done(b))
+
+
 def combo_result(boots: Sequence[SystemBoot], combo: Combination, phase: str) -> ComboResult:
     mine = [b for b in boots if combo_of(b) == combo]
-    phases = [b.phases[phase] for b in mine if b.ok and phase in b.phases]
+    phases = [b.phases[phase] for b in mine if counted(b, phase)]
     per_boot = [figures(p) for p in phases]
     est = {f: e for f in FIGURES
            if (e := estimate([d[f] for d in per_boot if f in d])) is not None}
@@ -205,12 +220,37 @@ def _problems(boots: Sequence[SystemBoot], results: Sequence[ComboResult]) -> li
     problems = [f"{combo_of(b).label}: boot {b.index + 1} {b.ended} after {b.seconds:.0f} s "
                 f"without a complete report{': ' + b.console_tail if b.console_tail else ''}"
                 for b in boots if not b.ok]
-    problems += [f"{combo_of(b).label}: the load exited {b.load_status}"
-                 + (" (killed at its time limit)" if b.load_status == 137 else "")
-                 for b in boots if b.load_status]
+    problems += [_load_problem(b) for b in boots
+                 if b.ok and "load" in b.phases and not load_done(b)]
     problems += [f"{r.combination.label}: the system was {s!r} when measured"
                  for r in results for s in dict.fromkeys(r.states) if s not in ("running",)]
     return problems
+
+
+def _work(b: SystemBoot) -> str:
+    return ", ".join(f"{n} {k}" for k, n in b.load_work.items()) or "nothing counted"
+
+
+def _load_problem(b: SystemBoot) -> str:
+    head = f"{combo_of(b).label}: boot {b.index + 1}'s load"
+    if b.load_s is None:
+        return f"{head} was measured while it ran (a record from before the load was fixed " \
+               "work): not counted after load"
+    if b.load_guard_s:
+        return (f"{head} was stopped by its {b.load_guard_s} s guard before it finished "
+                f"({_work(b)}): not counted after load")
+    return f"{head} exited {b.load_status} ({_work(b)}): not counted after load"
+
+
+def load_summary(boots: Sequence[SystemBoot]) -> str:
+    """What the counted loads did and how long they took (emulation time), for provenance."""
+    done = [b for b in boots if counted(b, "load")]
+    if not done:
+        return ""
+    works = list(dict.fromkeys(_work(b) for b in done))
+    secs = [b.load_s for b in done if b.load_s is not None]
+    return (f"{' / '.join(works)} in {'each' if len(works) == 1 else 'the'} {len(done)} "
+            f"counted boots; {min(secs):.0f}-{max(secs):.0f} s of emulation time")
 
 
 def analyse(config: SystemConfig, boots: Sequence[SystemBoot],
@@ -236,6 +276,8 @@ def analyse(config: SystemConfig, boots: Sequence[SystemBoot],
     provenance = {"release": config.release, "boots per combination": str(config.boots),
                   "seed": str(config.seed), "settle": f"{config.settle_s} s",
                   **{f"disk {arch}": key for arch, key in config.images.items()}}
+    if config.load and (work := load_summary(boots)):
+        provenance["load"] = work
     return SystemAnalysis(config.profile, config.description, config.memory_mb,
                           dict(config.kernels), tuple(results), tuple(comparisons),
                           config.published, tuple(problems), provenance)
