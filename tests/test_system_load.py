@@ -9,18 +9,27 @@ same whole work" (analyse/system.counted) for every one of them.
 
 from __future__ import annotations
 
+import math
+import os
+import re
 from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from abibench.analyse.system import analyse, combo_result, counted, load_done
+from abibench.analyse.system import (
+    analyse,
+    available_parts,
+    combo_result,
+    counted,
+    load_done,
+)
 from abibench.codec import decoder, encode
 from abibench.obtain.sysimage import image_key, mmdebstrap_argv, root_key
 from abibench.run.sysboot import Combination, SysBoot, parse_sysreport
 from abibench.run.sysrecord import boot_record, system_config
 from abibench.run.vm import fnv1a
-from abibench.sysrecords import SystemBoot, check_system
+from abibench.sysrecords import SystemBoot, SystemPhase, check_system
 from abibench.workloads.system import SystemProfile, load_system, parse_system
 
 COMBO = Combination("amd64", "i386")
@@ -138,3 +147,30 @@ def test_the_server_load_is_fixed_work_that_it_counts() -> None:
     for name in ("requests", "inserts", "selects"):
         assert f'echo "{name} ' in server.load
     assert "exit 3" in server.load  # the load fails unless it did all its work
+
+
+def _host_phase() -> SystemPhase:
+    """This host's own /proc/meminfo and /proc/zoneinfo as a guest would report them."""
+    meminfo = {re.sub(r"[^A-Za-z0-9_]", "_", k): int(v.split()[0]) for k, v in
+               (line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())}
+    zoneinfo: dict[str, int] = {}
+    zone = ""
+    page_kb = os.sysconf("SC_PAGESIZE") // 1024
+    for line in Path("/proc/zoneinfo").read_text().splitlines():
+        if m := re.match(r"Node \d+, zone\s+(\S+)", line):
+            zone = m[1]
+        elif m := re.match(r"\s+(min|low|high|spanned|present|managed)\s+(\d+)$", line):
+            zoneinfo[f"{zone}.{m[1]}"] = int(m[2]) * page_kb
+        elif m := re.match(r"\s+protection: \((.*)\)", line):
+            zoneinfo[f"{zone}.protection"] = max(map(int, m[1].split(","))) * page_kb
+    return SystemPhase("running", 1.0, meminfo=meminfo, zoneinfo=zoneinfo)
+
+
+def test_memavailable_taken_apart_adds_up_on_this_hosts_kernel() -> None:
+    # The decomposition is Linux's own formula: on the running kernel its parts add up to
+    # MemTotal - MemAvailable (to what moves between two reads of /proc).
+    parts = available_parts(_host_phase())
+    assert parts and all(math.isfinite(v) and v >= 0 for v in parts.values())
+    assert abs(parts["model"] - parts["used"]) < 64
+    assert parts["reserve"] > 0 and parts["kept"] >= 0
+    assert available_parts(SystemPhase("running", 1.0, meminfo={"MemTotal": 1})) == {}

@@ -60,6 +60,46 @@ def figures(ph: SystemPhase) -> dict[str, float]:
     return {k: v for k, v in out.items() if math.isfinite(v) and v >= 0}
 
 
+ZONE_KEYS = ("min", "low", "high", "spanned", "present", "managed", "protection")
+
+
+def zones(ph: SystemPhase) -> dict[str, dict[str, int]]:
+    """The guest's zones with memory in them: name -> its zoneinfo fields (kB)."""
+    out: dict[str, dict[str, int]] = {}
+    for key, kb in ph.zoneinfo.items():
+        name, _, what = key.rpartition(".")
+        if name and what in ZONE_KEYS:
+            out.setdefault(name, {})[what] = kb
+    return {z: f for z, f in out.items() if f.get("present", 0) > 0}
+
+
+def available_parts(ph: SystemPhase) -> dict[str, float]:
+    """`used` (MemTotal - MemAvailable) taken apart as Linux 6.1's si_mem_available computes
+    MemAvailable, in MiB: `held` (neither free, file cache nor reclaimable kernel memory),
+    `reserve` (totalreserve_pages: each zone's high watermark plus its largest lowmem_reserve,
+    at most its managed memory), `kept` (the low watermarks' share of the file cache and of
+    reclaimable kernel memory that MemAvailable does not count); `model` is their sum, to hold
+    against `used`. Also `boot_reserved` (every zone's present - managed: what the kernel kept
+    at boot, its image and page descriptors among it, outside MemTotal) and `highmem`. Absent
+    when the guest did not report zoneinfo (a report from before it did)."""
+    m, zs = ph.meminfo, zones(ph)
+    need = ("MemTotal", "MemFree", "MemAvailable", "Active_file_", "Inactive_file_",
+            "KReclaimable")
+    if not zs or not all(k in m for k in need):
+        return {}
+    wlow = sum(z.get("low", 0) for z in zs.values())
+    reserve = sum(min(z.get("high", 0) + z.get("protection", 0), z.get("managed", 0))
+                  for z in zs.values())
+    files, recl = m["Active_file_"] + m["Inactive_file_"], m["KReclaimable"]
+    kept = min(files // 2, wlow) + min(recl // 2, wlow)
+    held = m["MemTotal"] - m["MemFree"] - files - recl
+    out = {"used": m["MemTotal"] - m["MemAvailable"], "held": held, "reserve": reserve,
+           "kept": kept, "model": held + reserve + kept,
+           "boot_reserved": sum(z.get("present", 0) - z.get("managed", 0) for z in zs.values()),
+           "highmem": sum(z.get("managed", 0) for n, z in zs.items() if n == "HighMem")}
+    return {k: v / 1024 for k, v in out.items()}
+
+
 def units(ph: SystemPhase) -> dict[str, float]:
     """Userspace PSS per systemd unit (MiB)."""
     out: dict[str, float] = {}
