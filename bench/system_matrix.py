@@ -9,6 +9,13 @@ the published figures beside them (someone else's hardware). An hour or more und
     .venv/bin/python bench/system_matrix.py --boots 3 minimal server
     .venv/bin/python bench/system_matrix.py --boots 3 --family arm minimal   # the ARM systems
     .venv/bin/python bench/system_matrix.py --from-json out/minimal.json   # the table again
+    .venv/bin/python bench/system_matrix.py --reserves run1.json run2.json  # `abibench export`s
+
+--reserves takes `abibench export RUN -o FILE` documents and prints, per combination and phase,
+`used` taken apart as the guest kernel computes MemAvailable (analyse/system.available_parts,
+from the zoneinfo the guest reports): what is held, the zones' reserves (high watermarks and
+lowmem_reserve), the low watermarks' share of caches, their sum beside `used`, and what the
+kernel kept at boot (outside MemTotal).
 """
 
 from __future__ import annotations
@@ -19,6 +26,32 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from abibench.analyse.system import available_parts
+from abibench.codec import decoder
+from abibench.stats import median
+from abibench.sysrecords import SystemBoot
+
+PARTS = ("used", "held", "reserve", "kept", "model", "boot_reserved", "highmem")
+
+
+def reserves(exports: list[dict[str, Any]]) -> str:
+    """MiB, median over the boots that reported zoneinfo: the parts of `used` per combination."""
+    rows: dict[tuple[str, str, str], list[dict[str, float]]] = {}
+    for doc in exports:
+        profile = doc["run"]["config"]["system"]["profile"]
+        for raw in doc.get("system_boots", []):
+            b = decoder(SystemBoot)(raw)
+            for phase, ph in b.phases.items() if b.ok else ():
+                if parts := available_parts(ph):
+                    rows.setdefault((profile, f"{b.kernel} + {b.userspace}", phase),
+                                    []).append(parts)
+    out = ["| system | combination | phase | boots | " + " | ".join(PARTS) + " |",
+           "|---|---|---|---|" + "---|" * len(PARTS)]
+    for (profile, combo, phase), per in sorted(rows.items()):
+        out.append(f"| {profile} | {combo} | {phase} | {len(per)} | "
+                   + " | ".join(f"{median([p[k] for p in per]):.1f}" for k in PARTS) + " |")
+    return "\n".join(out) + "\n"
 
 FIGS = ("used", "kernel", "image", "userspace", "cache")
 
@@ -77,7 +110,12 @@ def main() -> int:
     ap.add_argument("--combo", default=None, help="KERNEL:USERSPACE,... (abibench system run's)")
     ap.add_argument("--out", type=Path, default=Path("system-matrix"))
     ap.add_argument("--from-json", type=Path, nargs="*", default=None)
+    ap.add_argument("--reserves", type=Path, nargs="+", default=None,
+                    help="`abibench export` files: used taken apart (see above)")
     args = ap.parse_args()
+    if args.reserves:
+        print(reserves([json.loads(p.read_text()) for p in args.reserves]))
+        return 0
     paths = list(args.from_json or [])
     if not paths:
         args.out.mkdir(parents=True, exist_ok=True)
