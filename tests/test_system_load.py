@@ -174,3 +174,20 @@ def test_memavailable_taken_apart_adds_up_on_this_hosts_kernel() -> None:
     assert abs(parts["model"] - parts["used"]) < 64
     assert parts["reserve"] > 0 and parts["kept"] >= 0
     assert available_parts(SystemPhase("running", 1.0, meminfo={"MemTotal": 1})) == {}
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from([Combination("686-pae", "i386"), Combination("amd64", "i386"),
+                        Combination("armmp-lpae", "armhf"), Combination("arm64", "armhf")]),
+       st.integers(0, 400_000))
+def test_a_32_bit_kernels_huge_pages_missing_from_pss_are_said(combo: Combination,
+                                                               huge_kb: int) -> None:
+    frames = [f"ABIBENCH-SYS 1 BEGIN {b'6.1'.hex()} {b'x'.hex()}", "Y idle 72756e6e696e67",
+              "S idle 1000", "M idle MemTotal 1000000", "M idle MemAvailable 900000",
+              f"M idle AnonHugePages {huge_kb}"]
+    frames.append(f"ABIBENCH-SYS 1 END {len(frames)}")
+    rep = parse_sysreport(b"".join(hashed(f) for f in frames))
+    b = boot_record(0, SysBoot(combo, rep, 1.0, "powered off", ""))
+    config = system_config(load_system("minimal"), (combo,), 1, 0, {}, {})
+    said = [p for p in analyse(config, [b]).problems if "transparent huge pages" in p]
+    assert bool(said) == (combo.bits[0] == 32 and huge_kb >= 1024)

@@ -31,6 +31,7 @@ FIGURE_WORDS = {"used": "used (MemTotal - MemAvailable)",
                 "image": "kernel image (/proc/iomem; outside MemTotal)",
                 "userspace": "userspace (sum of PSS)", "cache": "page cache (Cached + Buffers)"}
 EMULATED = "emulation time: QEMU's (TCG), not a machine's"
+PHASE_ORDER = ("idle", "load")
 
 
 # The measuring service's own cgroup: the service and the load's driver it starts (a shell, curl,
@@ -262,9 +263,28 @@ def _problems(boots: Sequence[SystemBoot], results: Sequence[ComboResult]) -> li
                 for b in boots if not b.ok]
     problems += [_load_problem(b) for b in boots
                  if b.ok and "load" in b.phases and not load_done(b)]
+    problems += _thp_problems(boots)
     problems += [f"{r.combination.label}: the system was {s!r} when measured"
                  for r in results for s in dict.fromkeys(r.states) if s not in ("running",)]
     return problems
+
+
+def _thp_problems(boots: Sequence[SystemBoot]) -> list[str]:
+    """A 32-bit kernel's smaps gives a transparent huge page mapped once no PSS at all (Linux
+    6.1's smaps_account shifts the page's size, an unsigned long, by PSS_SHIFT: 2 MiB << 12
+    is 0 in 32 bits), while its RSS and AnonHugePages count it: said, with how much it is."""
+    out = []
+    for combo in dict.fromkeys(combo_of(b) for b in boots):
+        if combo.bits[0] != 32:
+            continue
+        for phase in PHASE_ORDER:
+            huge = [b.phases[phase].meminfo.get("AnonHugePages", 0) / 1024 for b in boots
+                    if combo_of(b) == combo and counted(b, phase)]
+            if huge and median(huge) >= 1:
+                out.append(f"{combo.label} ({phase}): a 32-bit kernel counts no PSS for "
+                           f"transparent huge pages mapped once ({median(huge):.1f} MiB of "
+                           "AnonHugePages): userspace PSS is low by up to that")
+    return out
 
 
 def _work(b: SystemBoot) -> str:
