@@ -189,5 +189,5 @@ def test_a_32_bit_kernels_huge_pages_missing_from_pss_are_said(combo: Combinatio
     rep = parse_sysreport(b"".join(hashed(f) for f in frames))
     b = boot_record(0, SysBoot(combo, rep, 1.0, "powered off", ""))
     config = system_config(load_system("minimal"), (combo,), 1, 0, {}, {})
-    said = [p for p in analyse(config, [b]).problems if "transparent huge pages" in p]
+    said = [n for n in analyse(config, [b]).notes if "transparent huge pages" in n]
     assert bool(said) == (combo.bits[0] == 32 and huge_kb >= 1024)

@@ -255,6 +255,8 @@ class SystemAnalysis:
     published: tuple[SystemPublished, ...]
     problems: tuple[str, ...]
     provenance: dict[str, str] = field(default_factory=dict)  # what else identifies the run
+    # what a reader must know about a figure, not a failure of the run (a 32-bit kernel's PSS)
+    notes: tuple[str, ...] = ()
 
 
 def _problems(boots: Sequence[SystemBoot], results: Sequence[ComboResult]) -> list[str]:
@@ -263,13 +265,12 @@ def _problems(boots: Sequence[SystemBoot], results: Sequence[ComboResult]) -> li
                 for b in boots if not b.ok]
     problems += [_load_problem(b) for b in boots
                  if b.ok and "load" in b.phases and not load_done(b)]
-    problems += _thp_problems(boots)
     problems += [f"{r.combination.label}: the system was {s!r} when measured"
                  for r in results for s in dict.fromkeys(r.states) if s not in ("running",)]
     return problems
 
 
-def _thp_problems(boots: Sequence[SystemBoot]) -> list[str]:
+def thp_notes(boots: Sequence[SystemBoot]) -> list[str]:
     """A 32-bit kernel's smaps gives a transparent huge page mapped once no PSS at all (Linux
     6.1's smaps_account shifts the page's size, an unsigned long, by PSS_SHIFT: 2 MiB << 12
     is 0 in 32 bits), while its RSS and AnonHugePages count it: said, with how much it is."""
@@ -340,7 +341,8 @@ def analyse(config: SystemConfig, boots: Sequence[SystemBoot],
         provenance["load"] = work
     return SystemAnalysis(config.profile, config.description, config.memory_mb,
                           dict(config.kernels), tuple(results), tuple(comparisons),
-                          config.published, tuple(problems), provenance)
+                          config.published, tuple(problems), provenance,
+                          tuple(thp_notes(boots)))
 
 
 def analyse_doc(doc: RunDoc) -> SystemAnalysis | None:

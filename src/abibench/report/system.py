@@ -75,6 +75,7 @@ def text_lines(a: SystemAnalysis) -> list[str]:
     lines += [c.sentence for c in a.comparisons]
     lines += _published_lines(a)
     lines += [f"problem: {p}" for p in a.problems]
+    lines += [f"note: {n}" for n in a.notes]
     return lines
 
 
@@ -105,7 +106,7 @@ def to_json(a: SystemAnalysis) -> dict[str, object]:
             "published": [{"what": p.what, "hardware": p.hardware, "mb_32": p.mb_32,
                            "mb_64": p.mb_64, "increase_pct": p.increase_pct,
                            "someone_elses_hardware": True} for p in a.published],
-            "problems": list(a.problems)}
+            "problems": list(a.problems), "notes": list(a.notes)}
 
 
 def _md(text: str) -> str:
@@ -130,6 +131,7 @@ def to_markdown(a: SystemAnalysis) -> str:
     out += [f"* {_md(c.sentence)}" for c in a.comparisons]
     out += [f"* {_md(line)}" for line in _published_lines(a)]
     out += [f"* problem: {_md(p)}" for p in a.problems]
+    out += [f"* note: {_md(n)}" for n in a.notes]
     return "\n".join(out) + "\n"
 
 
@@ -181,7 +183,8 @@ def to_html(a: SystemAnalysis) -> str:
     items = "".join(f"<li>{html.escape(s)}</li>" for s in
                     wheres + ([_provenance(a)] if a.provenance else [])
                     + [c.sentence for c in a.comparisons] + _published_lines(a)
-                    + [f"problem: {p}" for p in a.problems])
+                    + [f"problem: {p}" for p in a.problems]
+                    + [f"note: {n}" for n in a.notes])
     charts = "".join(f"<h2>{html.escape(ph)}</h2>{stacked_svg(a, ph)}"
                      for ph in dict.fromkeys(r.phase for r in a.results))
     return ("<!doctype html><html><head><meta charset=\"utf-8\"><title>abibench system "
