@@ -99,6 +99,7 @@ def table(docs: list[dict[str, Any]]) -> str:
         notes += [f"* published, someone else's hardware ({p['hardware']}): {p['what']}: "
                   f"+{p['increase_pct']:.0f}%" for p in doc["published"]]
         notes += [f"* problem: {p}" for p in doc["problems"]]
+        notes += [f"* note: {n}" for n in doc.get("notes", [])]
     return "\n".join([*out, "", *dict.fromkeys(notes)]) + "\n"
 
 
