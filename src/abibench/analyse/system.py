@@ -310,8 +310,9 @@ def load_summary(boots: Sequence[SystemBoot]) -> str:
         return ""
     works = list(dict.fromkeys(_work(b) for b in done))
     secs = [b.load_s for b in done if b.load_s is not None]
-    return (f"{' / '.join(works)} in {'each' if len(works) == 1 else 'the'} {len(done)} "
-            f"counted boots; {min(secs):.0f}-{max(secs):.0f} s of emulation time")
+    each = "each of " if len(works) == 1 and len(done) > 1 else ""
+    return (f"{' / '.join(works)} in {each}the {len(done)} counted boot"
+            f"{'s' if len(done) > 1 else ''}; {min(secs):.0f}-{max(secs):.0f} s of emulation time")
 
 
 def analyse(config: SystemConfig, boots: Sequence[SystemBoot],
