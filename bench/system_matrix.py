@@ -9,16 +9,71 @@ the published figures beside them (someone else's hardware). An hour or more und
     .venv/bin/python bench/system_matrix.py --boots 3 minimal server
     .venv/bin/python bench/system_matrix.py --boots 3 --family arm minimal   # the ARM systems
     .venv/bin/python bench/system_matrix.py --from-json out/minimal.json   # the table again
+    .venv/bin/python bench/system_matrix.py --reserves run1.json run2.json  # `abibench export`s
+    .venv/bin/python bench/system_matrix.py --merge run1.json run2.json     # one table of both
+
+--merge takes `abibench export` documents of one profile (runs of some combinations each, or
+more boots of the same ones) and prints the table of all their boots together, analysed as one
+run (analyse/system.analyse: medians and intervals over every boot of a combination).
+
+--reserves takes `abibench export RUN -o FILE` documents and prints, per combination and phase,
+`used` taken apart as the guest kernel computes MemAvailable (analyse/system.available_parts,
+from the zoneinfo the guest reports): what is held, the zones' reserves (high watermarks and
+lowmem_reserve), the low watermarks' share of caches, their sum beside `used`, and what the
+kernel kept at boot (outside MemTotal).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from abibench.analyse.system import analyse, available_parts
+from abibench.codec import decoder
+from abibench.report.system import to_json
+from abibench.stats import median
+from abibench.sysrecords import SystemBoot, SystemConfig
+
+PARTS = ("used", "held", "reserve", "kept", "model", "boot_reserved", "highmem")
+
+
+def merged(exports: list[dict[str, Any]]) -> dict[str, Any]:
+    """The system section of every boot of the exported runs together (one profile)."""
+    configs = [decoder(SystemConfig)(d["run"]["config"]["system"]) for d in exports]
+    if len({c.profile for c in configs}) != 1:
+        raise SystemExit("--merge: the runs are of different systems: "
+                         + ", ".join(sorted({c.profile for c in configs})))
+    combos = tuple(dict.fromkeys(c for cfg in configs for c in cfg.combinations))
+    boots = [decoder(SystemBoot)(raw) for d in exports for raw in d.get("system_boots", [])]
+    boots = [dataclasses.replace(b, index=i) for i, b in enumerate(boots)]
+    config = dataclasses.replace(configs[0], combinations=combos, boots=len(boots),
+                                 kernels={k: v for c in configs for k, v in c.kernels.items()},
+                                 images={k: v for c in configs for k, v in c.images.items()})
+    return to_json(analyse(config, boots))
+
+
+def reserves(exports: list[dict[str, Any]]) -> str:
+    """MiB, median over the boots that reported zoneinfo: the parts of `used` per combination."""
+    rows: dict[tuple[str, str, str], list[dict[str, float]]] = {}
+    for doc in exports:
+        profile = doc["run"]["config"]["system"]["profile"]
+        for raw in doc.get("system_boots", []):
+            b = decoder(SystemBoot)(raw)
+            for phase, ph in b.phases.items() if b.ok else ():
+                if parts := available_parts(ph):
+                    rows.setdefault((profile, f"{b.kernel} + {b.userspace}", phase),
+                                    []).append(parts)
+    out = ["| system | combination | phase | boots | " + " | ".join(PARTS) + " |",
+           "|---|---|---|---|" + "---|" * len(PARTS)]
+    for (profile, combo, phase), per in sorted(rows.items()):
+        out.append(f"| {profile} | {combo} | {phase} | {len(per)} | "
+                   + " | ".join(f"{median([p[k] for p in per]):.1f}" for k in PARTS) + " |")
+    return "\n".join(out) + "\n"
 
 FIGS = ("used", "kernel", "image", "userspace", "cache")
 
@@ -44,6 +99,7 @@ def table(docs: list[dict[str, Any]]) -> str:
         notes += [f"* published, someone else's hardware ({p['hardware']}): {p['what']}: "
                   f"+{p['increase_pct']:.0f}%" for p in doc["published"]]
         notes += [f"* problem: {p}" for p in doc["problems"]]
+        notes += [f"* note: {n}" for n in doc.get("notes", [])]
     return "\n".join([*out, "", *dict.fromkeys(notes)]) + "\n"
 
 
@@ -77,7 +133,19 @@ def main() -> int:
     ap.add_argument("--combo", default=None, help="KERNEL:USERSPACE,... (abibench system run's)")
     ap.add_argument("--out", type=Path, default=Path("system-matrix"))
     ap.add_argument("--from-json", type=Path, nargs="*", default=None)
+    ap.add_argument("--reserves", type=Path, nargs="+", default=None,
+                    help="`abibench export` files: used taken apart (see above)")
+    ap.add_argument("--merge", type=Path, nargs="+", default=None,
+                    help="`abibench export` files of one system: one table of all boots")
     args = ap.parse_args()
+    if args.merge:
+        docs = [merged([json.loads(p.read_text()) for p in args.merge])]
+        print(table(docs))
+        print(unit_table(docs))
+        return 0
+    if args.reserves:
+        print(reserves([json.loads(p.read_text()) for p in args.reserves]))
+        return 0
     paths = list(args.from_json or [])
     if not paths:
         args.out.mkdir(parents=True, exist_ok=True)

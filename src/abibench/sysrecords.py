@@ -70,6 +70,9 @@ class SystemPhase:
     processes: tuple[SystemProcess, ...] = ()
     mappings: tuple[SystemMapping, ...] = ()  # of processes above 16 MiB of PSS
     threads: dict[str, int] = field(default_factory=dict)  # pid -> threads, the same processes
+    # /proc/zoneinfo, kB, "ZONE.FIELD": the watermarks (min, low, high), spanned, present and
+    # managed memory and the largest lowmem_reserve ("protection") of each zone
+    zoneinfo: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,9 @@ class SystemBoot:
     load_status: int | None = None  # the profile's load's exit status
     console_tail: str = ""  # the console's last lines, when the report was incomplete
     phases: dict[str, SystemPhase] = field(default_factory=dict)
+    load_work: dict[str, int] = field(default_factory=dict)  # what the load counted doing
+    load_s: float | None = field(default=None, metadata=QUANTITY)  # its duration, guest time
+    load_guard_s: int = field(default=0, metadata=QUANTITY)  # the limit that stopped it, or 0
 
     @property
     def combination(self) -> str:

@@ -247,6 +247,7 @@ def cache_scratch_dirs(cache_root: Path) -> list[Path]:
             sysroots,  # sysroot staging: .{arch}-{tag}-xxxx
             cache_root / "debian" / "debs",  # apt-get download: .dl-{tag}-xxxx
             cache_root / "system-images",  # a system's disk being built: .image-{tag}-xxxx
+            cache_root / "system-roots",  # mmdebstrap's tree being built: .root-{tag}-xxxx
             cache_root / "system-kernels"]  # a kernel and its initramfs: .kernel-{tag}-xxxx
 
 

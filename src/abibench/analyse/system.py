@@ -31,6 +31,7 @@ FIGURE_WORDS = {"used": "used (MemTotal - MemAvailable)",
                 "image": "kernel image (/proc/iomem; outside MemTotal)",
                 "userspace": "userspace (sum of PSS)", "cache": "page cache (Cached + Buffers)"}
 EMULATED = "emulation time: QEMU's (TCG), not a machine's"
+PHASE_ORDER = ("idle", "load")
 
 
 # The measuring service's own cgroup: the service and the load's driver it starts (a shell, curl,
@@ -58,6 +59,46 @@ def figures(ph: SystemPhase) -> dict[str, float]:
     if "Cached" in m and "Buffers" in m:
         out["cache"] = (m["Cached"] + m["Buffers"]) / 1024
     return {k: v for k, v in out.items() if math.isfinite(v) and v >= 0}
+
+
+ZONE_KEYS = ("min", "low", "high", "spanned", "present", "managed", "protection")
+
+
+def zones(ph: SystemPhase) -> dict[str, dict[str, int]]:
+    """The guest's zones with memory in them: name -> its zoneinfo fields (kB)."""
+    out: dict[str, dict[str, int]] = {}
+    for key, kb in ph.zoneinfo.items():
+        name, _, what = key.rpartition(".")
+        if name and what in ZONE_KEYS:
+            out.setdefault(name, {})[what] = kb
+    return {z: f for z, f in out.items() if f.get("present", 0) > 0}
+
+
+def available_parts(ph: SystemPhase) -> dict[str, float]:
+    """`used` (MemTotal - MemAvailable) taken apart as Linux 6.1's si_mem_available computes
+    MemAvailable, in MiB: `held` (neither free, file cache nor reclaimable kernel memory),
+    `reserve` (totalreserve_pages: each zone's high watermark plus its largest lowmem_reserve,
+    at most its managed memory), `kept` (the low watermarks' share of the file cache and of
+    reclaimable kernel memory that MemAvailable does not count); `model` is their sum, to hold
+    against `used`. Also `boot_reserved` (every zone's present - managed: what the kernel kept
+    at boot, its image and page descriptors among it, outside MemTotal) and `highmem`. Absent
+    when the guest did not report zoneinfo (a report from before it did)."""
+    m, zs = ph.meminfo, zones(ph)
+    need = ("MemTotal", "MemFree", "MemAvailable", "Active_file_", "Inactive_file_",
+            "KReclaimable")
+    if not zs or not all(k in m for k in need):
+        return {}
+    wlow = sum(z.get("low", 0) for z in zs.values())
+    reserve = sum(min(z.get("high", 0) + z.get("protection", 0), z.get("managed", 0))
+                  for z in zs.values())
+    files, recl = m["Active_file_"] + m["Inactive_file_"], m["KReclaimable"]
+    kept = min(files // 2, wlow) + min(recl // 2, wlow)
+    held = m["MemTotal"] - m["MemFree"] - files - recl
+    out = {"used": m["MemTotal"] - m["MemAvailable"], "held": held, "reserve": reserve,
+           "kept": kept, "model": held + reserve + kept,
+           "boot_reserved": sum(z.get("present", 0) - z.get("managed", 0) for z in zs.values()),
+           "highmem": sum(z.get("managed", 0) for n, z in zs.items() if n == "HighMem")}
+    return {k: v / 1024 for k, v in out.items()}
 
 
 def units(ph: SystemPhase) -> dict[str, float]:
@@ -155,9 +196,24 @@ def _estimates(per_boot: Sequence[dict[str, float]], floor: float = 0.0) -> dict
     return {k: e for k, e in out.items() if e.median >= floor}
 
 
+def load_done(b: SystemBoot) -> bool:
+    """Whether the boot's "load" phase was measured after the load's whole work: it ended by
+    itself (no guard fired) and succeeded (the profile's load fails unless it did all its
+    work). A record from before the load was fixed work (no duration) was measured while it
+    ran, and is not."""
+    return b.load_s is not None and b.load_guard_s == 0 and b.load_status == 0
+
+
+def counted(b: SystemBoot, phase: str) -> bool:
+    """The one rule of which boots a phase's figures hold (the invariant "after load means
+    after the same whole work"): a complete report with the phase, and for "load" a load
+    that did its whole work."""
+    return b.ok and phase in b.phases and (phase != "load" or load_done(b))
+
+
 def combo_result(boots: Sequence[SystemBoot], combo: Combination, phase: str) -> ComboResult:
     mine = [b for b in boots if combo_of(b) == combo]
-    phases = [b.phases[phase] for b in mine if b.ok and phase in b.phases]
+    phases = [b.phases[phase] for b in mine if counted(b, phase)]
     per_boot = [figures(p) for p in phases]
     est = {f: e for f in FIGURES
            if (e := estimate([d[f] for d in per_boot if f in d])) is not None}
@@ -199,18 +255,64 @@ class SystemAnalysis:
     published: tuple[SystemPublished, ...]
     problems: tuple[str, ...]
     provenance: dict[str, str] = field(default_factory=dict)  # what else identifies the run
+    # what a reader must know about a figure, not a failure of the run (a 32-bit kernel's PSS)
+    notes: tuple[str, ...] = ()
 
 
 def _problems(boots: Sequence[SystemBoot], results: Sequence[ComboResult]) -> list[str]:
     problems = [f"{combo_of(b).label}: boot {b.index + 1} {b.ended} after {b.seconds:.0f} s "
                 f"without a complete report{': ' + b.console_tail if b.console_tail else ''}"
                 for b in boots if not b.ok]
-    problems += [f"{combo_of(b).label}: the load exited {b.load_status}"
-                 + (" (killed at its time limit)" if b.load_status == 137 else "")
-                 for b in boots if b.load_status]
+    problems += [_load_problem(b) for b in boots
+                 if b.ok and "load" in b.phases and not load_done(b)]
     problems += [f"{r.combination.label}: the system was {s!r} when measured"
                  for r in results for s in dict.fromkeys(r.states) if s not in ("running",)]
     return problems
+
+
+def thp_notes(boots: Sequence[SystemBoot]) -> list[str]:
+    """A 32-bit kernel's smaps gives a transparent huge page mapped once no PSS at all (Linux
+    6.1's smaps_account shifts the page's size, an unsigned long, by PSS_SHIFT: 2 MiB << 12
+    is 0 in 32 bits), while its RSS and AnonHugePages count it: said, with how much it is."""
+    out = []
+    for combo in dict.fromkeys(combo_of(b) for b in boots):
+        if combo.bits[0] != 32:
+            continue
+        for phase in PHASE_ORDER:
+            huge = [b.phases[phase].meminfo.get("AnonHugePages", 0) / 1024 for b in boots
+                    if combo_of(b) == combo and counted(b, phase)]
+            if huge and median(huge) >= 1:
+                out.append(f"{combo.label} ({phase}): a 32-bit kernel counts no PSS for "
+                           f"transparent huge pages mapped once ({median(huge):.1f} MiB of "
+                           "AnonHugePages): userspace PSS is low by up to that")
+    return out
+
+
+def _work(b: SystemBoot) -> str:
+    return ", ".join(f"{n} {k}" for k, n in b.load_work.items()) or "nothing counted"
+
+
+def _load_problem(b: SystemBoot) -> str:
+    head = f"{combo_of(b).label}: boot {b.index + 1}'s load"
+    if b.load_s is None:
+        return f"{head} was measured while it ran (a record from before the load was fixed " \
+               "work): not counted after load"
+    if b.load_guard_s:
+        return (f"{head} was stopped by its {b.load_guard_s} s guard before it finished "
+                f"({_work(b)}): not counted after load")
+    return f"{head} exited {b.load_status} ({_work(b)}): not counted after load"
+
+
+def load_summary(boots: Sequence[SystemBoot]) -> str:
+    """What the counted loads did and how long they took (emulation time), for provenance."""
+    done = [b for b in boots if counted(b, "load")]
+    if not done:
+        return ""
+    works = list(dict.fromkeys(_work(b) for b in done))
+    secs = [b.load_s for b in done if b.load_s is not None]
+    each = "each of " if len(works) == 1 and len(done) > 1 else ""
+    return (f"{' / '.join(works)} in {each}the {len(done)} counted boot"
+            f"{'s' if len(done) > 1 else ''}; {min(secs):.0f}-{max(secs):.0f} s of emulation time")
 
 
 def analyse(config: SystemConfig, boots: Sequence[SystemBoot],
@@ -236,9 +338,12 @@ def analyse(config: SystemConfig, boots: Sequence[SystemBoot],
     provenance = {"release": config.release, "boots per combination": str(config.boots),
                   "seed": str(config.seed), "settle": f"{config.settle_s} s",
                   **{f"disk {arch}": key for arch, key in config.images.items()}}
+    if config.load and (work := load_summary(boots)):
+        provenance["load"] = work
     return SystemAnalysis(config.profile, config.description, config.memory_mb,
                           dict(config.kernels), tuple(results), tuple(comparisons),
-                          config.published, tuple(problems), provenance)
+                          config.published, tuple(problems), provenance,
+                          tuple(thp_notes(boots)))
 
 
 def analyse_doc(doc: RunDoc) -> SystemAnalysis | None:

@@ -16,11 +16,19 @@
  *        for each process of at least BIG_PSS_KB: its /proc/PID/smaps summed per mapped file or
  *        kind ([heap], [stack], [anon], ...; anonymous mappings of BIG_MAP_KB or more each on
  *        its own, as "[anon N kB]"), and its thread count (see breakdown())
- *   "X <phase> <exit status of the load> <hash>"
+ *   "Z <phase> <zone hex> <field> <kB> <hash>"       /proc/zoneinfo per zone: its watermarks
+ *        (min, low, high), spanned, present and managed memory, and the largest of its
+ *        lowmem_reserve ("protection"), which the kernel's MemAvailable subtracts (zoneinfo())
+ *   "C load <name hex> <count> <hash>"    the work the load did, as it counted it (its output's
+ *        "NAME N" lines: requests, queries)
+ *   "D load <load's duration ms> <guard s, or 0> <hash>"   guard: the time limit fired
+ *   "X load <exit status of the load> <hash>"
  *   "ABIBENCH-SYS 1 END <number of frames before it> <hash>"
  * Phase "idle" is measured after the settling time; when /etc/abibench/load exists (a profile's
- * load, run by /bin/sh, abibench.load_seconds=N at most) phase "load" is measured while it runs,
- * abibench.load_after=N seconds after it started. Then the machine is powered off (its disk is a throw-away overlay).
+ * load: a fixed amount of work, run by /bin/sh) phase "load" is measured after it ended,
+ * abibench.load_after=N seconds later, so every system is measured after the same work;
+ * abibench.load_seconds=N is only a guard (the load is killed then, and the D frame says so).
+ * Then the machine is powered off (its disk is a throw-away overlay).
  * Built statically per userspace ABI: the 64-bit system holds no 32-bit program and vice versa.
  */
 #define _GNU_SOURCE
@@ -93,6 +101,57 @@ static void iomem(const char *phase) {
         fmt(" %llu", b - a + 1);
         frame_end(report);
     }
+}
+
+/* One zone's numbers from /proc/zoneinfo, in pages. */
+#define ZONE_FIELDS 7
+static const char *const zone_field[ZONE_FIELDS] = {
+    "min", "low", "high", "spanned", "present", "managed", "protection"};
+struct zone { char name[32]; long long v[ZONE_FIELDS]; };
+
+static void zone_line(struct zone *z, const char *line) {
+    char key[32];
+    long long n;
+    if (strncmp(line, "protection: (", 13) == 0) {  /* lowmem_reserve[]: keep the largest */
+        for (const char *p = line + 13; *p && *p != ')';) {
+            char *end;
+            n = strtoll(p, &end, 10);
+            if (end == p) break;
+            if (n > z->v[6]) z->v[6] = n;
+            p = end + strspn(end, ", ");
+        }
+        return;
+    }
+    if (sscanf(line, "%31s %lld", key, &n) != 2) return;
+    for (int i = 0; i < 6; i++) if (strcmp(key, zone_field[i]) == 0) z->v[i] = n;
+}
+
+/* Where MemTotal - MemAvailable goes beyond what processes and caches use: MemAvailable
+ * subtracts every zone's high watermark plus its largest lowmem_reserve (the kernel's
+ * totalreserve_pages), and a zone's present - managed is memory the kernel kept at boot. */
+static void zoneinfo(const char *phase) {
+    static char buf[65536];
+    static struct zone zones[16];
+    int n = 0;
+    if (slurp("/proc/zoneinfo", buf, sizeof buf) < 0) return;
+    long long page_kb = sysconf(_SC_PAGESIZE) / 1024;
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+        char name[32];
+        if (sscanf(line, "Node %*d, zone %31s", name) == 1) {
+            if (n == 16) break;
+            memset(&zones[n], 0, sizeof zones[n]);
+            snprintf(zones[n++].name, sizeof zones[0].name, "%s", name);
+        } else if (n > 0) {
+            zone_line(&zones[n - 1], line + strspn(line, " "));
+        }
+    }
+    for (int i = 0; i < n; i++)
+        for (int f = 0; f < ZONE_FIELDS; f++) {
+            fmt("Z %s ", phase);
+            frame_hex(report, zones[i].name, strlen(zones[i].name));
+            fmt(" %s %lld", zone_field[f], zones[i].v[f] * page_kb);
+            frame_end(report);
+        }
 }
 
 static long long field_kb(const char *text_, const char *key) {
@@ -233,6 +292,7 @@ static void measure(const char *phase) {
     fmt("S %s %lld", phase, (long long)(s * 1000));
     frame_end(report);
     meminfo(phase);
+    zoneinfo(phase);
     iomem(phase);
     DIR *d = opendir("/proc");
     struct dirent *e;
@@ -243,27 +303,87 @@ static void measure(const char *phase) {
     if (d) closedir(d);
 }
 
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* The load's output, "NAME N" a line: what it counted doing (C frames; other lines ignored). */
+static void counts(const char *out) {
+    static char copy[4096];
+    snprintf(copy, sizeof copy, "%s", out);
+    int n = 0;
+    for (char *line = strtok(copy, "\n"); line && n < 16; line = strtok(NULL, "\n")) {
+        char name[32];
+        long long v;
+        char rest;
+        if (sscanf(line, "%31[a-z_] %lld %c", name, &v, &rest) != 2 || v < 0) continue;
+        fmt("C load ");
+        frame_hex(report, name, strlen(name));
+        fmt(" %lld", v);
+        frame_end(report);
+        n++;
+    }
+}
+
+/* Whatever the pipe holds now: kept while `out` has room, read and dropped beyond (a load
+ * that prints more must not block on a full pipe). */
+static void drain(int fd, char *out, size_t cap, size_t *got) {
+    char scratch[4096];
+    ssize_t r;
+    for (;;) {
+        int room = *got + 1 < cap;
+        r = read(fd, room ? out + *got : scratch, room ? cap - 1 - *got : sizeof scratch);
+        if (r <= 0) return;
+        if (room) *got += (size_t)r;
+    }
+}
+
+/* The profile's load: a fixed amount of work that ends. The system is measured `after_s`
+ * seconds after it ended, so every combination is measured after the same work; `limit_s` is
+ * a guard against a load that never ends (killed then, said in the D frame). */
 static void load_phase(int limit_s, int after_s) {
-    if (access("/etc/abibench/load", R_OK) != 0) return;
+    static char out[4096];
+    size_t got = 0;
+    int fds[2];
+    if (access("/etc/abibench/load", R_OK) != 0 || pipe2(fds, O_CLOEXEC) != 0) return;
+    double start = now_s();
     pid_t child = fork();
     if (child == 0) {
+        dup2(fds[1], 1);
         execl("/bin/sh", "sh", "/etc/abibench/load", (char *)NULL);
         _exit(127);
     }
-    if (child < 0) return;
-    sleep((unsigned)after_s);
-    measure("load");
-    int status = 0, waited = 0;
-    while (waitpid(child, &status, WNOHANG) == 0 && waited < limit_s) {
-        sleep(1);
-        waited++;
+    close(fds[1]);
+    if (child < 0) {
+        close(fds[0]);
+        return;
     }
-    if (waited >= limit_s) {
-        kill(child, SIGKILL);
-        waitpid(child, &status, 0);
+    fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    int status = 0, guard = 0;
+    for (;;) {
+        drain(fds[0], out, sizeof out, &got);
+        if (waitpid(child, &status, WNOHANG) == child) break;
+        if (now_s() - start >= limit_s) {
+            guard = limit_s;
+            kill(child, SIGKILL);
+            waitpid(child, &status, 0);
+            break;
+        }
+        usleep(200000);
     }
+    double took = now_s() - start;
+    drain(fds[0], out, sizeof out, &got);
+    close(fds[0]);
+    out[got] = 0;
+    counts(out);
+    fmt("D load %lld %d", (long long)(took * 1000), guard);
+    frame_end(report);
     fmt("X load %d", WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
     frame_end(report);
+    sleep((unsigned)after_s);
+    measure("load");
 }
 
 /* A number the host put on the kernel command line ("abibench.settle=30"), or `otherwise`:

@@ -35,6 +35,10 @@ from .apt import PackageError
 from .syskernel import guest_compiler
 
 IMAGE_DIR = "system-images"  # under the cache root
+# mmdebstrap's trees (tarballs), cached apart from the disks: what is added to a tree (the
+# measuring service, a profile's load and units) changes often, the packages rarely, and an ARM
+# tree takes 20 minutes and more through qemu-user.
+ROOT_DIR = "system-roots"
 IMAGE_VERSION = 1  # bump when the way an image is made changes
 BUILD_TIMEOUT_S = 3600.0
 REPORT_UNIT = """[Unit]
@@ -102,6 +106,13 @@ def archive_uri(release: str, apt_dir: Path = Path("/etc/apt")) -> str:
 def image_key(profile: SystemProfile, arch: str, reporter: Path) -> str:
     fields = {"v": IMAGE_VERSION, "arch": arch, **profile.key_fields(),
               "reporter": reporter.parent.name}
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def root_key(arch: str, release: str, packages: Iterable[str]) -> str:
+    """The key of mmdebstrap's tree: its architecture, release and package set, nothing else."""
+    fields = {"v": IMAGE_VERSION, "arch": arch, "release": release,
+              "packages": sorted(set(packages))}
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -182,16 +193,15 @@ def _run(argv: list[str], what: str, timeout: float) -> None:
         raise PackageError(f"{what} failed ({proc.returncode}): {tail}")
 
 
-def build_image(profile: SystemProfile, abi: Abi, cache_root: Path) -> SystemImage:
-    """The profile's system for `abi`'s Debian architecture: cached, or built now."""
+def root_tree(profile: SystemProfile, abi: Abi, cache_root: Path) -> Path:
+    """mmdebstrap's tree of the profile's packages for `abi`'s architecture, as a tarball:
+    cached, or built now (root only)."""
     arch = abi.debian_arch
-    reporter = reporter_for(abi, cache_root)
-    key = image_key(profile, arch, reporter)
-    # Named for what it holds, not for the profile: profiles of one package set share it.
-    final = cache_root / IMAGE_DIR / f"{arch}-{profile.release}-{key}"
-    image = final / "root.img"
-    if image.is_file():
-        return SystemImage(image, profile.id, arch, profile.release, key)
+    final = cache_root / ROOT_DIR / \
+        f"{arch}-{profile.release}-{root_key(arch, profile.release, profile.packages)}"
+    tarball = final / "root.tar"
+    if tarball.is_file():
+        return tarball
     emulator = foreign_emulator(abi)
     if emulator is not None and not Path(f"/usr/bin/{emulator}-static").is_file():
         raise HostError(f"building a {arch} system here needs /usr/bin/{emulator}-static: "
@@ -206,19 +216,52 @@ def build_image(profile: SystemProfile, abi: Abi, cache_root: Path) -> SystemIma
                         "image is then cached")
     uri = archive_uri(profile.release)
     final.parent.mkdir(parents=True, exist_ok=True)
+    with owned_dir(".root", parent=final.parent) as staging:
+        _run(mmdebstrap_argv(exe, arch, profile.release, profile.packages,
+                             staging / "root.tar", uri, emulator),
+             f"mmdebstrap of {profile.id} for {arch}", BUILD_TIMEOUT_S)
+        _publish(staging, final, tarball)
+    return tarball
+
+
+def _publish(staging: Path, final: Path, made: Path) -> None:
+    """The staging directory becomes `final`, unless another build put one there first."""
+    try:
+        os.rename(staging, final)
+    except OSError:
+        if not made.is_file():
+            raise
+
+
+def build_image(profile: SystemProfile, abi: Abi, cache_root: Path) -> SystemImage:
+    """The profile's system for `abi`'s Debian architecture: cached, or built now from
+    mmdebstrap's tree (root_tree) with abibench's service and the profile's files added."""
+    arch = abi.debian_arch
+    reporter = reporter_for(abi, cache_root)
+    key = image_key(profile, arch, reporter)
+    # Named for what it holds, not for the profile: profiles of one package set share it.
+    final = cache_root / IMAGE_DIR / f"{arch}-{profile.release}-{key}"
+    image = final / "root.img"
+    if image.is_file():
+        return SystemImage(image, profile.id, arch, profile.release, key)
+    mke2fs, tar = shutil.which("mke2fs"), shutil.which("tar")
+    if mke2fs is None or tar is None:
+        raise HostError("mke2fs or tar not found: apt-get install e2fsprogs tar (or bash "
+                        "setup.sh)")
+    tarball = root_tree(profile, abi, cache_root)  # checks root and mmdebstrap when it builds
+    if os.geteuid() != 0:
+        raise HostError("building a system image needs root (files owned by root on the "
+                        "disk): run abibench system as root once, the image is then cached")
+    final.parent.mkdir(parents=True, exist_ok=True)
     with owned_dir(".image", parent=final.parent) as staging:
         root = staging / "root"
-        _run(mmdebstrap_argv(exe, arch, profile.release, profile.packages, root, uri,
-                             emulator),
-             f"mmdebstrap of {profile.id} for {arch}", BUILD_TIMEOUT_S)
+        root.mkdir()
+        _run([tar, "--numeric-owner", "--xattrs", "--xattrs-include=*", "-xpf", str(tarball),
+              "-C", str(root)], f"unpacking {tarball}", 600.0)
         customise(root, profile, reporter)
         size_mb = _tree_mb(root) * 5 // 4 + 128  # room for what the boot writes (journal, logs)
         _run([mke2fs, "-q", "-F", "-t", "ext4", "-L", "abibench", "-d", str(root),
               str(staging / "root.img"), f"{size_mb}M"], "mke2fs -d", 600.0)
         shutil.rmtree(root)
-        try:
-            os.rename(staging, final)
-        except OSError:
-            if not image.is_file():
-                raise
+        _publish(staging, final, image)
     return SystemImage(image, profile.id, arch, profile.release, key)

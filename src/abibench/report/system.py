@@ -77,6 +77,7 @@ def text_lines(a: SystemAnalysis) -> list[str]:
     lines += [c.sentence for c in a.comparisons]
     lines += _published_lines(a)
     lines += [f"problem: {p}" for p in a.problems]
+    lines += [f"note: {n}" for n in a.notes]
     return lines
 
 
@@ -107,7 +108,7 @@ def to_json(a: SystemAnalysis) -> dict[str, object]:
             "published": [{"what": p.what, "hardware": p.hardware, "mb_32": p.mb_32,
                            "mb_64": p.mb_64, "increase_pct": p.increase_pct,
                            "someone_elses_hardware": True} for p in a.published],
-            "problems": list(a.problems)}
+            "problems": list(a.problems), "notes": list(a.notes)}
 
 
 def _md(text: str) -> str:
@@ -132,6 +133,7 @@ def to_markdown(a: SystemAnalysis) -> str:
     out += [f"* {_md(c.sentence)}" for c in a.comparisons]
     out += [f"* {_md(line)}" for line in _published_lines(a)]
     out += [f"* problem: {_md(p)}" for p in a.problems]
+    out += [f"* note: {_md(n)}" for n in a.notes]
     return "\n".join(out) + "\n"
 
 
@@ -201,6 +203,8 @@ def _html_sections(a: SystemAnalysis) -> list[Html]:
         [k, v] for k, v in a.provenance.items()]
     problems = h("ul", *[h("li", p) for p in a.problems], class_="warnings") \
         if a.problems else None
+    notes = h("ul", *[h("li", f"note: {n}") for n in a.notes], class_="notes") \
+        if a.notes else None
     return [
         h("section", h("h2", "Summary"),
           h("p", f"{a.description}; {a.memory_mb} MB of memory for every combination, booted "
@@ -208,7 +212,7 @@ def _html_sections(a: SystemAnalysis) -> list[Html]:
                  f"range]; {EMULATED}."),
           h("ul", *[h("li", h("span", c.sentence, class_="badge sig" if c.significant
                               else "badge none")) for c in a.comparisons], class_="verdicts"),
-          problems, id="summary"),
+          problems, notes, id="summary"),
         h("section", h("h2", "Memory"), *[_chart(a, ph) for ph in phases],
           table(["combination", "phase", "boots", *FIGURES],
                 [[r.combination.label, r.phase, f"{r.ok}/{r.boots}", *_num_cells(r)]

@@ -119,6 +119,8 @@ class Phase:
     processes: list[SystemProcess] = field(default_factory=list)
     mappings: list[SystemMapping] = field(default_factory=list)  # of processes above 16 MiB PSS
     threads: dict[int, int] = field(default_factory=dict)  # pid -> threads, the same processes
+    # /proc/zoneinfo, kB: "ZONE.FIELD" (min, low, high, spanned, present, managed, protection)
+    zoneinfo: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -128,6 +130,9 @@ class SysReport:
     phases: dict[str, Phase]
     load_status: int | None
     complete: bool  # the END frame came, and counted every frame before it
+    load_work: dict[str, int] = field(default_factory=dict)  # what the load counted doing
+    load_s: float | None = None  # the load's duration (guest time: emulation time)
+    load_guard_s: int = 0  # the time limit that stopped the load, or 0: it ended by itself
 
 
 _HEX = r"((?:[0-9a-f]{2})+|-)"
@@ -143,6 +148,10 @@ _FRAMES = {
     "G": re.compile(rf"G {_PHASE} (\d{{1,10}}) {_HEX}" + r" (\d{1,15})" * 5),
     "T": re.compile(rf"T {_PHASE} (\d{{1,10}}) (\d{{1,9}})"),
     "X": re.compile(r"X load (-?\d{1,5})"),
+    "Z": re.compile(rf"Z {_PHASE} {_HEX} (min|low|high|spanned|present|managed|protection) "
+                    r"(\d{1,15})"),
+    "C": re.compile(rf"C load {_HEX} (\d{{1,15}})"),
+    "D": re.compile(r"D load (\d{1,12}) (\d{1,6})"),
 }
 
 
@@ -173,6 +182,30 @@ def _apply(kind: str, m: re.Match[str], phases: dict[str, Phase]) -> None:
                                          *map(int, m.groups()[3:8])))
     elif kind == "T":
         ph.threads[int(m[2])] = int(m[3])
+    elif kind == "Z":
+        ph.zoneinfo[f"{_text(m[2])[:32]}.{m[3]}"] = int(m[4])
+
+
+@dataclass
+class _LoadFrames:
+    """The load's frames: its exit status (X), what it counted (C), its duration (D)."""
+
+    status: int | None = None
+    work: dict[str, int] = field(default_factory=dict)
+    seconds: float | None = None
+    guard_s: int = 0
+
+    def take(self, t: str) -> bool:
+        if (x := _FRAMES["X"].fullmatch(t)) is not None:
+            self.status = int(x[1])
+        elif (c := _FRAMES["C"].fullmatch(t)) is not None:
+            if len(self.work) < 16:  # the guest sends at most 16
+                self.work[_text(c[1])[:32]] = int(c[2])
+        elif (d := _FRAMES["D"].fullmatch(t)) is not None:
+            self.seconds, self.guard_s = int(d[1]) / 1000, int(d[2])
+        else:
+            return False
+        return True
 
 
 def parse_sysreport(data: bytes) -> SysReport:
@@ -183,7 +216,7 @@ def parse_sysreport(data: bytes) -> SysReport:
     if begin is None:
         raise SysReportError("the system reported nothing (no BEGIN frame)")
     phases: dict[str, Phase] = {}
-    load_status: int | None = None
+    load = _LoadFrames()
     end: int | None = None
     counted = 0
     for t in texts:
@@ -192,17 +225,16 @@ def parse_sysreport(data: bytes) -> SysReport:
             end = int(e[1])
             break
         counted += 1
-        x = _FRAMES["X"].fullmatch(t)
-        if x is not None:
-            load_status = int(x[1])
+        if load.take(t):
             continue
-        for kind in ("Y", "S", "M", "K", "P", "G", "T"):
+        for kind in ("Y", "S", "M", "K", "P", "G", "T", "Z"):
             m = _FRAMES[kind].fullmatch(t)
             if m is not None:
                 _apply(kind, m, phases)
                 break
-    return SysReport(_text(begin[1]), _text(begin[2]), phases, load_status,
-                     complete=end is not None and end == counted)
+    return SysReport(_text(begin[1]), _text(begin[2]), phases, load.status,
+                     complete=end is not None and end == counted, load_work=load.work,
+                     load_s=load.seconds, load_guard_s=load.guard_s)
 
 
 # -------------------------------------------------------------------------------------- booting
@@ -256,9 +288,10 @@ def allowance_of(profile: SystemProfile) -> float:
 
 
 def deadline_of(profile: SystemProfile) -> float:
-    """The boot's allowance, the settling and the load, and two minutes to measure and stop."""
+    """The boot's allowance, the settling, the load's guard and the wait after it, and two
+    minutes to measure and stop."""
     return (allowance_of(profile) + profile.settle_s + 120.0
-            + (profile.load_seconds if profile.load else 0))
+            + (profile.load_seconds + profile.load_after_s if profile.load else 0))
 
 
 def boot_once(combo: Combination, kernel: SystemKernel, image: SystemImage,

@@ -59,7 +59,7 @@ def phase_record(ph: Phase) -> SystemPhase:
         state=ph.state, uptime_s=ph.uptime_s, meminfo=dict(ph.meminfo),
         kernel_image=dict(ph.kernel_image),
         processes=tuple(ph.processes), mappings=tuple(ph.mappings),
-        threads={str(pid): n for pid, n in ph.threads.items()})
+        threads={str(pid): n for pid, n in ph.threads.items()}, zoneinfo=dict(ph.zoneinfo))
 
 
 def boot_record(index: int, b: SysBoot) -> SystemBoot:
@@ -70,4 +70,6 @@ def boot_record(index: int, b: SysBoot) -> SystemBoot:
         ended=b.ended, seconds=max(b.seconds, 0.0), complete=r is not None and r.complete,
         release=r.release if r else "", machine=r.machine if r else "",
         load_status=r.load_status if r else None, console_tail=b.console_tail,
+        load_work=dict(r.load_work) if r else {}, load_s=r.load_s if r else None,
+        load_guard_s=r.load_guard_s if r else 0,
         phases={name: phase_record(ph) for name, ph in r.phases.items()} if r else {})

@@ -10,8 +10,8 @@ One TOML file per system under workloads/systems/, with one `[system]` table:
     settle = 30                     # seconds after multi-user.target before measuring (guest time)
     memory_mb = 1024                # the machine's memory, the same for every combination
     load = ""                       # a shell script run after the idle measurement ("" = none)
-    load_seconds = 60               # the load's time limit; measured `load_after` s after it starts
-    load_after = 20
+    load_seconds = 60               # a guard: the load (a fixed amount of work) is killed then
+    load_after = 20                 # measured this many seconds after the load ended
 
     [[system.published]]            # someone else's figures, shown beside ours
     what = "Raspberry Pi OS, idle"
