@@ -36,6 +36,7 @@ from ..records import (
 )
 from ..runcheck import check_document, sample_checker
 from .jsonstream import ObjectStream, StreamError, TooBig
+from .shapes import ShapeDecoder
 from .sql import SqlStore
 
 # An exported document is read as it streams (store/jsonstream.py): its size is bounded per
@@ -186,7 +187,7 @@ def _read(path: Path) -> tuple[str, Any]:
 # What a sample is checked against: the document's head before its samples (abibench writes
 # them first); a file with its samples before them has the samples held until the head is read.
 _HEAD = frozenset({"format", "version", "run", "host"})
-_SAMPLE = decoder(Sample, strict=True)
+_SAMPLE = ShapeDecoder(Sample)  # the general strict decoder, with a plan per shape
 _END = object()
 # Given a document's checked head and its checked samples (an iterator to read to its end):
 # where they went (a run id) and how many there were.
