@@ -36,6 +36,7 @@ from ..records import (
 )
 from ..runcheck import check_document, sample_checker
 from .jsonstream import ObjectStream, StreamError, TooBig
+from .rowstream import export_dicts
 from .shapes import ShapeDecoder
 from .sql import SqlStore
 
@@ -469,8 +470,8 @@ def export_chunks(store: SqlStore, run_id: str) -> Iterator[str]:
     yield before + '\n "samples": [\n'
     batch: list[str] = []
     first = True
-    for sample in store.iter_samples(run_id):
-        batch.append("  " + _LINE.encode(sample.to_dict()))
+    for sample in export_dicts(store, run_id):  # from the rows, never as records
+        batch.append("  " + _LINE.encode(sample))
         if len(batch) == _EXPORT_BATCH:
             yield ("" if first else ",\n") + ",\n".join(batch)
             batch, first = [], False
