@@ -143,23 +143,40 @@ def _opening(source: str) -> Iterator[None]:
                          "permissions") from None
 
 
+_NOT_JSON = (StreamError, TooBig, UnicodeDecodeError, RecursionError, ValueError)
+
+
+def _not_json(source: str, exc: BaseException) -> SchemaError:
+    """Text that is not a JSON document, as `json.loads` would find it: one line."""
+    if isinstance(exc, StreamError):
+        return SchemaError(f"{source}: not valid JSON (line {exc.lineno} column {exc.colno}: "
+                           f"{exc.msg}): {_FIX}")
+    if isinstance(exc, TooBig):
+        return SchemaError(f"{source}: {exc.what} is larger than the {exc.limit >> 20} MiB an "
+                           f"abibench run document allows: {_FIX}")
+    if isinstance(exc, UnicodeDecodeError):
+        return SchemaError(f"{source}: not UTF-8 text: {_FIX}")
+    if isinstance(exc, RecursionError):
+        return SchemaError(f"{source}: nested too deeply to be a run document: {_FIX}")
+    return SchemaError(f"{source}: {exc}: {_FIX}")  # NaN / Infinity
+
+
 @contextlib.contextmanager
 def _parsing(source: str) -> Iterator[None]:
-    """Text that is not a JSON document, as `json.loads` would find it: one line."""
+    """`_not_json` of what the block raises (a loop over 10^6 samples calls `_next` instead:
+    a context manager a sample cost more than a microsecond)."""
     try:
         yield
-    except StreamError as exc:
-        raise SchemaError(f"{source}: not valid JSON (line {exc.lineno} column {exc.colno}: "
-                          f"{exc.msg}): {_FIX}") from None
-    except TooBig as exc:
-        raise SchemaError(f"{source}: {exc.what} is larger than the {exc.limit >> 20} MiB an "
-                          f"abibench run document allows: {_FIX}") from None
-    except UnicodeDecodeError:
-        raise SchemaError(f"{source}: not UTF-8 text: {_FIX}") from None
-    except RecursionError:
-        raise SchemaError(f"{source}: nested too deeply to be a run document: {_FIX}") from None
-    except ValueError as exc:  # NaN / Infinity
-        raise SchemaError(f"{source}: {exc}: {_FIX}") from None
+    except _NOT_JSON as exc:
+        raise _not_json(source, exc) from None
+
+
+def _next(items: Iterator[Any], source: str) -> Any:
+    """The next item of a streamed array (`_END` after the last), as `_parsing` would read it."""
+    try:
+        return next(items, _END)
+    except _NOT_JSON as exc:
+        raise _not_json(source, exc) from None
 
 
 def _read(path: Path) -> tuple[str, Any]:
@@ -282,8 +299,7 @@ def _checked(items: Iterator[Any], head: RunDoc, source: str, parts: _Digest,
     check = sample_checker(head)
     i = 0
     while True:
-        with _parsing(source):
-            x = next(items, _END)
+        x = _next(items, source)
         if x is _END:
             return
         if i >= MAX_SAMPLES:
@@ -317,6 +333,27 @@ _CANON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=Fa
                          default=str)
 
 
+def _canonical_encoder() -> Callable[[Any], str]:
+    """`_CANON.encode`, by the C encoder it ends in, made once: its Python wrappers make that
+    encoder anew for each call, a microsecond of the import's every sample. The settings are
+    _CANON's (sorted keys, "," and ":", text as it is, `str` for anything else, NaN allowed);
+    no cycle check, as parsed JSON holds no cycle. tests/store/test_digest.py holds it equal to
+    `_CANON.encode` on generated JSON values."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # a Python without the C accelerator
+        return _CANON.encode
+    encode = make(None, str, json.encoder.encode_basestring, None, ":", ",", True, False, True)
+
+    def canonical(value: Any) -> str:
+        if isinstance(value, dict):
+            return "".join(encode(value, 0))
+        return _CANON.encode(value)
+    return canonical
+
+
+_CANONICAL = _canonical_encoder()
+
+
 def digest(doc: dict[str, Any]) -> str:
     """Content digest of a run document (independent of key order and whitespace): the
     canonical JSON of everything but the samples, then of each sample in order. Made of parts
@@ -328,14 +365,27 @@ def digest(doc: dict[str, Any]) -> str:
 
 
 class _Digest:
+    """The samples' part: the hash of each sample's canonical JSON and a newline, in order. The
+    texts are hashed a batch at a time (the same bytes in the same order: the same hash)."""
+
+    _BATCH = 1000
+
     def __init__(self) -> None:
         self._samples = hashlib.sha256()
+        self._texts: list[str] = []
 
     def add(self, sample: Any) -> None:
-        self._samples.update(_CANON.encode(sample).encode())
-        self._samples.update(b"\n")
+        self._texts.append(_CANONICAL(sample))
+        if len(self._texts) == self._BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._texts:
+            self._samples.update(("\n".join(self._texts) + "\n").encode())
+            self._texts = []
 
     def of(self, head: dict[str, Any]) -> str:
+        self._flush()
         whole = hashlib.sha256(_CANON.encode(head).encode())
         whole.update(b"\n" + self._samples.hexdigest().encode())
         return whole.hexdigest()
