@@ -11,6 +11,7 @@ from ..analyse.advise import Advice
 from ..analyse.explain import Explanation, Interval
 from ..analyse.report import Report, SampleRow, WorkloadBlock
 from ..codec import spec
+from ..jsontext import encoder
 from ..records import JSON, JSONDict, Sample
 
 REPORT_FORMAT = "abibench-report"
@@ -164,6 +165,7 @@ def render(report: Report) -> str:
 
 
 _SAMPLE = json.JSONEncoder(allow_nan=False, default=str)  # the C encoder: one line a sample
+_LINE = encoder(allow_nan=False, default=str)  # the same, made once (jsontext.py)
 _BATCH = 2000  # samples per chunk written
 _KEYS = tuple(f.key for f in spec(Sample))
 _FIELDS = operator.attrgetter(*(f.name for f in spec(Sample)))
@@ -190,7 +192,7 @@ def _fast_line(row: SampleRow) -> str:
             "kernel_bits": row.kernel_bits, "series": row.series}
     data.update(zip(_KEYS, _FIELDS(s), strict=True))
     try:
-        return _SAMPLE.encode(data)
+        return _LINE(data)
     except ValueError:
         return _sample_line(row)
 

@@ -24,6 +24,7 @@ from typing import Any
 from ..codec import Invalid, decoder
 from ..errors import UsageError
 from ..files import NotRegular, TooLarge, open_regular, read_regular
+from ..jsontext import encoder
 from ..records import (
     EXPORT_FORMAT,
     EXPORT_VERSION,
@@ -333,25 +334,8 @@ _CANON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=Fa
                          default=str)
 
 
-def _canonical_encoder() -> Callable[[Any], str]:
-    """`_CANON.encode`, by the C encoder it ends in, made once: its Python wrappers make that
-    encoder anew for each call, a microsecond of the import's every sample. The settings are
-    _CANON's (sorted keys, "," and ":", text as it is, `str` for anything else, NaN allowed);
-    no cycle check, as parsed JSON holds no cycle. tests/store/test_digest.py holds it equal to
-    `_CANON.encode` on generated JSON values."""
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # a Python without the C accelerator
-        return _CANON.encode
-    encode = make(None, str, json.encoder.encode_basestring, None, ":", ",", True, False, True)
-
-    def canonical(value: Any) -> str:
-        if isinstance(value, dict):
-            return "".join(encode(value, 0))
-        return _CANON.encode(value)
-    return canonical
-
-
-_CANONICAL = _canonical_encoder()
+# `_CANON.encode` by the C encoder made once (jsontext.py): a microsecond of every sample
+_CANONICAL = encoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def digest(doc: dict[str, Any]) -> str:
@@ -503,7 +487,7 @@ def import_file(store: SqlStore, path: Path) -> tuple[Imported, RunDoc]:
     return Imported(run_id, True, count), read.doc
 
 
-_LINE = json.JSONEncoder(default=str)  # the C encoder: one line a sample
+_LINE = encoder(default=str)  # the C encoder, made once: one line a sample
 _EXPORT_BATCH = 2000  # samples per piece
 
 
@@ -521,7 +505,7 @@ def export_chunks(store: SqlStore, run_id: str) -> Iterator[str]:
     batch: list[str] = []
     first = True
     for sample in export_dicts(store, run_id):  # from the rows, never as records
-        batch.append("  " + _LINE.encode(sample))
+        batch.append("  " + _LINE(sample))
         if len(batch) == _EXPORT_BATCH:
             yield ("" if first else ",\n") + ",\n".join(batch)
             batch, first = [], False
