@@ -41,7 +41,13 @@ def _shaper(names: list[str]) -> Callable[[tuple[Any, ...]], dict[str, Any]]:
                 v[i] = row[j]
         for i, conv in convert:
             x = conv(v[i])
-            v[i] = x if type(x) in _PLAIN else encode(x)
+            kind = type(x)
+            if kind in _PLAIN:
+                v[i] = x
+            elif kind is dict and _PLAIN.issuperset(map(type, x.values())):
+                v[i] = x  # a mapping of numbers (metrics), just decoded: encode() would copy it
+            else:
+                v[i] = encode(x)
         return dict(zip(keys, v, strict=True))
     return shape
 
