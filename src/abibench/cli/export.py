@@ -46,7 +46,7 @@ def cmd_export(args: argparse.Namespace, store: SqlStore) -> int:
 
         chunks = [interchange(store.load_run(run_id), args.format, args.workload, args.abi)]
     if args.output:
-        write_file(args.output, "".join(chunks), "-o")
+        write_file(args.output, chunks, "-o")  # streamed to the file, never one string
         _say(f"exported: {args.output}", sys.stderr)
     else:
         for chunk in chunks:  # streamed: a large run's document is never one string

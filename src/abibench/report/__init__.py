@@ -8,7 +8,7 @@ second).
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,7 +52,7 @@ OPTIONS = {"html": "--html", "markdown": "--markdown", "csv": "--csv",
            "samples-csv": "--samples-csv", "json": "--json"}
 
 
-def write_file(path: Path, text: str, option: str = "the output file") -> None:
+def write_file(path: Path, text: str | Iterable[str], option: str = "the output file") -> None:
     """A file the user asked for: never over an input, written atomically (outputs.py)."""
     write_output(path, text, option)
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 from collections.abc import Iterator
 
 from ..analyse.advise import Advice
 from ..analyse.explain import Explanation, Interval
 from ..analyse.report import Report, SampleRow, WorkloadBlock
-from ..records import JSON, JSONDict
+from ..codec import spec
+from ..jsontext import encoder
+from ..records import JSON, JSONDict, Sample
 
 REPORT_FORMAT = "abibench-report"
 REPORT_VERSION = 1
@@ -162,15 +165,36 @@ def render(report: Report) -> str:
 
 
 _SAMPLE = json.JSONEncoder(allow_nan=False, default=str)  # the C encoder: one line a sample
+_LINE = encoder(allow_nan=False, default=str)  # the same, made once (jsontext.py)
 _BATCH = 2000  # samples per chunk written
+_KEYS = tuple(f.key for f in spec(Sample))
+_FIELDS = operator.attrgetter(*(f.name for f in spec(Sample)))
 
 
 def _sample_line(row: SampleRow) -> str:
+    """One sample's line: `row.to_dict()` as JSON, a value that is not finite as null."""
     data = row.to_dict()
     try:
         return _SAMPLE.encode(data)
     except ValueError:  # a value that is not finite: null, as everywhere in the report
         return _SAMPLE.encode(_clean(data))
+
+
+def _fast_line(row: SampleRow) -> str:
+    """`_sample_line(row)`, the row's dictionary built from the record's fields in one call
+    (the record's own encoder makes a dictionary of each nested value first: 10^6 of them).
+    A sample with a nested record (counters) or a value that is not finite takes the general
+    way; tests/report/test_sample_lines.py holds the two equal on generated rows."""
+    s = row.sample
+    if s.counters is not None:
+        return _sample_line(row)
+    data = {"set": row.set, "run_id": row.run_id, "host": row.host,
+            "kernel_bits": row.kernel_bits, "series": row.series}
+    data.update(zip(_KEYS, _FIELDS(s), strict=True))
+    try:
+        return _LINE(data)
+    except ValueError:
+        return _sample_line(row)
 
 
 def chunks(report: Report) -> Iterator[str]:
@@ -187,6 +211,6 @@ def chunks(report: Report) -> Iterator[str]:
     yield head[:-len(tail)] + '"samples": [\n'
     rows = report.samples
     for start in range(0, len(rows), _BATCH):
-        lines = ",\n".join(f"  {_sample_line(r)}" for r in rows[start:start + _BATCH])
+        lines = ",\n".join(f"  {_fast_line(r)}" for r in rows[start:start + _BATCH])
         yield lines + (",\n" if start + _BATCH < len(rows) else "\n")
     yield " ]\n}\n"

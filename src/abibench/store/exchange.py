@@ -24,6 +24,7 @@ from typing import Any
 from ..codec import Invalid, decoder
 from ..errors import UsageError
 from ..files import NotRegular, TooLarge, open_regular, read_regular
+from ..jsontext import encoder
 from ..records import (
     EXPORT_FORMAT,
     EXPORT_VERSION,
@@ -36,6 +37,8 @@ from ..records import (
 )
 from ..runcheck import check_document, sample_checker
 from .jsonstream import ObjectStream, StreamError, TooBig
+from .rowstream import export_dicts
+from .shapes import ShapeDecoder
 from .sql import SqlStore
 
 # An exported document is read as it streams (store/jsonstream.py): its size is bounded per
@@ -141,23 +144,40 @@ def _opening(source: str) -> Iterator[None]:
                          "permissions") from None
 
 
+_NOT_JSON = (StreamError, TooBig, UnicodeDecodeError, RecursionError, ValueError)
+
+
+def _not_json(source: str, exc: BaseException) -> SchemaError:
+    """Text that is not a JSON document, as `json.loads` would find it: one line."""
+    if isinstance(exc, StreamError):
+        return SchemaError(f"{source}: not valid JSON (line {exc.lineno} column {exc.colno}: "
+                           f"{exc.msg}): {_FIX}")
+    if isinstance(exc, TooBig):
+        return SchemaError(f"{source}: {exc.what} is larger than the {exc.limit >> 20} MiB an "
+                           f"abibench run document allows: {_FIX}")
+    if isinstance(exc, UnicodeDecodeError):
+        return SchemaError(f"{source}: not UTF-8 text: {_FIX}")
+    if isinstance(exc, RecursionError):
+        return SchemaError(f"{source}: nested too deeply to be a run document: {_FIX}")
+    return SchemaError(f"{source}: {exc}: {_FIX}")  # NaN / Infinity
+
+
 @contextlib.contextmanager
 def _parsing(source: str) -> Iterator[None]:
-    """Text that is not a JSON document, as `json.loads` would find it: one line."""
+    """`_not_json` of what the block raises (a loop over 10^6 samples calls `_next` instead:
+    a context manager a sample cost more than a microsecond)."""
     try:
         yield
-    except StreamError as exc:
-        raise SchemaError(f"{source}: not valid JSON (line {exc.lineno} column {exc.colno}: "
-                          f"{exc.msg}): {_FIX}") from None
-    except TooBig as exc:
-        raise SchemaError(f"{source}: {exc.what} is larger than the {exc.limit >> 20} MiB an "
-                          f"abibench run document allows: {_FIX}") from None
-    except UnicodeDecodeError:
-        raise SchemaError(f"{source}: not UTF-8 text: {_FIX}") from None
-    except RecursionError:
-        raise SchemaError(f"{source}: nested too deeply to be a run document: {_FIX}") from None
-    except ValueError as exc:  # NaN / Infinity
-        raise SchemaError(f"{source}: {exc}: {_FIX}") from None
+    except _NOT_JSON as exc:
+        raise _not_json(source, exc) from None
+
+
+def _next(items: Iterator[Any], source: str) -> Any:
+    """The next item of a streamed array (`_END` after the last), as `_parsing` would read it."""
+    try:
+        return next(items, _END)
+    except _NOT_JSON as exc:
+        raise _not_json(source, exc) from None
 
 
 def _read(path: Path) -> tuple[str, Any]:
@@ -186,7 +206,7 @@ def _read(path: Path) -> tuple[str, Any]:
 # What a sample is checked against: the document's head before its samples (abibench writes
 # them first); a file with its samples before them has the samples held until the head is read.
 _HEAD = frozenset({"format", "version", "run", "host"})
-_SAMPLE = decoder(Sample, strict=True)
+_SAMPLE = ShapeDecoder(Sample)  # the general strict decoder, with a plan per shape
 _END = object()
 # Given a document's checked head and its checked samples (an iterator to read to its end):
 # where they went (a run id) and how many there were.
@@ -280,8 +300,7 @@ def _checked(items: Iterator[Any], head: RunDoc, source: str, parts: _Digest,
     check = sample_checker(head)
     i = 0
     while True:
-        with _parsing(source):
-            x = next(items, _END)
+        x = _next(items, source)
         if x is _END:
             return
         if i >= MAX_SAMPLES:
@@ -315,6 +334,10 @@ _CANON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=Fa
                          default=str)
 
 
+# `_CANON.encode` by the C encoder made once (jsontext.py): a microsecond of every sample
+_CANONICAL = encoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
 def digest(doc: dict[str, Any]) -> str:
     """Content digest of a run document (independent of key order and whitespace): the
     canonical JSON of everything but the samples, then of each sample in order. Made of parts
@@ -326,14 +349,27 @@ def digest(doc: dict[str, Any]) -> str:
 
 
 class _Digest:
+    """The samples' part: the hash of each sample's canonical JSON and a newline, in order. The
+    texts are hashed a batch at a time (the same bytes in the same order: the same hash)."""
+
+    _BATCH = 1000
+
     def __init__(self) -> None:
         self._samples = hashlib.sha256()
+        self._texts: list[str] = []
 
     def add(self, sample: Any) -> None:
-        self._samples.update(_CANON.encode(sample).encode())
-        self._samples.update(b"\n")
+        self._texts.append(_CANONICAL(sample))
+        if len(self._texts) == self._BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._texts:
+            self._samples.update(("\n".join(self._texts) + "\n").encode())
+            self._texts = []
 
     def of(self, head: dict[str, Any]) -> str:
+        self._flush()
         whole = hashlib.sha256(_CANON.encode(head).encode())
         whole.update(b"\n" + self._samples.hexdigest().encode())
         return whole.hexdigest()
@@ -451,7 +487,7 @@ def import_file(store: SqlStore, path: Path) -> tuple[Imported, RunDoc]:
     return Imported(run_id, True, count), read.doc
 
 
-_LINE = json.JSONEncoder(default=str)  # the C encoder: one line a sample
+_LINE = encoder(default=str)  # the C encoder, made once: one line a sample
 _EXPORT_BATCH = 2000  # samples per piece
 
 
@@ -468,8 +504,8 @@ def export_chunks(store: SqlStore, run_id: str) -> Iterator[str]:
     yield before + '\n "samples": [\n'
     batch: list[str] = []
     first = True
-    for sample in store.iter_samples(run_id):
-        batch.append("  " + _LINE.encode(sample.to_dict()))
+    for sample in export_dicts(store, run_id):  # from the rows, never as records
+        batch.append("  " + _LINE(sample))
         if len(batch) == _EXPORT_BATCH:
             yield ("" if first else ",\n") + ",\n".join(batch)
             batch, first = [], False
