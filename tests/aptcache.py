@@ -55,5 +55,6 @@ def start() -> Path | None:
     if not cache_disabled():
         return None
     where = Path(tempfile.mkdtemp(prefix="abibench-test-apt-"))
+    where.chmod(0o755)  # apt run as another user (its sandbox, _apt) reads it like the system's
     os.environ["APT_CONFIG"] = str(write_config(where))
     return where
