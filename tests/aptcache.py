@@ -19,6 +19,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import pytest
+
 APT_PARTS = Path("/etc/apt/apt.conf.d")
 LAST_PART = "zzzz-abibench-test-cache"
 
@@ -58,3 +60,21 @@ def start() -> Path | None:
     where.chmod(0o755)  # apt run as another user (its sandbox, _apt) reads it like the system's
     os.environ["APT_CONFIG"] = str(write_config(where))
     return where
+
+
+_WHERE = pytest.StashKey[Path]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Made once, by the process that starts the workers, which inherit APT_CONFIG.
+    if not hasattr(config, "workerinput"):
+        where = start()
+        if where is not None:
+            config.stash[_WHERE] = where
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    where = config.stash.get(_WHERE, None)
+    if where is not None:
+        os.environ.pop("APT_CONFIG", None)
+        shutil.rmtree(where, ignore_errors=True)

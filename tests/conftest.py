@@ -26,7 +26,7 @@ from abibench.run.launcher import launcher
 from abibench.store.open import open_store
 from abibench.store.sql import SqlStore
 
-from . import aptcache, drawing  # noqa: F401  (drawing: the gate's Hypothesis profile)
+from . import drawing  # noqa: F401  (loads the gate's Hypothesis profile)
 from .documents import (
     HOSTILE,
     HOSTILE_SHOWN,
@@ -45,22 +45,14 @@ __all__ = ["HOSTILE", "HOSTILE_SHOWN", "SAMPLE_DEFAULTS", "Mounts", "partial_doc
 
 TESTS = Path(__file__).parent
 
-# CPU seconds per test (--cpu-durations, --cpu-json) and the recorded longest-first order.
-pytest_plugins = ("tests.cputime",)
+# CPU seconds per test (--cpu-durations, --cpu-json) and the recorded longest-first order;
+# apt's package cache for the run where the system keeps none.
+pytest_plugins = ("tests.cputime", "tests.aptcache")
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
 
 
-_APT_CACHE = pytest.StashKey[Path]()
-
-
 def pytest_configure(config: pytest.Config) -> None:
-    # apt's package cache for the run, where the system keeps none (tests/aptcache.py); made
-    # once, by the process that starts the workers, which inherit APT_CONFIG.
-    if not hasattr(config, "workerinput"):
-        apt_cache = aptcache.start()
-        if apt_cache is not None:
-            config.stash[_APT_CACHE] = apt_cache
     # A shell without job control starts background commands with SIGINT ignored, and an
     # ignored signal is inherited through exec: the programs the Ctrl-C tests interrupt would
     # never see it. A handler (unlike SIG_IGN) is reset to the default in every child.
@@ -71,13 +63,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "needs_setup(*packages, root=False): needs these of "
                             "setup.sh's Debian packages (all of them when none is named), and "
                             "root; skipped only where `bash setup.sh missing` names one")
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    apt_cache = config.stash.get(_APT_CACHE, None)
-    if apt_cache is not None:
-        os.environ.pop("APT_CONFIG", None)
-        shutil.rmtree(apt_cache, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------- setup-dependent skips
