@@ -45,8 +45,9 @@ __all__ = ["HOSTILE", "HOSTILE_SHOWN", "SAMPLE_DEFAULTS", "Mounts", "partial_doc
 
 TESTS = Path(__file__).parent
 
-# CPU seconds per test (--cpu-durations, --cpu-json) and the recorded longest-first order.
-pytest_plugins = ("tests.cputime",)
+# CPU seconds per test (--cpu-durations, --cpu-json) and the recorded longest-first order;
+# apt's package cache for the run where the system keeps none.
+pytest_plugins = ("tests.cputime", "tests.aptcache")
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
 

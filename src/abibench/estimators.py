@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from abibench.distributions import t_ppf, t_sf
 from abibench.lazy import lazy_module
 
 _sps = lazy_module("scipy.stats")
@@ -60,8 +61,8 @@ def _student(centre: float, se: float, df: float, confidence: float, method: str
     """A centre with its standard error: Student's interval and two-sided test, from one t."""
     if se == 0.0:
         return Interval(centre, centre, centre, 1.0 if centre == 0.0 else 0.0, method)
-    q = float(_sps.t.ppf(0.5 + confidence / 2, df))
-    p = float(2 * _sps.t.sf(abs(centre / se), df))
+    q = t_ppf(0.5 + confidence / 2, df)
+    p = 2 * t_sf(abs(centre / se), df)
     return Interval(centre, centre - q * se, centre + q * se, p, method)
 
 
@@ -164,7 +165,7 @@ def covariate_interval(d: FloatArray, c: FloatArray, confidence: float = 0.95,
     if s2 == 0.0:
         return Interval(icpt, icpt, icpt, 1.0 if icpt == 0.0 else 0.0, "t+covariate")
     se_slope = math.sqrt(s2 / sxx)
-    if float(2 * _sps.t.sf(abs(slope / se_slope), df)) >= alpha:
+    if 2 * t_sf(abs(slope / se_slope), df) >= alpha:
         return t_interval(d, confidence)
     se = math.sqrt(s2 * (1.0 / n + cm * cm / sxx))
     return _student(icpt, se, df, confidence, "t+covariate")

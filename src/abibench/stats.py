@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from abibench.lazy import lazy_module
+from abibench.distributions import sign_test_rank
 
 from . import estimators
 from .numeric import (
@@ -51,8 +51,6 @@ from .numeric import (
 )
 from .records import Better
 from .suitestats import GeoMean, geomean_ratio, holm
-
-_sps = lazy_module("scipy.stats")
 
 # Re-exported: the checked arrays are in numeric.py, the suite's statistics in suitestats.py.
 __all__ = ["FloatArray", "GeoMean", "IntArray", "geomean_ratio", "holm", "median"]
@@ -472,9 +470,7 @@ def median_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float,
     arr = np.asarray(values, dtype=np.float64)
     n = arr.size
     # 1-based rank of the lower bound: the largest L with P(Binomial(n, 1/2) < L) <= alpha/2.
-    lower = int(_sps.binom.ppf((1.0 - confidence) / 2.0, n, 0.5))
-    if _sps.binom.cdf(lower - 1, n, 0.5) > (1.0 - confidence) / 2.0:
-        lower -= 1
+    lower = sign_test_rank(n, (1.0 - confidence) / 2.0)
     if lower < 1:
         return float(arr.min()), float(arr.max())
     lo_i, hi_i = lower - 1, n - lower

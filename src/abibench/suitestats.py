@@ -9,12 +9,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from abibench.lazy import lazy_module
+from abibench.distributions import t_ppf
 
 from .numeric import FloatArray, _as_array, _check_confidence, _positive
 from .records import Better
-
-_sps = lazy_module("scipy.stats")
 
 # --------------------------------------------------------------------------- multiple testing
 
@@ -103,7 +101,7 @@ def geomean_ratio(
     if total == 0.0:
         return GeoMean(value=value, ci_low=value, ci_high=value, n=k)
     df = total ** 2 / sum(v * v / d for v, d in zip(variances, dfs, strict=True) if v > 0)
-    half = float(_sps.t.ppf(0.5 + confidence / 2, df)) * math.sqrt(total) / k
+    half = t_ppf(0.5 + confidence / 2, df) * math.sqrt(total) / k
     with np.errstate(over="ignore"):
         ci_low, ci_high = float(np.exp(mean - half)), float(np.exp(mean + half))
     if not (ci_low > 0.0 and math.isfinite(ci_high)):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 # Each busy loop runs until ITS OWN process has used the CPU seconds asked for, so what the
 # meter must find does not depend on how loaded the machine is.
 BURN = "import time\nt = time.process_time()\nwhile time.process_time() - t < {s}: pass\n"
+BWRAP = shutil.which("bwrap") or "bwrap"
 TESTS = f'''
 import subprocess, sys, time
 import pytest
@@ -45,6 +47,11 @@ def test_self_burns():
 
 def test_sleeps():
     time.sleep(0.3)
+
+def test_sandboxed_child_burns():
+    # bwrap reaps its command in a PID namespace: getrusage never sees it, the cgroup does
+    subprocess.run([{BWRAP!r}, "--unshare-all", "--die-with-parent", "--dev-bind", "/", "/",
+                    sys.executable, "-c", {BURN!r}.format(s=0.25)], check=True)
 '''
 
 
@@ -59,12 +66,15 @@ def test_each_test_is_charged_its_own_its_fixtures_and_its_childrens_cpu(
          "--cpu-json", str(out), str(tmp_path / "test_burn.py")],
         cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "CPU seconds per test (4 tests" in done.stdout, done.stdout[-2000:]
+    assert "CPU seconds per test (5 tests" in done.stdout, done.stdout[-2000:]
     rows = {k.rsplit("::", 1)[1]: v for k, v in json.loads(out.read_text()).items()}
     cpu = {name: row[0] for name, row in rows.items()}
     # at least what was burnt; at most that plus a second of the harness's own work
-    for name, burnt in (("test_fixture_burns", 0.3), ("test_child_burns", 0.25),
-                        ("test_self_burns", 0.15)):
+    burns = [("test_fixture_burns", 0.3), ("test_child_burns", 0.25), ("test_self_burns", 0.15)]
+    if shutil.which("bwrap") and os.geteuid() == 0 and "cgroup2" in Path(
+            "/proc/self/mounts").read_text():  # where the meter has a cgroup of its own
+        burns.append(("test_sandboxed_child_burns", 0.25))
+    for name, burnt in burns:
         assert burnt <= cpu[name] < burnt + 1.0, (name, rows)
     assert cpu["test_sleeps"] < 0.2 and rows["test_sleeps"][1] >= 0.3, rows
 

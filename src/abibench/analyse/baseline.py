@@ -15,13 +15,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from abibench.lazy import lazy_module
+from abibench.distributions import t_ppf, t_sf
 
 from .. import stats
 from ..axes import axes_of
 from ..records import RunDoc, pick_reference
-
-sps = lazy_module("scipy.stats")
 
 
 @dataclass(frozen=True)
@@ -124,8 +122,8 @@ def difference(now: Estimate, then: Estimate, confidence: float = 0.95
         return centre, centre, centre, 1.0 if centre == 0.0 else 0.0
     df = (v1 + v2) ** 2 / (v1 * v1 / now.df + v2 * v2 / then.df) if v1 * v2 > 0 \
         else (now.df if v1 > 0 else then.df)
-    q = float(sps.t.ppf(0.5 + confidence / 2, df))
-    p = float(2 * sps.t.sf(abs(centre / se), df))
+    q = t_ppf(0.5 + confidence / 2, df)
+    p = 2 * t_sf(abs(centre / se), df)
     return centre, centre - q * se, centre + q * se, p
 
 

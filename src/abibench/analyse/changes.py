@@ -28,9 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from abibench.lazy import lazy_module
-
-sps = lazy_module("scipy.stats")
+from abibench.distributions import t_sf
 
 # Ties between a reordering's statistic and the observed one are decided with this slack, so
 # that adding a constant to every value (which moves the means by a rounding error) cannot
@@ -141,7 +139,7 @@ def run_level_p(arr: np.ndarray, starts: Sequence[int], end: int, cut: int,
     step = float(np.mean(right) - np.mean(left))
     if se == 0.0:
         return 0.0 if step != 0.0 else 1.0
-    return float(2 * sps.t.sf(abs(step) / se, df))
+    return 2 * t_sf(abs(step) / se, df)
 
 
 @dataclass(frozen=True)

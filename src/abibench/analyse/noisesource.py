@@ -20,12 +20,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from abibench.lazy import lazy_module
+from abibench.distributions import t_sf
 
 from ..records import Sample
 from .shape import Shape
-
-_sps = lazy_module("scipy.stats")
 
 EXPLAINS = 0.25  # a load that explains this share of a target's variance is named as a source
 SIGNIFICANT = 0.01  # ... if the fit is this unlikely by chance (a t test of the correlation)
@@ -37,7 +35,7 @@ def _chance(r2: float, n: int) -> float:
     if r2 >= 1.0:
         return 0.0
     t = math.sqrt(r2 * (n - 2) / (1.0 - r2))
-    return float(2 * _sps.t.sf(t, n - 2))
+    return 2 * t_sf(t, n - 2)
 
 
 def load_share(xs: Sequence[float], ys: Sequence[float]) -> float:

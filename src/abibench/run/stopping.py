@@ -7,12 +7,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from abibench.lazy import lazy_module
+from abibench.distributions import t_ppf
 
 from .. import stats
 from ..records import Sample, pair_by_round
-
-_sps = lazy_module("scipy.stats")
 
 
 @dataclass(frozen=True)
@@ -72,7 +70,7 @@ def rounds_needed(spread: float, asked: float) -> int:
     target = math.log1p(asked)
     n = max(2, math.ceil((1.96 * spread / target) ** 2))
     # The t quantile is wider than 1.96 at small n: step up until it fits.
-    while n < 1 << 20 and float(_sps.t.ppf(0.975, n - 1)) * spread / math.sqrt(n) > target:
+    while n < 1 << 20 and t_ppf(0.975, n - 1) * spread / math.sqrt(n) > target:
         n += max(1, n // 20)
     return n
 
