@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +151,13 @@ class Store(SqlStore):
 
     def execute(self, query: str, params: Sequence[Any] = ()) -> Cursor:
         return self.db.execute(query, params)
+
+    def tuples(self, query: str, params: Sequence[Any] = ()) -> Iterator[Sequence[Any]]:
+        # A cursor of its own without the connection's Row factory: each row comes as the
+        # tuple sqlite3 makes anyway (10^6 samples: a Row and a tuple() copy less each).
+        cursor = self.db.cursor()
+        cursor.row_factory = None
+        return cursor.execute(query, params)
 
     def execute_many(self, query: str, rows: Iterable[Sequence[Any]]) -> None:
         self.db.executemany(query, rows)
