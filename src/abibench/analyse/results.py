@@ -25,7 +25,6 @@ from ..records import (
     better_of,
     emulated_words,
     family_of,
-    measured_memory,
     pick_reference,
 )
 from ..run.stopping import short_of_precision
@@ -286,10 +285,9 @@ def _target_rows(doc: RunDoc, wid: str, meta: WorkloadMeta,
         state, reason = (st.state, st.reason) if st else ("ok", None)
         art = doc.artifact_of(wid, label)
         sizes = art.main_sizes() if art else {}
-        mine = [s for s in counted if s.target == label]
-        values = [v for s in mine if (v := s.value(meta.primary)) is not None]
-        rss = [float(s.max_rss_kb) for s in mine]
-        tree = [float(s.tree_peak_rss_kb) for s in mine if s.tree_peak_rss_kb is not None]
+        values = doc.values(wid, label, meta.primary)
+        rss = doc.values(wid, label, "max_rss")  # the Sample's max_rss_kb, as floats
+        tree = doc.values(wid, label, "tree_peak_rss")
         summary = stats.summarize(values) if values else None
         rss_median = stats.summarize(rss).median if rss else None
         base = baselines.get(label)
@@ -298,7 +296,7 @@ def _target_rows(doc: RunDoc, wid: str, meta: WorkloadMeta,
             label=label, state=state, reason=reason, n=len(values), summary=summary,
             rss_kb=rss_median,
             tree_kb=stats.summarize(tree).median if tree else None,
-            memory=memory_medians(mine),
+            memory=memory_medians_of(doc, wid, label),
             size=sizes.get("file"), text=sizes.get("text"), data=sizes.get("data"),
             bss=sizes.get("bss"), stripped=sizes.get("stripped"),
             outliers=sum(stats.outliers(values)) if len(values) >= 5 else 0,
@@ -317,6 +315,16 @@ def memory_medians(samples: list[Sample]) -> dict[str, float | None]:
     out: dict[str, float | None] = {}
     for metric in MEMORY_METRICS:
         values = [v for s in samples if (v := s.value(metric)) is not None]
+        if values or always_measured(metric):
+            out[metric] = stats.summarize(values).median if values else None
+    return out
+
+
+def memory_medians_of(doc: RunDoc, wid: str, target: str) -> dict[str, float | None]:
+    """`memory_medians(doc.counted(wid, target))`, from the document's per-target values."""
+    out: dict[str, float | None] = {}
+    for metric in MEMORY_METRICS:
+        values = doc.values(wid, target, metric)
         if values or always_measured(metric):
             out[metric] = stats.summarize(values).median if values else None
     return out
@@ -376,7 +384,7 @@ def _compare(res: WorkloadResult, doc: RunDoc, meta: WorkloadMeta, counted: list
     # host ran itself are compared in time (and in peak memory, which under an emulator
     # includes the emulator's: compared net of it within the family, above).
     memory = [(m, better_of("lower"), ("smaller", "larger"), True, res.memory)
-              for m in measured_memory(counted)]
+              for m in doc.measured_memory(res.id)]
     foreign = withheld(doc, res.id)
     measured = [r.label for r in res.rows if r.n >= 2 and not r.emulated
                 and r.label not in foreign]
