@@ -17,9 +17,7 @@ and the reference of every comparison, the 64-bit ABI of the host family (:func:
 from __future__ import annotations
 
 import functools
-import math
-import operator
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -67,6 +65,7 @@ from .metrics import (
     better_of,
     recorded_builtins,
 )
+from .pairing import Paired, metric_column, only_numbers, pair_by_round
 from .provenance import Artifact, HostContext, WorkloadMeta
 from .sysrecords import SystemBoot, SystemConfig
 
@@ -93,12 +92,15 @@ __all__ = [
     "HostContext",
     "JSONDict",
     "Metric",
+    "Paired",
     "WorkloadMeta",
     "abi_of",
     "better_of",
     "emulated_words",
     "family_of",
     "is_reference",
+    "metric_column",
+    "pair_by_round",
     "pick_reference",
     "provenance_of",
     "recorded_builtins",
@@ -113,20 +115,6 @@ def always_measured(metric: str) -> bool:
     """Whether every sample holds this built-in metric: its Sample field cannot be None."""
     field_name = _BUILTIN_FIELDS.get(metric)
     return any(f.name == field_name and not optional_of(f.type)[0] for f in spec(Sample))
-
-
-def value_getter(metric: str) -> Callable[[Sample], float | None]:
-    """`Sample.value(metric)` as one function, looked up once for many samples (a run of
-    10^6 samples asks each for a few metrics): the same value, the same None."""
-    name = _BUILTIN_FIELDS.get(metric)
-    if name is None:
-        return lambda s: s.metrics.get(metric)
-    get = operator.attrgetter(name)
-
-    def builtin(s: Sample) -> float | None:
-        v = get(s)
-        return None if v is None else float(v)
-    return builtin
 
 
 def measured_memory(samples: Iterable[Sample]) -> list[str]:
@@ -244,82 +232,6 @@ class Sample:
     def from_dict(d: Mapping[str, object], run_id: str | None = None) -> Sample:
         s: Sample = decoder(Sample, strict=False)(d)
         return s if run_id is None else replace(s, run_id=run_id)
-
-
-@dataclass(frozen=True)
-class Paired:
-    """Two targets' values of one metric; ``paired`` when sample i of both is from round i."""
-
-    a: tuple[float, ...]
-    b: tuple[float, ...]
-    paired: bool
-    # The covariate design: the machine loop's speed during each paired sample (empty unless
-    # every round of both has one). A speed, so it bears on times and rates, not on memory.
-    cov_a: tuple[float, ...] = ()
-    cov_b: tuple[float, ...] = ()
-
-    @property
-    def covariate(self) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
-        return (self.cov_a, self.cov_b) if self.cov_a else None
-
-
-def pair_by_round(a: Iterable[Sample], b: Iterable[Sample], metric: str) -> Paired:
-    """Values of a and b, paired by round when both have exactly the same rounds.
-
-    Samples without a finite value of the metric are left out. Unpaired values keep their
-    sample order; paired ones are in round order. (Each step is a pass in C over a column:
-    tests/invariants/test_columns.py holds it to the sample-by-sample definition.)
-    """
-    sa, sb = list(a), list(b)
-    va, vb = _by_round(sa, metric), _by_round(sb, metric)
-    if va and va.keys() == vb.keys():
-        rounds = sorted(va)
-        ca = cb = None
-        if metric not in MEMORY_METRICS:
-            ca, cb = _covariates(sa, rounds), _covariates(sb, rounds)
-        if ca is None or cb is None:
-            ca = cb = ()
-        return Paired(tuple(map(va.__getitem__, rounds)), tuple(map(vb.__getitem__, rounds)),
-                      True, ca, cb)
-    return Paired(tuple(va.values()), tuple(vb.values()), False)
-
-
-_ROUND = operator.attrgetter("round")
-_DESIGN = operator.attrgetter("design")
-_COVARIATE = operator.attrgetter("covariate")
-
-
-def metric_column(samples: Sequence[Sample], metric: str) -> list[float | None]:
-    """`[s.value(metric) for s in samples]`, the field read by one C pass where it is a
-    built-in one (a run of 10^6 samples asks each for several metrics)."""
-    name = _BUILTIN_FIELDS.get(metric)
-    if name is None:
-        return [s.metrics.get(metric) for s in samples]
-    raw = list(map(operator.attrgetter(name), samples))
-    if None in raw:
-        return [None if v is None else float(v) for v in raw]
-    return list(map(float, raw))
-
-
-def _by_round(samples: Sequence[Sample], metric: str) -> dict[int, float]:
-    """Round -> finite value (the last sample of a round wins, in the place of its first)."""
-    values = metric_column(samples, metric)
-    if None not in values and all(map(math.isfinite, values)):
-        return dict(zip(map(_ROUND, samples), values, strict=True))
-    return {r: v for r, v in zip(map(_ROUND, samples), values, strict=True)
-            if v is not None and math.isfinite(v)}
-
-
-def _covariates(samples: list[Sample], rounds: list[int]) -> tuple[float, ...] | None:
-    """The covariate of each round's sample, or None unless all were taken with one."""
-    designs = list(map(_DESIGN, samples))
-    by_round = {} if "covariate" not in designs else {
-        r: c for r, d, c in zip(map(_ROUND, samples), designs, map(_COVARIATE, samples),
-                                strict=True) if d == "covariate"}
-    values = list(map(by_round.get, rounds))
-    if None in values or any(v is None or not math.isfinite(v) or v <= 0 for v in values):
-        return None
-    return tuple(float(v) for v in values if v is not None)
 
 
 # --------------------------------------------------------------------------- targets, artifacts
@@ -503,7 +415,7 @@ class RunDoc:
         got = self._memo.get(key)
         if got is None:
             column = metric_column(self._counted_by_target.get((workload, target), []), metric)
-            got = self._memo[key] = tuple(column) if None not in column else tuple(
+            got = self._memo[key] = tuple(column) if only_numbers(column) else tuple(
                 v for v in column if v is not None)
         return list(got)
 

@@ -32,7 +32,7 @@ from ..text import one_line
 from .conditions import board_conditions, debian_versions, sampling_conditions
 from .foreign import comparable, no_verdict, withheld
 from .noisesource import describe_sources
-from .shape import Shape, target_shapes
+from .shape import Shape, shapes_of
 from .sizes import larger_pct
 from .sweepids import once_per_sweep
 
@@ -337,7 +337,8 @@ def _conditions(res: WorkloadResult, doc: RunDoc, wid: str, meta: WorkloadMeta,
     labels = list(meta.targets)
     res.warnings.extend(_sample_warnings(res.rows, counted, res.stop_reason))
     higher = meta.primary_metric.better == "higher"
-    res.shapes = target_shapes(counted, labels, meta.primary, higher)
+    res.shapes = shapes_of({label: doc.values(wid, label, meta.primary) for label in labels},
+                           higher)
     res.warnings.extend(shape.words() for shape in res.shapes)
     if short_of_precision(res.stop_reason):
         res.warnings.append(describe_sources(counted, labels, meta.primary, higher, res.shapes))
