@@ -159,6 +159,15 @@ class Store(SqlStore):
         cursor.row_factory = None
         return cursor.execute(query, params)
 
+    def samples_of(self, run_id: str) -> str:
+        # A run's rows in id order: through the index on run_id, SQLite sorts them (all their
+        # columns) in a temporary tree; a run that is most of the table is read faster by one
+        # pass over the table, which is in id order already (10^6 samples: 6.2 -> 4.9 s CPU).
+        mine = self.db.execute("SELECT COUNT(*) FROM samples WHERE run_id=?",
+                               (run_id,)).fetchone()[0]
+        every = self.db.execute("SELECT COUNT(*) FROM samples").fetchone()[0]
+        return "samples NOT INDEXED" if 2 * mine >= every else "samples"
+
     def execute_many(self, query: str, rows: Iterable[Sequence[Any]]) -> None:
         self.db.executemany(query, rows)
 
