@@ -17,6 +17,7 @@ Prints a table and writes bench/out/scale.json.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -94,6 +95,8 @@ def main() -> int:
     ap.add_argument("--limit", type=float, default=600.0, help="seconds per command")
     ap.add_argument("--only", default="", help="comma-separated commands (default: all)")
     ap.add_argument("--out", default=str(REPO / "bench" / "out" / "scale.json"))
+    ap.add_argument("--keep", default="", help="keep each size's run file and database in "
+                    "DIR/nN and read them from there next time (import then not measured)")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     chosen = [c for c in COMMANDS if not args.only or c in args.only.split(",")]
@@ -103,19 +106,25 @@ def main() -> int:
         rounds = max(1, n // (args.workloads * 2))
         workloads = {f"w{i:02d}": {"i386": 90.0 + i, "x86_64": 100.0}
                      for i in range(args.workloads)}
-        with tempfile.TemporaryDirectory(prefix="abibench-scale-") as tmp:
-            out = Path(tmp)
-            doc = synthetic_doc(run_id=f"20260101-000000-n{n}", workloads=workloads,
-                                rounds=rounds - 1)
-            doc_file = out / "run.json"
-            doc_file.write_text(json.dumps(doc), encoding="utf-8")
+        with contextlib.ExitStack() as stack:
+            out = (Path(args.keep) / f"n{n}" if args.keep else
+                   Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="abibench-scale-"))))
+            run_id, doc_file = f"20260101-000000-n{n}", out / "run.json"
             env = dict(os.environ, ABIBENCH_DATA=str(out / "data"), CI="true", COLUMNS="120")
-            results["import"][n] = _timed([abibench, "import", str(doc_file)], env, args.limit)
+            if (out / "data" / "results.sqlite").exists() and doc_file.exists():
+                results["import"][n] = {"ok": False, "why": "kept from before"}
+            else:
+                out.mkdir(parents=True, exist_ok=True)
+                doc = synthetic_doc(run_id=run_id, workloads=workloads, rounds=rounds - 1)
+                doc_file.write_text(json.dumps(doc), encoding="utf-8")
+                results["import"][n] = _timed([abibench, "import", str(doc_file)], env,
+                                              args.limit)
+                if not results["import"][n]["ok"]:
+                    _seed(out / "data", doc, doc_file)  # so that the reading commands still run
+                del doc
             print(f"N={n:>9,} import: {results['import'][n]}", flush=True)
-            if not results["import"][n]["ok"]:
-                _seed(out / "data", doc, doc_file)  # so that the reading commands still run
             for name in chosen:
-                argv = [abibench, *(a.format(run=doc["run"]["id"], out=out, file=doc_file)
+                argv = [abibench, *(a.format(run=run_id, out=out, file=doc_file)
                                     for a in COMMANDS[name])]
                 results[name][n] = _timed(argv, env, args.limit)
                 print(f"N={n:>9,} {name}: {results[name][n]}", flush=True)

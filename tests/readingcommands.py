@@ -9,10 +9,12 @@ READING_COMMANDS: dict[str, list[str]] = {
     "report": ["report", "{run}"],
     "report --html": ["report", "{run}", "--html", "{out}/r.html"],
     "report --csv": ["report", "{run}", "--csv", "{out}/r.csv"],
+    "report --markdown": ["report", "{run}", "--markdown", "{out}/r.md"],
     "report --samples-csv": ["report", "{run}", "--samples-csv", "{out}/s.csv"],
     "report --json": ["report", "{run}", "--json"],
     "explain": ["explain", "{run}"],
     "advise": ["advise", "{run}", "--memory", "4GiB"],
     "compare": ["compare", "{run}", "{file}"],
+    "compare runs": ["compare", "{run}", "{run}"],
     "export": ["export", "{run}", "-o", "{out}/e.json"],
 }

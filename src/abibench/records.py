@@ -17,9 +17,9 @@ and the reference of every comparison, the 64-bit ABI of the host family (:func:
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from .abi import Abi
 from .codec import (
@@ -65,6 +65,7 @@ from .metrics import (
     better_of,
     recorded_builtins,
 )
+from .pairing import Paired, metric_column, only_numbers, pair_by_round
 from .provenance import Artifact, HostContext, WorkloadMeta
 from .sysrecords import SystemBoot, SystemConfig
 
@@ -91,12 +92,15 @@ __all__ = [
     "HostContext",
     "JSONDict",
     "Metric",
+    "Paired",
     "WorkloadMeta",
     "abi_of",
     "better_of",
     "emulated_words",
     "family_of",
     "is_reference",
+    "metric_column",
+    "pair_by_round",
     "pick_reference",
     "provenance_of",
     "recorded_builtins",
@@ -228,57 +232,6 @@ class Sample:
     def from_dict(d: Mapping[str, object], run_id: str | None = None) -> Sample:
         s: Sample = decoder(Sample, strict=False)(d)
         return s if run_id is None else replace(s, run_id=run_id)
-
-
-@dataclass(frozen=True)
-class Paired:
-    """Two targets' values of one metric; ``paired`` when sample i of both is from round i."""
-
-    a: tuple[float, ...]
-    b: tuple[float, ...]
-    paired: bool
-    # The covariate design: the machine loop's speed during each paired sample (empty unless
-    # every round of both has one). A speed, so it bears on times and rates, not on memory.
-    cov_a: tuple[float, ...] = ()
-    cov_b: tuple[float, ...] = ()
-
-    @property
-    def covariate(self) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
-        return (self.cov_a, self.cov_b) if self.cov_a else None
-
-
-def pair_by_round(a: Iterable[Sample], b: Iterable[Sample], metric: str) -> Paired:
-    """Values of a and b, paired by round when both have exactly the same rounds.
-
-    Samples without a finite value of the metric are left out. Unpaired values keep their
-    sample order; paired ones are in round order.
-    """
-    def by_round(samples: Iterable[Sample]) -> dict[int, float]:
-        out: dict[int, float] = {}
-        for s in samples:
-            v = s.value(metric)
-            if v is not None and math.isfinite(v):
-                out[s.round] = v
-        return out
-
-    sa, sb = list(a), list(b)
-    va, vb = by_round(sa), by_round(sb)
-    if va and set(va) == set(vb):
-        rounds = sorted(va)
-        ca, cb = _covariates(sa, rounds), _covariates(sb, rounds)
-        if metric in MEMORY_METRICS or ca is None or cb is None:
-            ca = cb = ()
-        return Paired(tuple(va[r] for r in rounds), tuple(vb[r] for r in rounds), True, ca, cb)
-    return Paired(tuple(va.values()), tuple(vb.values()), False)
-
-
-def _covariates(samples: list[Sample], rounds: list[int]) -> tuple[float, ...] | None:
-    """The covariate of each round's sample, or None unless all were taken with one."""
-    by_round = {s.round: s.covariate for s in samples if s.design == "covariate"}
-    values = [by_round.get(r) for r in rounds]
-    if any(v is None or not math.isfinite(v) or v <= 0 for v in values):
-        return None
-    return tuple(float(v) for v in values if v is not None)
 
 
 # --------------------------------------------------------------------------- targets, artifacts
@@ -420,21 +373,73 @@ class RunDoc:
     def _counted_by_workload(self) -> dict[str, list[Sample]]:
         return {w: [s for s in ss if s.counted] for w, ss in self._by_workload.items()}
 
+    @functools.cached_property
+    def _counted_by_target(self) -> dict[tuple[str, str], list[Sample]]:
+        # One pass: every per-target question of the analysis (values, pairs, medians) starts
+        # from these lists, each sample in the order of the run.
+        out: dict[tuple[str, str], list[Sample]] = {}
+        for w, ss in self._counted_by_workload.items():
+            for s in ss:
+                out.setdefault((w, s.target), []).append(s)
+        return out
+
+    @functools.cached_property
+    def _memo(self) -> dict[tuple[str, ...], Any]:
+        # Answers about this document's counted samples, each computed once: the report,
+        # explain and advise ask for the same values and pairs many times, and a document
+        # (frozen, its samples frozen) never changes under them.
+        return {}
+
     def counted(self, workload: str | None = None, target: str | None = None) -> list[Sample]:
         """The samples the statistics use, of one workload and target when given."""
+        if workload is not None and target is not None:
+            return list(self._counted_by_target.get((workload, target), ()))
         pool = (self._counted_by_workload.get(workload, []) if workload is not None
                 else [s for s in self.samples if s.counted])
         return [s for s in pool if target is None or s.target == target]
+
+    def n_counted(self) -> int:
+        """How many samples the statistics use: `len(self.counted())`."""
+        return sum(map(len, self._counted_by_workload.values()))
+
+    def counted_targets(self, workload: str) -> list[str]:
+        """The targets of a workload with counted samples, in the order first seen."""
+        return [t for w, t in self._counted_by_target if w == workload]
+
+    def values(self, workload: str, target: str, metric: str) -> list[float]:
+        """The values of a metric in the counted samples of one workload and target, in their
+        order; a sample without one is left out (a non-finite value is kept: the caller
+        decides). Equal to `[v for s in counted(workload, target) if (v := s.value(metric))
+        is not None]`, computed once per document."""
+        key = ("values", workload, target, metric)
+        got = self._memo.get(key)
+        if got is None:
+            column = metric_column(self._counted_by_target.get((workload, target), []), metric)
+            got = self._memo[key] = tuple(column) if only_numbers(column) else tuple(
+                v for v in column if v is not None)
+        return list(got)
+
+    def measured_memory(self, workload: str) -> list[str]:
+        """`measured_memory(self.counted(workload))`, from the per-target values."""
+        targets = self.counted_targets(workload)
+        return [b.name for b in BUILTINS if b.memory and (
+            always_measured(b.name) or any(self.values(workload, t, b.name) for t in targets))]
 
     @staticmethod
     def value(sample: Sample, metric: str) -> float | None:
         return sample.value(metric)
 
     def paired(self, workload: str, metric: str, a: str, b: str) -> Paired:
-        """Counted values of targets a and b of one workload, paired by round where possible."""
-        counted = self.counted(workload)
-        return pair_by_round([s for s in counted if s.target == a],
-                             [s for s in counted if s.target == b], metric)
+        """Counted values of targets a and b of one workload, paired by round where possible
+        (computed once per document: a Paired is frozen)."""
+        key = ("paired", workload, metric, a, b)
+        got = self._memo.get(key)
+        if got is None:
+            by = self._counted_by_target
+            got = self._memo[key] = pair_by_round(by.get((workload, a), []),
+                                                  by.get((workload, b), []), metric)
+        out: Paired = got
+        return out
 
     def of_workload(self, workload: str) -> list[Sample]:
         return list(self._by_workload.get(workload, []))

@@ -92,7 +92,7 @@ def clean_all(value: T) -> T:
 
 
 # Values that hold no text: returned as they are without a call (most of a Report's values).
-_SCALARS = frozenset({int, float, bool, type(None), complex, bytes})
+_SCALARS: frozenset[type] = frozenset({int, float, bool, type(None), complex, bytes})
 
 
 def _walk(value: object, seen: dict[int, object]) -> object:
@@ -135,6 +135,11 @@ def _walk(value: object, seen: dict[int, object]) -> object:
     elif kind is dict and _plain_dict(cast(dict[Any, Any], value)):
         pass  # text keys with nothing to clean, values that hold no text: itself
     elif isinstance(value, list | tuple | set | frozenset):
+        # A report holds each target's values (a shape's points, a comparison's pairs): 10^6
+        # numbers in a large run, told to hold no text by one pass in C.
+        if _SCALARS.issuperset(map(type, value)):
+            seen[key] = value
+            return value
         items = [v if type(v) in _SCALARS else _walk(v, seen) for v in value]
         if any(new is not old for new, old in zip(items, value, strict=True)):
             out = kind(*items) if hasattr(value, "_fields") else kind(items)  # a NamedTuple

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from abibench.records import (
     HostContext,
@@ -31,7 +32,15 @@ from abibench.records import (
     export_schema,
 )
 from abibench.store.exchange import document
-from abibench.store.schema import SAMPLE_COLUMNS, SQLITE, Column, positional
+from abibench.store.schema import (
+    SAMPLE_COLUMNS,
+    SQLITE,
+    Column,
+    loads,
+    positional,
+    sample_reader,
+    sample_row,
+)
 from abibench.store.sql import SqlStore
 from tests.store.test_import_generated import VALID
 
@@ -182,3 +191,55 @@ def test_a_sample_made_by_its_slots_is_the_sample_its_constructor_makes(
         assert [getattr(made, f.name) for f in dataclasses.fields(Sample)] == values
         with pytest.raises(dataclasses.FrozenInstanceError):
             made.round = 1
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(doc=VALID, drop=st.sets(st.sampled_from([c.name for c in SAMPLE_COLUMNS
+                                                 if c.default is not None or not c.not_null])))
+def test_the_generated_reader_reads_a_row_as_the_constructor_makes_it(
+        doc: dict[str, Any], drop: set[str]) -> None:
+    """Family: a fast path that builds records another way (issue 30). The store's reader is
+    code generated from the columns; a generated sample's row, with any set of the columns a
+    database may predate left out, reads as the Sample its fields (those columns at their
+    defaults) make through the constructor, and equal texts are one object."""
+    names = [c.name for c in SAMPLE_COLUMNS if c.name not in drop]
+    read = sample_reader(names)
+    seen: dict[str, str] = {}
+    for s in document(doc, "generated.json").samples:
+        row = dict(zip([c.name for c in SAMPLE_COLUMNS], sample_row(s, 0)[:1] + sample_row(s, 0)[2:],
+                       strict=True))
+        made = read(tuple(row[n] for n in names))
+        values = {c.field: (c.from_sql(c.default) if c.name in drop else getattr(s, c.field))
+                  for c in SAMPLE_COLUMNS}
+        assert made == Sample(**values)
+        for c in SAMPLE_COLUMNS:
+            v = getattr(made, c.field)
+            if isinstance(v, str) and c.plain:
+                assert seen.setdefault(v, v) is v
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text()
+                     | st.floats(allow_nan=False),
+                     lambda inner: st.lists(inner, max_size=3)
+                     | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=_JSON, before=st.sampled_from(["", " ", "\n"]),
+       after=st.sampled_from(["", " ", "x", "}", "\t"]), cut=st.integers(0, 3))
+def test_stored_json_decodes_as_json_loads_does(value: Any, before: str, after: str,
+                                                cut: int) -> None:
+    """Family: a fast path that decodes another way (issue 30). `schema.loads` takes the C
+    scanner directly; on generated texts (json.dumps of generated values, with space or junk
+    around them, or cut short) it returns what json.loads returns or raises what it raises."""
+    dumped = json.dumps(value)
+    text = before + (dumped[:-cut] if cut and len(dumped) > cut else dumped) + after
+    try:
+        expected: Any = ("ok", json.loads(text))
+    except json.JSONDecodeError as exc:
+        expected = ("error", str(exc))
+    try:
+        got: Any = ("ok", loads(text))
+    except json.JSONDecodeError as exc:
+        got = ("error", str(exc))
+    assert got == expected

@@ -38,7 +38,6 @@ from ..records import (
     CounterProfile,
     RunDoc,
     abi_of,
-    pair_by_round,
 )
 from .results import PairVerdict, WorkloadResult
 
@@ -260,9 +259,7 @@ def _counted_evidence(name: str, phrase: str, events: Sequence[str], pa: Counter
 
 def _measured_evidence(doc: RunDoc, workload: str, metric: str, name: str, phrase: str,
                        a: str, b: str) -> Evidence | None:
-    counted = doc.counted(workload)
-    pair = pair_by_round([s for s in counted if s.target == a],
-                         [s for s in counted if s.target == b], metric)
+    pair = doc.paired(workload, metric, a, b)
     if len(pair.a) < 2 or len(pair.b) < 2:
         return None
     try:

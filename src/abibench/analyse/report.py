@@ -11,7 +11,10 @@ provenance.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
+import operator
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
@@ -31,8 +34,6 @@ from ..records import (
     RunDoc,
     Sample,
     better_of,
-    measured_memory,
-    pair_by_round,
     pick_reference,
     short_labels,
 )
@@ -164,7 +165,7 @@ class CleanRows(Sequence[SampleRow]):
     read one: the walk of the Report passes this by (an object of its own kind) and every row a
     renderer reads is cleaned on the way out, by construction, as the rest of the report was."""
 
-    def __init__(self, rows: list[SampleRow]) -> None:
+    def __init__(self, rows: Sequence[SampleRow]) -> None:
         self._rows = rows
 
     def __len__(self) -> int:
@@ -186,7 +187,62 @@ class CleanRows(Sequence[SampleRow]):
 
     def metric_names(self) -> list[str]:
         """Every metric any sample holds, cleaned, sorted (without cleaning each row)."""
-        return sorted({clean(m) for r in self._rows for m in r.sample.metrics})
+        samples = (self._rows.samples() if isinstance(self._rows, SetRows)
+                   else (r.sample for r in self._rows))
+        return sorted({clean(m) for s in samples for m in s.metrics})
+
+
+@dataclass(frozen=True)
+class _Part:
+    """One result set's samples and what each of its rows says beside the sample."""
+
+    tag: str
+    run_id: str
+    host: str | None
+    kernel_bits: int | None
+    labels: dict[str, str]  # stored target -> series label
+    samples: Sequence[Sample]
+
+    def row(self, s: Sample) -> SampleRow:
+        return SampleRow(self.tag, self.run_id, self.host, self.kernel_bits,
+                         self.labels.get(s.target, s.target), s)
+
+
+class SetRows(Sequence[SampleRow]):
+    """The sample rows of result sets, each made when it is read: a report of 10^6 samples
+    that no view reads row by row (the terminal's, explain, advise, the summary formats) never
+    makes one (they were 2 us each, a tenth of such a report)."""
+
+    def __init__(self, parts: list[_Part]) -> None:
+        self._parts = parts
+        self._starts = list(itertools.accumulate((len(p.samples) for p in parts), initial=0))
+
+    def __len__(self) -> int:
+        return self._starts[-1]
+
+    @overload
+    def __getitem__(self, index: int) -> SampleRow: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[SampleRow]: ...
+
+    def __getitem__(self, index: int | slice) -> SampleRow | list[SampleRow]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        i = index + len(self) if index < 0 else index
+        if not 0 <= i < len(self):
+            raise IndexError(index)
+        k = bisect.bisect_right(self._starts, i) - 1
+        part = self._parts[k]
+        return part.row(part.samples[i - self._starts[k]])
+
+    def __iter__(self) -> Iterator[SampleRow]:
+        for part in self._parts:
+            yield from map(part.row, part.samples)
+
+    def samples(self) -> Iterator[Sample]:
+        for part in self._parts:
+            yield from part.samples
 
 
 def metric_names(rows: Sequence[SampleRow]) -> list[str]:
@@ -314,11 +370,10 @@ def verdict_words(unit: str, better: str) -> tuple[str, str]:
     return ("better", "worse")
 
 
-def _secondary_diff(counted: list[Sample], wid: str, metric: str, unit: str, better: Better,
+def _secondary_diff(doc: RunDoc, wid: str, metric: str, unit: str, better: Better,
                     label: str, ref: str, valid: bool) -> Diff | str | None:
     """The comparison of one secondary metric; the reason as a string when it has no ratio."""
-    pair = pair_by_round([s for s in counted if s.target == label],
-                         [s for s in counted if s.target == ref], metric)
+    pair = doc.paired(wid, metric, label, ref)
     if len(pair.a) < 2 or len(pair.b) < 2:
         return None
     try:
@@ -341,18 +396,16 @@ def _secondary_diff(counted: list[Sample], wid: str, metric: str, unit: str, bet
 
 def _block(res: WorkloadResult, doc: RunDoc, reference: str | None) -> WorkloadBlock:
     meta = doc.workloads[res.id]
-    counted = doc.counted(res.id)
     valid = res.validation != "miscompare"
     order = [res.primary] + [m for m in meta.metrics
                              if m != res.primary and m not in BUILTIN_METRICS]
     panels: list[Panel] = []
-    for metric in [*order, *measured_memory(counted)]:
+    for metric in [*order, *doc.measured_memory(res.id)]:
         info = meta.metric(metric)
         better = better_of("lower" if metric in MEMORY_METRICS else info.better)
         bars = []
         for row in res.rows:
-            vals = [v for s in counted if s.target == row.label
-                    if (v := s.value(metric)) is not None and math.isfinite(v)]
+            vals = [v for v in doc.values(res.id, row.label, metric) if math.isfinite(v)]
             if vals:
                 lo, hi = stats.median_ci(vals)
                 bars.append(Bar(row.label, row.state, len(vals), stats.median(vals), lo, hi))
@@ -374,7 +427,7 @@ def _block(res: WorkloadResult, doc: RunDoc, reference: str | None) -> WorkloadB
                 # No emulated figure is compared: it measures the emulator (analyse()).
                 if row.label == reference or row.emulated:
                     continue
-                d = _secondary_diff(counted, res.id, metric, info.unit, info.better, row.label,
+                d = _secondary_diff(doc, res.id, metric, info.unit, info.better, row.label,
                                     reference, valid)
                 if isinstance(d, str):
                     res.warnings.append(d)
@@ -398,17 +451,24 @@ def _set_info(rs: ResultSet) -> SetInfo:
                    tuple(size_notes(rows)))
 
 
-def _sample_rows(sets: list[ResultSet], series: list[Series]) -> list[SampleRow]:
-    label = {(s.set_index, s.target): s.label for s in series}
-    return [SampleRow(rs.tag, rs.doc.run.id, rs.doc.host.hostname, rs.doc.host.kernel_bits,
-                      label.get((i, s.target), s.target), s)
-            for i, rs in enumerate(sets) for s in rs.doc.samples]
+def _sample_rows(sets: list[ResultSet], series: list[Series]) -> SetRows:
+    labels = [{s.target: s.label for s in series if s.set_index == i} for i in range(len(sets))]
+    return SetRows([_Part(rs.tag, rs.doc.run.id, rs.doc.host.hostname, rs.doc.host.kernel_bits,
+                          labels[i], rs.doc.samples) for i, rs in enumerate(sets)])
 
 
-def _counts(rows: list[SampleRow]) -> SampleCounts:
-    return SampleCounts(total=len(rows), counted=sum(1 for r in rows if r.sample.counted),
-                        warmup=sum(1 for r in rows if r.sample.warmup),
-                        failed=sum(1 for r in rows if r.sample.status != "ok"))
+_WARMUP = operator.attrgetter("warmup")
+_STATUS = operator.attrgetter("status")
+
+
+def _counts(sets: list[ResultSet]) -> SampleCounts:
+    """How many samples the sets hold, count, warm up and failed (each a pass in C)."""
+    docs = [rs.doc for rs in sets]
+    return SampleCounts(total=sum(len(d.samples) for d in docs),
+                        counted=sum(d.n_counted() for d in docs),
+                        warmup=sum(sum(map(_WARMUP, d.samples)) for d in docs),
+                        failed=sum(len(d.samples) - list(map(_STATUS, d.samples)).count("ok")
+                                   for d in docs))
 
 
 def _provenance(sets: list[SetInfo], series: list[Series]) -> list[ProvenanceEntry]:
@@ -448,7 +508,7 @@ def from_run(doc: RunDoc, source: str = "", heading: str | None = None,
         kind="run", title=f"abibench run {doc.run.id}",
         heading=heading or f"run {doc.run.id} ({doc.run.status})", sets=sets,
         series=series, workloads=blocks, suites=suite_summary(results),
-        warnings=doc.run_warnings(), samples=CleanRows(rows), counts=_counts(rows),
+        warnings=doc.run_warnings(), samples=CleanRows(rows), counts=_counts([rs]),
         context=context_rows(sets), calibration=calibration_rows([doc]),
         provenance=_provenance(sets, series), generated=_now(),
         footprint_series=curves, footprint_diffs=footprint.differences(curves),
@@ -487,7 +547,7 @@ def from_sets(sets: list[ResultSet], baseline: str | None = None,
         heading=f"abibench comparison of {n} result sets", sets=infos, series=merged.series,
         workloads=blocks, suites=suite_summary(results),
         warnings=merged.doc.run_warnings() + merged.warnings, samples=CleanRows(rows),
-        counts=_counts(rows), context=context_rows(infos),
+        counts=_counts(tagged), context=context_rows(infos),
         calibration=calibration_rows([rs.doc for rs in sets]),
         provenance=_provenance(infos, merged.series), generated=_now(),
         explanations=explain(merged.doc, results),

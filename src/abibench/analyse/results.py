@@ -25,7 +25,6 @@ from ..records import (
     better_of,
     emulated_words,
     family_of,
-    measured_memory,
     pick_reference,
 )
 from ..run.stopping import short_of_precision
@@ -33,7 +32,7 @@ from ..text import one_line
 from .conditions import board_conditions, debian_versions, sampling_conditions
 from .foreign import comparable, no_verdict, withheld
 from .noisesource import describe_sources
-from .shape import Shape, target_shapes
+from .shape import Shape, shapes_of
 from .sizes import larger_pct
 from .sweepids import once_per_sweep
 
@@ -286,10 +285,9 @@ def _target_rows(doc: RunDoc, wid: str, meta: WorkloadMeta,
         state, reason = (st.state, st.reason) if st else ("ok", None)
         art = doc.artifact_of(wid, label)
         sizes = art.main_sizes() if art else {}
-        mine = [s for s in counted if s.target == label]
-        values = [v for s in mine if (v := s.value(meta.primary)) is not None]
-        rss = [float(s.max_rss_kb) for s in mine]
-        tree = [float(s.tree_peak_rss_kb) for s in mine if s.tree_peak_rss_kb is not None]
+        values = doc.values(wid, label, meta.primary)
+        rss = doc.values(wid, label, "max_rss")  # the Sample's max_rss_kb, as floats
+        tree = doc.values(wid, label, "tree_peak_rss")
         summary = stats.summarize(values) if values else None
         rss_median = stats.summarize(rss).median if rss else None
         base = baselines.get(label)
@@ -298,7 +296,7 @@ def _target_rows(doc: RunDoc, wid: str, meta: WorkloadMeta,
             label=label, state=state, reason=reason, n=len(values), summary=summary,
             rss_kb=rss_median,
             tree_kb=stats.summarize(tree).median if tree else None,
-            memory=memory_medians(mine),
+            memory=memory_medians_of(doc, wid, label),
             size=sizes.get("file"), text=sizes.get("text"), data=sizes.get("data"),
             bss=sizes.get("bss"), stripped=sizes.get("stripped"),
             outliers=sum(stats.outliers(values)) if len(values) >= 5 else 0,
@@ -322,6 +320,16 @@ def memory_medians(samples: list[Sample]) -> dict[str, float | None]:
     return out
 
 
+def memory_medians_of(doc: RunDoc, wid: str, target: str) -> dict[str, float | None]:
+    """`memory_medians(doc.counted(wid, target))`, from the document's per-target values."""
+    out: dict[str, float | None] = {}
+    for metric in MEMORY_METRICS:
+        values = doc.values(wid, target, metric)
+        if values or always_measured(metric):
+            out[metric] = stats.summarize(values).median if values else None
+    return out
+
+
 def _conditions(res: WorkloadResult, doc: RunDoc, wid: str, meta: WorkloadMeta,
                 counted: list[Sample]) -> None:
     """What weakens or qualifies a workload's figures: warnings, provenance, the output check,
@@ -329,7 +337,8 @@ def _conditions(res: WorkloadResult, doc: RunDoc, wid: str, meta: WorkloadMeta,
     labels = list(meta.targets)
     res.warnings.extend(_sample_warnings(res.rows, counted, res.stop_reason))
     higher = meta.primary_metric.better == "higher"
-    res.shapes = target_shapes(counted, labels, meta.primary, higher)
+    res.shapes = shapes_of({label: doc.values(wid, label, meta.primary) for label in labels},
+                           higher)
     res.warnings.extend(shape.words() for shape in res.shapes)
     if short_of_precision(res.stop_reason):
         res.warnings.append(describe_sources(counted, labels, meta.primary, higher, res.shapes))
@@ -376,7 +385,7 @@ def _compare(res: WorkloadResult, doc: RunDoc, meta: WorkloadMeta, counted: list
     # host ran itself are compared in time (and in peak memory, which under an emulator
     # includes the emulator's: compared net of it within the family, above).
     memory = [(m, better_of("lower"), ("smaller", "larger"), True, res.memory)
-              for m in measured_memory(counted)]
+              for m in doc.measured_memory(res.id)]
     foreign = withheld(doc, res.id)
     measured = [r.label for r in res.rows if r.n >= 2 and not r.emulated
                 and r.label not in foreign]

@@ -21,7 +21,7 @@ often it fires on one clean mode.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,9 +68,11 @@ def _pct(x: float) -> str:
 def _oriented_logs(values: Sequence[float], higher_is_better: bool,
                    keep_order: bool = False) -> list[float] | None:
     """Logs, negated where higher is better (so larger is always worse), sorted unless asked."""
-    if any(not (math.isfinite(v) and v > 0) for v in values):
+    if values and not (all(map(math.isfinite, values)) and min(values) > 0):
         return None
-    logs = [-math.log(v) if higher_is_better else math.log(v) for v in values]
+    logs = list(map(math.log, values))  # each pass in C: a target may have 10^5 samples
+    if higher_is_better:
+        logs = [-x for x in logs]
     return logs if keep_order else sorted(logs)
 
 
@@ -122,11 +124,11 @@ def _running(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def describe(target: str, values: Sequence[float], higher_is_better: bool) -> Shape | None:
     """Two modes if the samples have them, else a slow tail if there is one, else None."""
-    xs = _oriented_logs(values, higher_is_better)
-    if xs is None or len(xs) < MIN_SAMPLES:
+    order = _oriented_logs(values, higher_is_better, keep_order=True)
+    if order is None or len(order) < MIN_SAMPLES:
         return None
+    xs = sorted(order)
     typical = _quantile(xs, 0.25)
-    order = _oriented_logs(values, higher_is_better, keep_order=True) or []
     points = tuple(math.expm1(x - typical) for x in order)
     modes = two_modes(xs)
     if modes is not None:
@@ -149,10 +151,13 @@ def describe(target: str, values: Sequence[float], higher_is_better: bool) -> Sh
 def target_shapes(counted: Sequence[Sample], labels: Sequence[str], metric: str,
                   higher_is_better: bool) -> list[Shape]:
     """The shape of each target's counted values of one metric, where there is one to say."""
-    out = []
-    for label in labels:
-        values = [v for s in counted if s.target == label and (v := s.value(metric)) is not None]
-        shape = describe(label, values, higher_is_better)
-        if shape is not None:
-            out.append(shape)
-    return out
+    return shapes_of({label: [v for s in counted if s.target == label
+                              and (v := s.value(metric)) is not None] for label in labels},
+                     higher_is_better)
+
+
+def shapes_of(values: Mapping[str, Sequence[float]], higher_is_better: bool) -> list[Shape]:
+    """The shape of each target's values (target -> its counted values of one metric), where
+    there is one to say (`RunDoc.values` gives them once per document)."""
+    return [shape for label, vs in values.items()
+            if (shape := describe(label, vs, higher_is_better)) is not None]

@@ -193,7 +193,27 @@ def _column(f: Field) -> Column:
     return Column(f.rule.column or f"{f.name}_json", f.name, "TEXT", not optional,
                   None if default is None else json.dumps(encode(default)),
                   lambda v: None if v is None else json.dumps(encode(v)),
-                  lambda v: None if v is None else parse(json.loads(v)))
+                  lambda v: None if v is None else parse(loads(v)))
+
+
+_SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+def loads(text: Any) -> Any:
+    """`json.loads(text)`, by the C scanner that json.loads itself ends in: a stored column is
+    one JSON value written by json.dumps, and a run of 10^6 samples decodes one per sample,
+    where json.loads's Python wrappers cost more than the decoding. Anything else (bytes,
+    leading or trailing space, an error) goes to json.loads, which decides or says why;
+    tests/store/test_schema.py holds the two equal on generated texts."""
+    if type(text) is not str:
+        return json.loads(text)
+    try:
+        value, end = _SCAN(text, 0)
+    except StopIteration:
+        return json.loads(text)
+    if end != len(text):
+        return json.loads(text)
+    return value
 
 
 def record_columns(cls: type) -> tuple[Column, ...]:
@@ -237,31 +257,32 @@ def sample_reader(names: Sequence[str]) -> Callable[[Sequence[Any]], Sample]:
     SAMPLE_COLUMNS), in that order, as Samples; a column the database predates reads as its
     default. Equal text values are shared between the samples one reader reads (a workload's
     id, a digest, a status): a million samples would otherwise hold a million copies of each.
-    """
-    fields = [c.name for c in SAMPLE_COLUMNS]
-    make = _SAMPLE_MAKE
-    place = [fields.index(n) for n in names]
-    complete = place == list(range(len(fields)))
-    defaults = [c.default for c in SAMPLE_COLUMNS]
-    convert = [(i, c.from_sql) for i, c in enumerate(SAMPLE_COLUMNS) if not c.plain]
-    texts = [i for i, c in enumerate(SAMPLE_COLUMNS) if c.plain and c.type == "TEXT"]
-    shared: dict[str, str] = {}
 
-    def read(row: Sequence[Any]) -> Sample:
-        if complete:
-            v = list(row)
-        else:
-            v = list(defaults)
-            for j, i in enumerate(place):
-                v[i] = row[j]
-        for i, conv in convert:
-            v[i] = conv(v[i])
-        for i in texts:
-            x = v[i]
-            if x is not None:
-                v[i] = shared.setdefault(x, x)
-        out: Sample = make(v)
-        return out
+    The reader is one straight-line function generated from the columns (as `positional` is
+    from the fields, never from data): each value goes from the row into its slot with its
+    conversion, no list, loop or index in between (a run of 10^6 samples is read by it).
+    tests/store/test_schema.py holds it equal to the constructor on generated samples, with
+    and without missing columns."""
+    assert "__post_init__" not in vars(Sample) and "__slots__" in vars(Sample)
+    have = {n: j for j, n in enumerate(names)}
+    shared: dict[Any, Any] = {}
+    space: dict[str, Any] = {"new": object.__new__, "cls": Sample, "share": shared.setdefault}
+    body = []
+    for i, c in enumerate(SAMPLE_COLUMNS):
+        space[f"set{i}"] = getattr(Sample, c.field).__set__
+        space[f"conv{i}"] = c.from_sql
+        space[f"d{i}"] = c.default
+        value = f"x{have[c.name]}" if c.name in have else f"d{i}"
+        if not c.plain:
+            value = f"conv{i}({value})"  # a default's JSON too: each sample its own object
+        elif c.type == "TEXT":
+            value = f"share({value}, {value})"  # None shares as None
+        body.append(f"    set{i}(o, {value})\n")
+    unpack = "".join(f"x{j}, " for j in range(len(names)))
+    code = (f"def read(row):\n    {unpack or '_'} = {'row' if names else '()'}\n"
+            f"    o = new(cls)\n{''.join(body)}    return o\n")
+    exec(code, space)
+    read: Callable[[Sequence[Any]], Sample] = space["read"]
     return read
 
 
@@ -280,9 +301,6 @@ def positional(cls: type) -> Callable[[Sequence[Any]], Any]:
     exec(f"def make(v):\n    o = new(cls)\n{body}    return o\n", space)
     made: Callable[[Sequence[Any]], Any] = space["make"]
     return made
-
-
-_SAMPLE_MAKE = positional(Sample)
 
 
 # What a column added by a migration stands for in a database that predates it (read-only).

