@@ -67,6 +67,7 @@ for p in /proc/[0-9]*; do
   t=$(awk '{ print $14 + $15 }' "$p/stat" 2>/dev/null) && tot=$((tot + ${t:-0}))
 done
 echo "abibench-native: cpu ticks $tot of $(getconf CLK_TCK)"
+echo "abibench-native: processes: $(cat /proc/[0-9]*/comm 2>/dev/null | sort | uniq -c | tr -s ' \n' ' ')"
 """
 
 
