@@ -103,7 +103,7 @@ def script(profile: SystemProfile, passwd: str, page_only: bool) -> str:
               '  case "$l" in *memory*) echo "(natively that memory is the host\'s)";; esac',
               '  echo "$l after $(awk -v a="$t0" -v b="$(date +%s.%N)" '
               "'BEGIN { printf \"%.1f\", b - a }') s\"; done", CPU,
-              "for f in /tmp/*.log; do echo \"== $f\"; grep -iv dbus \"$f\" | tail -5; done"]
+              "for f in /tmp/*.log; do echo \"== $f\"; grep -iv dbus \"$f\" | tail -${LOG_LINES:-5}; done"]
     return "\n".join(lines)
 
 
