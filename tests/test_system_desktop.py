@@ -8,7 +8,12 @@ the key, or enters a unit file as exactly one line of its setting ('%' escaped).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
+import subprocess
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -144,3 +149,81 @@ def test_every_abi_gets_the_same_desktop_package_list() -> None:
     include = {arch: next(a for a in argv if a.startswith("--include=")).split("=", 1)[1]
                for arch, argv in argvs.items()}
     assert include["i386"] == include["amd64"] == "chromium,openbox,systemd-sysv,xvfb"
+
+
+# ------------------------------------------------------------------ the ready script's page check
+#
+# The family: a readiness answer read before it is whole. The DevTools server keeps its
+# connection open, so only the answer's own length says when it is complete; a reader bounded by
+# a fixed few seconds read an emulated browser's slow answer in part, as "not loaded", forever.
+# Invariant: the profile's page check reads the answer to its Content-Length (however it is cut
+# and however slowly it comes, up to its generous bound) and says "loaded" exactly when the body
+# names the page's title. Generated here: headers (order, case, extras), bodies with and without
+# the title, the cuts between the pieces the server sends, and small delays between them.
+
+TITLE = "abibench page loaded"
+
+
+def _page_check(port: int) -> str:
+    """The profile's own page_loaded function, aimed at `port`, called once."""
+    ready = load_system("desktop").ready
+    func = ready[:ready.index("until page_loaded")]
+    assert "9222" in func
+    return func.replace("9222", str(port)) + "page_loaded 2>/dev/null; echo \"rc=$?\"\n"
+
+
+def _serve_once(sock: socket.socket, pieces: list[bytes], delays: list[float],
+                got: list[bytes]) -> None:
+    conn, _ = sock.accept()
+    with conn:
+        conn.settimeout(10)
+        request = b""
+        while b"\r\n\r\n" not in request:
+            chunk = conn.recv(4096)
+            if not chunk:
+                return
+            request += chunk
+        got.append(request)
+        for piece, delay in zip(pieces, delays, strict=True):
+            time.sleep(delay)  # a slow browser: not a timing assertion, nothing is timed
+            conn.sendall(piece)
+        with contextlib.suppress(OSError):
+            conn.recv(1)  # like DevTools, never close first: wait for the client to
+
+
+_HEADER = st.sampled_from(["Content-Type: application/json; charset=UTF-8",
+                           "Cache-Control: no-cache", "X-Extra: content-length: 1"])
+
+
+@settings(max_examples=15, deadline=None)
+@given(body_words=st.lists(st.sampled_from(['{"title": "abibench page"}', TITLE, "[", "]",
+                                            '"url": "file:///x"', "ü", "\\n"]), max_size=6),
+       length_name=st.sampled_from(["Content-Length", "content-length", "CONTENT-LENGTH"]),
+       extras=st.lists(_HEADER, max_size=2), data=st.data())
+def test_the_page_check_reads_the_whole_answer_and_only_it(
+        body_words: list[str], length_name: str, extras: list[str], data: st.DataObject) -> None:
+    body = " ".join(body_words).encode()
+    head = "\r\n".join(["HTTP/1.1 200 OK", *extras, f"{length_name}: {len(body)}", "", ""])
+    answer = head.encode() + body
+    cuts = sorted(data.draw(st.sets(st.integers(1, max(1, len(answer) - 1)), max_size=4)))
+    pieces = [answer[a:b] for a, b in zip([0, *cuts], [*cuts, len(answer)], strict=True)]
+    delays = data.draw(st.lists(st.sampled_from([0.0, 0.01, 0.05]), min_size=len(pieces),
+                                max_size=len(pieces)))
+    got: list[bytes] = []
+    with socket.create_server(("127.0.0.1", 0)) as sock:
+        port = sock.getsockname()[1]
+        server = threading.Thread(target=_serve_once, args=(sock, pieces, delays, got))
+        server.start()
+        out = subprocess.run(["bash", "-c", _page_check(port)], capture_output=True, text=True,
+                             timeout=30, check=False)
+        server.join(10)
+    assert got and got[0].startswith(b"GET /json/list HTTP/1.1\r\n")
+    assert out.stdout.strip() == ("rc=0" if TITLE.encode() in body else "rc=1")
+
+
+def test_the_page_check_says_not_loaded_while_nothing_listens() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as sock:
+        port = sock.getsockname()[1]  # closed again below: a port nothing listens on
+    out = subprocess.run(["bash", "-c", _page_check(port)], capture_output=True, text=True,
+                         timeout=30, check=False)
+    assert out.stdout.strip() == "rc=1"
