@@ -584,13 +584,25 @@ static void spawn_setup(sigset_t *reset) {
  * the launcher's CPU again at the reap, was about 0.07 + 0.04 ms of a 1 ms sample, quiet,
  * where hyperfine's child stays on its CPU; bench/harness_trace.py, docs/method.md §5).  The
  * launcher gives the program its own mask back as soon as the exec is done (run_program), so
- * the program is never pinned.  1 when held (free_mask is the mask to give back), 0 when there
- * is nothing to hold (one CPU allowed). */
+ * the program is never pinned.  That must happen before the program runs a single instruction
+ * of its own, or a child it forks at once inherits the held mask (the gate found a shell's
+ * first child pinned under load): so the launcher holds as a real-time thread, which the
+ * exec's wake-up of the vfork parent lets run before the program on the CPU they share.
+ * SCHED_RESET_ON_FORK gives the program the ordinary policy, as it would have had.  Without
+ * the right to a real-time policy nothing is held.  1 when held (free_mask is the mask to give
+ * back), 0 when nothing is (one CPU allowed, or no real-time policy). */
 static int hold_cpu(cpu_set_t *free_mask) {
     int cpu = sched_getcpu();
     if (cpu < 0 || sched_getaffinity(0, sizeof *free_mask, free_mask) != 0) return 0;
     if (CPU_COUNT(free_mask) < 2 || !CPU_ISSET(cpu, free_mask)) return 0;
-    return pin_to(cpu) == 0;
+    struct sched_param rt = {.sched_priority = 1};
+    if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &rt) != 0) return 0;
+    if (pin_to(cpu) != 0) {
+        struct sched_param other = {.sched_priority = 0};
+        sched_setscheduler(0, SCHED_OTHER, &other);
+        return 0;
+    }
+    return 1;
 }
 
 /* The covariate thread started and at speed; 0, or 125. */

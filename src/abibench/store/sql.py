@@ -18,9 +18,8 @@ import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from ..codec import encode
 from ..errors import StoreError, UsageError
@@ -56,41 +55,11 @@ from .schema import (
     schema,
     upsert,
 )
+from .sqltypes import Cursor, RunListing
+
+__all__ = ["Cursor", "RunListing", "SqlStore", "field_of"]
 
 _ADD_COLUMN = re.compile(r"ALTER TABLE (\w+) ADD COLUMN (\w+)")
-
-
-class Cursor(Protocol):
-    """What both sqlite3's and psycopg's cursors offer (rows are read by column name)."""
-
-    @property
-    def rowcount(self) -> int: ...
-
-    @property
-    def description(self) -> Any: ...  # the columns of a query's rows: (name, ...) each
-
-    def fetchone(self) -> Any: ...
-
-    def fetchall(self) -> list[Any]: ...
-
-    def __iter__(self) -> Iterator[Any]: ...
-
-
-@dataclass(frozen=True)
-class RunListing:
-    """One line of `abibench runs`."""
-
-    id: str
-    started: str
-    finished: str | None
-    status: str
-    samples: int
-    system_boots: int = 0  # a system run's (abibench system run) stored boots
-
-    def to_dict(self) -> dict[str, object]:
-        return {"id": self.id, "started": self.started, "finished": self.finished,
-                "status": self.status, "samples": self.samples,
-                "system_boots": self.system_boots}
 
 
 def field_of(row: Any, name: str) -> Any:
