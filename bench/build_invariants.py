@@ -13,10 +13,9 @@ failure of each). Real builds, real signals; nothing is mocked.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
-import time
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 SCALE = 3  # each call generates this many times CI's examples, with a fresh random seed
 os.environ["ABIBENCH_TEST_SCALE"] = str(SCALE)
 
+from drawloop import draw_for, report  # noqa: E402
 from tests.obtain import test_build_inputs as inputs  # noqa: E402
 from tests.obtain import test_build_processes as kills  # noqa: E402
 
@@ -47,27 +47,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--minutes", type=float, default=5.0)
     args = ap.parse_args()
-    end = time.monotonic() + args.minutes * 60
-    counts = {name: [0, 0] for name in CASES}  # generated cases, violating calls
-    first: dict[str, str] = {}
-    jobs = [(inv, label, fn, kw) for inv, items in CASES.items() for label, fn, kw in items]
-    i = 0
-    while time.monotonic() < end:
-        inv, label, fn, kw = jobs[i % len(jobs)]
-        i += 1
-        examples = fn._hypothesis_internal_use_settings.max_examples  # type: ignore[attr-defined]
-        try:
-            fn(**kw)
-        except Exception:
-            # A violation: counted and shown, and the study goes on.
-            counts[inv][1] += 1
-            first.setdefault(inv, f"{label}: {traceback.format_exc(limit=3)}")
-        counts[inv][0] += examples
-    for inv, (cases, bad) in counts.items():
-        print(f"{inv}: {cases} cases generated (max_examples of each call), {bad} violating calls")
-    for inv, text in first.items():
-        print(f"\nfirst violation of '{inv}':\n{text}")
-    return 1 if any(bad for _, bad in counts.values()) else 0
+    return report(draw_for(args.minutes, {
+        inv: [functools.partial(fn, **kw) for _label, fn, kw in items]
+        for inv, items in CASES.items()}))
 
 
 if __name__ == "__main__":

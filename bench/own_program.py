@@ -15,8 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 SCALE = 5  # each call generates this many times CI's examples, with a fresh random seed
 os.environ["ABIBENCH_TEST_SCALE"] = str(SCALE)
 
+from drawloop import draw_for, report  # noqa: E402
 from tests.analyse import test_sweeps as sweeps  # noqa: E402
 from tests.obtain import test_own_program as own  # noqa: E402
 
@@ -49,25 +48,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--minutes", type=float, default=5.0)
     args = ap.parse_args()
-    end = time.monotonic() + args.minutes * 60
-    counts = {name: [0, 0] for name in CASES}
-    first: dict[str, str] = {}
-    names = list(CASES)
-    i = 0
-    while time.monotonic() < end:
-        name = names[i % len(names)]
-        i += 1
-        try:
-            CASES[name]()
-        except Exception:  # a violation: counted and the first one kept
-            counts[name][1] += 1
-            first.setdefault(name, traceback.format_exc(limit=3))
-        counts[name][0] += CASES[name]._hypothesis_internal_use_settings.max_examples  # type: ignore[attr-defined]
-    for name, (cases, bad) in counts.items():
-        print(f"{name}: {cases} generated cases, {bad} violating batches")
-    for name, tb in first.items():
-        print(f"\nfirst violation of {name}:\n{tb}")
-    return 1 if first else 0
+    return report(draw_for(args.minutes, {name: [fn] for name, fn in CASES.items()}))
 
 
 if __name__ == "__main__":

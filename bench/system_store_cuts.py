@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+from drawloop import draw_for, report
 from tests import test_system_store as resume
 from tests.store import test_push_system as push
 
@@ -31,26 +29,11 @@ CASES = (push.test_a_system_run_pushed_after_any_cut_holds_each_boot_once,
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--minutes", type=float, default=5.0)
     args = ap.parse_args()
-    end = time.monotonic() + args.minutes * 60
-    cases = violations = calls = 0
-    first = ""
-    while time.monotonic() < end:
-        fn = CASES[calls % len(CASES)]
-        calls += 1
-        cases += fn._hypothesis_internal_use_settings.max_examples  # type: ignore[attr-defined]
-        try:
-            fn()
-        except Exception:  # a violation: counted, the first one kept whole
-            violations += 1
-            first = first or traceback.format_exc()
-    print(f"A push carries every boot once; a resume boots every place once: {cases} generated "
-          f"cases, {calls} calls, {violations} violating")
-    if first:
-        print(first)
-    return 1 if violations else 0
+    family = "A push carries every boot once; a resume boots every place once"
+    return report(draw_for(args.minutes, {family: CASES}))
 
 
 if __name__ == "__main__":

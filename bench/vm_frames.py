@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+from drawloop import draw_for, report
 from tests import test_vm as t
 
 CASES = (t.test_every_result_reads_back_exactly,
@@ -28,26 +26,11 @@ CASES = (t.test_every_result_reads_back_exactly,
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--minutes", type=float, default=5.0)
     args = ap.parse_args()
-    end = time.monotonic() + args.minutes * 60
-    cases = violations = calls = 0
-    first = ""
-    while time.monotonic() < end:
-        fn = CASES[calls % len(CASES)]
-        calls += 1
-        cases += fn._hypothesis_internal_use_settings.max_examples  # type: ignore[attr-defined]
-        try:
-            fn()
-        except Exception:  # a violation: counted, the first one kept whole
-            violations += 1
-            first = first or traceback.format_exc()
-    print(f"A guest's report is read only as verified whole frames: {cases} generated cases, "
-          f"{calls} calls, {violations} violating")
-    if first:
-        print(first)
-    return 1 if violations else 0
+    family = "A guest's report is read only as verified whole frames"
+    return report(draw_for(args.minutes, {family: CASES}))
 
 
 if __name__ == "__main__":
