@@ -12,7 +12,6 @@ failure of each). Real builds, real signals; nothing is mocked.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import os
 import sys
@@ -24,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 SCALE = 3  # each call generates this many times CI's examples, with a fresh random seed
 os.environ["ABIBENCH_TEST_SCALE"] = str(SCALE)
 
-from drawloop import draw_for, report  # noqa: E402
+from drawloop import cli  # noqa: E402
 from tests.obtain import test_build_inputs as inputs  # noqa: E402
 from tests.obtain import test_build_processes as kills  # noqa: E402
 
@@ -44,12 +43,8 @@ CASES: dict[str, list[tuple[str, Callable[..., Any], dict[str, str]]]] = {
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--minutes", type=float, default=5.0)
-    args = ap.parse_args()
-    return report(draw_for(args.minutes, {
-        inv: [functools.partial(fn, **kw) for _label, fn, kw in items]
-        for inv, items in CASES.items()}))
+    return cli(__doc__, {inv: [functools.partial(fn, **kw) for _label, fn, kw in items]
+                         for inv, items in CASES.items()})
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ the time is up. A violation is counted and its first failure kept whole; the stu
 
 from __future__ import annotations
 
+import argparse
 import functools
 import time
 import traceback
@@ -49,3 +50,10 @@ def report(results: Mapping[str, tuple[int, int, str]]) -> int:
         if tb:
             print(f"\nfirst violation of '{name}':\n{tb}")
     return 1 if any(bad for _, bad, _ in results.values()) else 0
+
+
+def cli(doc: str | None, families: Mapping[str, Sequence[Callable[[], Any]]]) -> int:
+    """A script's whole command line: `--minutes M` (default 5), then the loop and its report."""
+    ap = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
+    ap.add_argument("--minutes", type=float, default=5.0)
+    return report(draw_for(ap.parse_args().minutes, families))

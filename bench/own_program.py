@@ -12,7 +12,6 @@ batches found a violation (with the first failure of each).
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Callable
@@ -23,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 SCALE = 5  # each call generates this many times CI's examples, with a fresh random seed
 os.environ["ABIBENCH_TEST_SCALE"] = str(SCALE)
 
-from drawloop import draw_for, report  # noqa: E402
+from drawloop import cli  # noqa: E402
 from tests.analyse import test_sweeps as sweeps  # noqa: E402
 from tests.obtain import test_own_program as own  # noqa: E402
 
@@ -45,10 +44,7 @@ CASES: dict[str, Callable[..., Any]] = {
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--minutes", type=float, default=5.0)
-    args = ap.parse_args()
-    return report(draw_for(args.minutes, {name: [fn] for name, fn in CASES.items()}))
+    return cli(__doc__, {name: [fn] for name, fn in CASES.items()})
 
 
 if __name__ == "__main__":

@@ -13,12 +13,11 @@ calls found a violation, with the first failure.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from drawloop import draw_for, report
+from drawloop import cli
 from tests import test_system_store as resume
 from tests.store import test_push_system as push
 
@@ -29,11 +28,7 @@ CASES = (push.test_a_system_run_pushed_after_any_cut_holds_each_boot_once,
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--minutes", type=float, default=5.0)
-    args = ap.parse_args()
-    family = "A push carries every boot once; a resume boots every place once"
-    return report(draw_for(args.minutes, {family: CASES}))
+    return cli(__doc__, {"A push carries every boot once; a resume boots every place once": CASES})
 
 
 if __name__ == "__main__":

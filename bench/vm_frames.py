@@ -12,12 +12,11 @@ how many calls found a violation, with the first failure.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from drawloop import draw_for, report
+from drawloop import cli
 from tests import test_vm as t
 
 CASES = (t.test_every_result_reads_back_exactly,
@@ -26,11 +25,7 @@ CASES = (t.test_every_result_reads_back_exactly,
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--minutes", type=float, default=5.0)
-    args = ap.parse_args()
-    family = "A guest's report is read only as verified whole frames"
-    return report(draw_for(args.minutes, {family: CASES}))
+    return cli(__doc__, {"A guest's report is read only as verified whole frames": CASES})
 
 
 if __name__ == "__main__":
