@@ -200,7 +200,10 @@ class CleanRows(Sequence[SampleRow]):
         """Every metric any sample holds, cleaned, sorted (without cleaning each row)."""
         samples = (self._rows.samples() if isinstance(self._rows, SetRows)
                    else (r.sample for r in self._rows))
-        return sorted({clean(m) for s in samples for m in s.metrics})
+        names: set[str] = set()
+        for s in samples:  # each sample's names added in C; each name cleaned once, not 10^6 times
+            names.update(s.metrics)
+        return sorted({clean(m) for m in names})
 
 
 @dataclass(frozen=True)
