@@ -16,7 +16,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from abibench.jsontext import encoder
+from abibench.jsontext import canonical, encoder
 
 SCALARS = (st.none() | st.booleans() | st.integers() | st.integers(min_value=1 << 63)
            | st.floats() | st.sampled_from([math.inf, -0.0, 1e16, 5e-324, math.nan]) | st.text()
@@ -42,3 +42,17 @@ def _outcome(encode: Any, value: Any) -> Any:
 @given(SETTINGS, st.dictionaries(st.text(max_size=6), VALUES, max_size=6) | VALUES)
 def test_the_encoder_writes_what_json_writes(how: dict[str, Any], value: Any) -> None:
     assert _outcome(encoder(**how), value) == _outcome(json.JSONEncoder(**how).encode, value)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.dictionaries(st.text(max_size=4) | st.sampled_from(["%", "%s", "b", "a"]),
+                                VALUES, max_size=6), min_size=1, max_size=4))
+def test_the_canonical_encoder_writes_what_the_sorted_encoder_writes(docs: list[Any]) -> None:
+    """Family: a digest's text made another way (a key order, a float's digits, a NaN, a
+    nested value, a `%` in a key). Several dicts through one encoder: later ones of the same
+    shape go through the plan the first made."""
+    fast = canonical()
+    slow = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                            default=str).encode
+    for doc in [*docs, *docs]:
+        assert _outcome(fast, doc) == _outcome(slow, doc)

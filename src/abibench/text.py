@@ -75,6 +75,26 @@ def one_line(text: str) -> str:
     return clean(_BREAK.sub(" ", text).replace("\t", " "))
 
 
+def needs_clean(text: str) -> bool:
+    """Whether :func:`clean` could change ``text``: False means it gives ``text`` back as it
+    is. One search, so that a writer can test a whole batch of rows it wrote (every string
+    written verbatim, as CSV writes them) and clean only the batch that needs it."""
+    return _TOUCHED.search(text) is not None
+
+
+# In JSON written with ensure_ascii, every character `clean` touches (C0 but tab and newline,
+# CR, DEL, C1, and the non-ASCII ones it removes or turns into line breaks) is an escape
+# `\uXXXX`, `\b`, `\f` or `\r`: a backslash (not itself escaped) before one of these letters.
+_JSON_TOUCHED = re.compile(r"\\[bfru]")
+
+
+def json_needs_clean(ascii_json: str) -> bool:
+    """:func:`needs_clean` for JSON text written with ``ensure_ascii`` (the default of the json
+    module): False means that no string in it (keys included) is changed by :func:`clean`.
+    Cautious: any non-ASCII character or escaped backslash before those letters says True."""
+    return _JSON_TOUCHED.search(ascii_json) is not None
+
+
 T = TypeVar("T")
 
 

@@ -23,6 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from abibench.codec import encode
 from abibench.records import (
     HostContext,
     Run,
@@ -40,6 +41,7 @@ from abibench.store.schema import (
     positional,
     sample_reader,
     sample_row,
+    to_json,
 )
 from abibench.store.sql import SqlStore
 from tests.store.test_import_generated import VALID
@@ -243,3 +245,13 @@ def test_stored_json_decodes_as_json_loads_does(value: Any, before: str, after: 
     except json.JSONDecodeError as exc:
         got = ("error", str(exc))
     assert got == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(st.text(max_size=5), st.none() | st.booleans() | st.integers()
+                       | st.text() | st.floats(), max_size=4) | _JSON)
+def test_a_json_column_is_written_as_json_dumps_of_its_encoding(value: Any) -> None:
+    """Family: a fast path that writes a stored JSON column another way (a metrics mapping by
+    the C encoder made once): the text json.dumps(encode(value)) gives, NaN and infinities
+    and non-ASCII keys included."""
+    assert to_json(value) == (None if value is None else json.dumps(encode(value)))

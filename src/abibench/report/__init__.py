@@ -41,6 +41,24 @@ def render(report: Report, fmt: str) -> str:
     return renderer(fmt)(report)
 
 
+# Formats written in pieces as they are made (a run of 10^6 samples is hundreds of MB of them):
+# format -> (module, function giving the pieces whose join is the renderer's text).
+STREAMED: dict[str, tuple[str, str]] = {
+    "samples-csv": ("csvout", "samples_chunks"),
+    "json": ("jsonout", "chunks"),
+}
+
+
+def pieces(report: Report, fmt: str) -> str | Iterable[str]:
+    """The format's text, or its pieces when it is written as it is made."""
+    if fmt in STREAMED:
+        module, func = STREAMED[fmt]
+        made: Iterable[str] = getattr(importlib.import_module(f"{__name__}.{module}"),
+                                      func)(report)
+        return made
+    return render(report, fmt)
+
+
 @dataclass(frozen=True)
 class Output:
     fmt: str
@@ -63,6 +81,6 @@ def write(report: Report, outputs: list[Output]) -> list[tuple[str, Path]]:
         check_output(out.path, OPTIONS.get(out.fmt, out.fmt))
     done: list[tuple[str, Path]] = []
     for out in outputs:
-        write_file(out.path, render(report, out.fmt), OPTIONS.get(out.fmt, out.fmt))
+        write_file(out.path, pieces(report, out.fmt), OPTIONS.get(out.fmt, out.fmt))
         done.append((DESCRIPTIONS.get(out.fmt, out.fmt), out.path))
     return done

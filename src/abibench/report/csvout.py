@@ -11,9 +11,14 @@ import csv
 import io
 import math
 import operator
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
-from ..analyse.report import Report, SampleRow, metric_names
-from ..records import MEMORY_METRICS
+from ..analyse.report import CleanRows, Report, SampleRow, metric_names
+from ..records import MEMORY_METRICS, Sample
+from ..text import needs_clean
+from . import samplerows
+from .samplerows import _MAX_PLANS, Group, _getter, cleaned_row
 
 RESULT_COLUMNS = (
     "set", "host", "kernel_bits", "series", "target", "abi", "workload", "title", "metric",
@@ -116,13 +121,29 @@ def render(report: Report) -> str:
 
 def render_samples(report: Report) -> str:
     """Every stored sample, one row each, with a column per metric."""
+    return "".join(samples_chunks(report))
+
+
+
+
+def samples_chunks(report: Report) -> Iterator[str]:
+    """`render_samples` in pieces, for a file written as it is made (10^6 rows are 250 MB)."""
     metrics = metric_names(report.samples)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow([*SAMPLE_COLUMNS, *(f"metric:{m}" for m in metrics)])
-    for r in report.samples:  # one row at a time from the records: 10^6 of them in a large run
-        w.writerow(_fast_cells(r, metrics))
-    return buf.getvalue()
+    yield buf.getvalue()
+    rows = report.samples
+    groups = rows.uncleaned_parts() if isinstance(rows, CleanRows) else None
+    if groups is not None:  # a report's own rows: written by a plan, cleaned where needed
+        yield from csv_batches(groups, metrics)
+        return
+    for start in range(0, len(rows), samplerows.BATCH):
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        for r in rows[start:start + samplerows.BATCH]:  # each row cleaned as it is read (CleanRows)
+            w.writerow(_fast_cells(r, metrics))
+        yield buf.getvalue()
 
 
 # A samples row's own columns (its tag and series); the others, run_id too, are the sample's.
@@ -156,3 +177,72 @@ def _fast_cells(r: SampleRow, metrics: list[str]) -> list[object]:
     got = r.sample.metrics
     return [v if type(v) in _PASS else cell(v)
             for v in (*values, *(got.get(m) for m in metrics))]
+
+
+CellPlan = Callable[[tuple[Any, ...]], list[Any]]
+
+
+def _cell_plan(types: tuple[type, ...]) -> CellPlan:
+    """A row's cells (`_fast_cells`'s) for values of these types: a whole number or None
+    as it is (the csv module writes them as `cell` does), a text as it is unless it may start
+    a formula, a finite float as it is (csv writes its repr), anything else through `cell`."""
+    texts = [i for i, t in enumerate(types) if t is str]
+    floats = [i for i, t in enumerate(types) if t is float]
+    others = [i for i, t in enumerate(types) if t not in (str, float, int, type(None))]
+    get_t, get_f = _getter(texts), _getter(floats)
+    risky = operator.methodcaller("startswith", _RISKY)
+    isfinite, guard = math.isfinite, cell
+
+    def cells(values: tuple[Any, ...]) -> list[Any]:
+        out = list(values)
+        if any(map(risky, get_t(values))):
+            for i in texts:
+                out[i] = guard(out[i])
+        if not all(map(isfinite, get_f(values))):
+            for i in floats:
+                out[i] = guard(out[i])
+        for i in others:
+            out[i] = guard(out[i])
+        return out
+    return cells
+
+
+def _general_cells(group: Group, s: Sample, metrics: list[str]) -> list[object]:
+    return _fast_cells(cleaned_row(group, s), metrics)
+
+
+def csv_batches(groups: Sequence[Group], metrics: list[str]) -> Iterator[str]:
+    """Each batch of the samples CSV's rows as the cleaned rows' would read (`metrics`: the
+    cleaned metric names, the CSV's columns)."""
+    names = frozenset(metrics)
+    plans: dict[tuple[type, ...], CellPlan] = {}
+    for group in groups:
+        tag, _, host, bits, labels, samples = group
+        for start in range(0, len(samples), samplerows.BATCH):
+            batch = samples[start:start + samplerows.BATCH]
+            rows = []
+            for s in batch:
+                got = s.metrics
+                if not names.issuperset(got):  # a name that is cleaned: the general way
+                    rows.append(_general_cells(group, s, metrics))
+                    continue
+                values = (*_IN_ORDER((tag, host, bits, labels.get(s.target, s.target),
+                                             *_FROM_SAMPLE(s))), *map(got.get, metrics))
+                kinds = tuple(map(type, values))
+                plan = plans.get(kinds)
+                if plan is None:
+                    if len(plans) >= _MAX_PLANS:
+                        rows.append(_general_cells(group, s, metrics))
+                        continue
+                    plan = plans[kinds] = _cell_plan(kinds)
+                rows.append(plan(values))
+            text = _csv_text(rows)
+            if needs_clean(text):  # something to clean: the batch the general way
+                text = _csv_text([_general_cells(group, s, metrics) for s in batch])
+            yield text
+
+
+def _csv_text(rows: list[list[Any]]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(rows)
+    return buf.getvalue()

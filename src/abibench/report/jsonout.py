@@ -9,10 +9,11 @@ from collections.abc import Iterator
 
 from ..analyse.advise import Advice
 from ..analyse.explain import Explanation, Interval
-from ..analyse.report import Report, SampleRow, WorkloadBlock
+from ..analyse.report import CleanRows, Report, SampleRow, WorkloadBlock
 from ..codec import spec
 from ..jsontext import encoder
 from ..records import JSON, JSONDict, Sample
+from .samplerows import json_batches
 
 REPORT_FORMAT = "abibench-report"
 REPORT_VERSION = 1
@@ -210,6 +211,14 @@ def chunks(report: Report) -> Iterator[str]:
         return
     yield head[:-len(tail)] + '"samples": [\n'
     rows = report.samples
+    groups = rows.uncleaned_parts() if isinstance(rows, CleanRows) else None
+    if groups is not None:  # a report's own rows: written by a plan, cleaned where needed
+        first = True
+        for text in json_batches(groups, _fast_line):
+            yield ("" if first else ",\n") + text
+            first = False
+        yield "\n ]\n}\n"
+        return
     for start in range(0, len(rows), _BATCH):
         lines = ",\n".join(f"  {_fast_line(r)}" for r in rows[start:start + _BATCH])
         yield lines + (",\n" if start + _BATCH < len(rows) else "\n")
