@@ -53,7 +53,9 @@ def cmd_report(args: argparse.Namespace, store: SqlStore | None) -> int:
     if args.command == "compare" and len(sources) < 2:
         raise UsageError("compare needs two or more result sets: pass run ids (`abibench runs`)"
                          " or exported .json files")
-    sets = load_sources(sources, store)
+    # Only the JSON report and the samples CSV show every sample (their records are read as
+    # before); every other view reads the run as columns (store/columns.py).
+    sets = load_sources(sources, store, columns=not (args.json or args.samples_csv))
     shown = report_system(args, sets)  # a system run has its own section, not samples
     if shown is not None:
         return shown
@@ -76,5 +78,5 @@ def cmd_report(args: argparse.Namespace, store: SqlStore | None) -> int:
 
 
 def _one_report(args: argparse.Namespace, store: SqlStore | None) -> analysis.Report:
-    sets = load_sources([args.run], store)
+    sets = load_sources([args.run], store, columns=True)
     return analysis.from_sets(sets, deployment=_deployment(args))
