@@ -131,7 +131,7 @@ def test_a_run_read_as_columns_answers_as_its_records(ss: list[Sample]) -> None:
         cols = load_columns(store, run_id)
         assert isinstance(cols, ColumnDoc)
         assert list(cols.samples) == list(records.samples)
-        assert cols.samples[1:4] == list(records.samples)[1:4]
+        assert list(cols.samples[1:4]) == list(records.samples)[1:4]
         assert _answers(cols) == _answers(records)
         assert _views([ResultSet(cols, "r")]) == _views([ResultSet(records, "r")])
 
