@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from abibench.analyse import merge as merging
 from abibench.analyse import report as analysis
 from abibench.analyse.advise import Deployment
+from abibench.analyse.legend import relabeled
 from abibench.records import ResultSet, RunDoc, Sample
 from abibench.report import render
 from abibench.store.columns import FIELDS, ColumnDoc, load_columns
@@ -160,3 +161,30 @@ def test_a_merge_by_names_answers_as_the_merge_of_copies(a: list[Sample], b: lis
         assert _views(files) == views  # records merged by names: the same again
         with mock.patch.object(analysis, "merge", _copied):
             assert _views(files) == views
+
+
+def _renamed_copies(doc: RunDoc, names: dict[str, str]) -> RunDoc:
+    """legend.relabeled's definition: every sample, artifact and status a renamed copy."""
+    def n(target: str) -> str:
+        return names.get(target, target)
+
+    metas = {wid: m.with_targets([n(t) for t in m.targets]) for wid, m in doc.workloads.items()}
+    run = replace(doc.run, config=replace(doc.run.config, workloads=metas))
+    return RunDoc(run, doc.host, tuple(replace(s, target=n(s.target)) for s in doc.samples),
+                  tuple(replace(a, target=n(a.target)) for a in doc.artifacts),
+                  tuple(replace(s, target=n(s.target)) for s in doc.statuses),
+                  tuple(replace(w, target=n(w.target)) if w.target else w for w in doc.warnings),
+                  doc.outcomes, doc.system_boots)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ss=samples(), renamed=st.sets(st.sampled_from(TARGETS), min_size=1))
+def test_a_run_renamed_by_names_answers_as_its_renamed_copies(ss: list[Sample],
+                                                              renamed: set[str]) -> None:
+    names = {t: f"{t}-short" for t in renamed}
+    labels = tuple(names.get(t, t) for t in TARGETS)
+    with stored(ss) as (store, run_id):
+        for doc in (load_columns(store, run_id), store.load_run(run_id)):
+            by_names = relabeled(doc, names)
+            assert _answers(by_names, labels) == _answers(_renamed_copies(doc, names), labels)
+            assert list(by_names.samples) == list(_renamed_copies(doc, names).samples)

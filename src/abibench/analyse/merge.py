@@ -198,7 +198,7 @@ def merge(sets: list[ResultSet], baseline: str | None = None,
 
     measured: dict[str, set[str]] = {}
     for part in parts:
-        for wid in part.keep:
+        for wid in part.keep or ():
             for t in part.doc.counted_targets(wid):
                 if len(part.doc.column(wid, t, "round")) >= 2:
                     measured.setdefault(wid, set()).add(part.label(t))

@@ -21,7 +21,16 @@ from dataclasses import dataclass, replace
 from typing import Any, overload
 
 from ..records import Artifact as ArtifactRecord
-from ..records import HostContext, Run, RunDoc, RunWarning, Sample, TargetStatus
+from ..records import (
+    HostContext,
+    Outcome,
+    Run,
+    RunDoc,
+    RunWarning,
+    Sample,
+    TargetStatus,
+)
+from ..sysrecords import SystemBoot
 
 
 @dataclass(frozen=True)
@@ -30,19 +39,24 @@ class Part:
     target's series label, and how far its rounds are moved."""
 
     doc: RunDoc
-    keep: frozenset[str]
+    keep: frozenset[str] | None  # None: every workload
     labels: dict[str, str]  # stored target -> series label
     offset: int
 
     def label(self, target: str) -> str:
         return self.labels.get(target, target)
 
+    def keeps(self, workload: str) -> bool:
+        return self.keep is None or workload in self.keep
+
     def renamed(self, s: Sample) -> Sample:
         """The sample as the merged document holds it (the copy merge made of each)."""
-        return replace(s, target=self.label(s.target), round=s.round + self.offset)
+        if self.offset:
+            return replace(s, target=self.label(s.target), round=s.round + self.offset)
+        return replace(s, target=self.label(s.target))
 
     def samples(self) -> Iterator[Sample]:
-        return map(self.renamed, (s for s in self.doc.samples if s.workload in self.keep))
+        return map(self.renamed, (s for s in self.doc.samples if self.keeps(s.workload)))
 
 
 class _Renamed(Sequence[Sample]):
@@ -53,7 +67,7 @@ class _Renamed(Sequence[Sample]):
 
     @functools.cached_property
     def _n(self) -> int:
-        return sum(1 for p in self._parts for s in p.doc.samples if s.workload in p.keep)
+        return sum(1 for p in self._parts for s in p.doc.samples if p.keeps(s.workload))
 
     def __len__(self) -> int:
         return self._n
@@ -83,9 +97,13 @@ class MergedDoc(RunDoc):
     @staticmethod
     def of(parts: list[Part], run: Run, host: HostContext,
            artifacts: tuple[ArtifactRecord, ...], statuses: tuple[TargetStatus, ...],
-           warnings: tuple[RunWarning, ...]) -> MergedDoc:
+           warnings: tuple[RunWarning, ...], outcomes: dict[str, Outcome] | None = None,
+           system_boots: tuple[SystemBoot, ...] = ()) -> MergedDoc:
+        """Each part's `labels` name every target its samples hold (a target they do not name
+        keeps its name and must not be another's label)."""
         doc = MergedDoc(run=run, host=host, samples=_Renamed(parts),  # type: ignore[arg-type]
-                        artifacts=artifacts, statuses=statuses, warnings=warnings, outcomes={})
+                        artifacts=artifacts, statuses=statuses, warnings=warnings,
+                        outcomes=outcomes or {}, system_boots=system_boots)
         where: dict[str, tuple[Part, str]] = {}
         for p in parts:
             for target, label in p.labels.items():
@@ -105,7 +123,7 @@ class MergedDoc(RunDoc):
         got = self._memo.get(key)
         if got is None:
             part, stored = found[1].get(target, (None, ""))
-            got = () if part is None or workload not in part.keep else \
+            got = () if part is None or not part.keeps(workload) else \
                 part.doc.column(workload, stored, name)
             if name == "round" and part is not None and part.offset:
                 got = tuple(map(part.offset.__add__, got))
@@ -117,7 +135,7 @@ class MergedDoc(RunDoc):
         found = self._parts()
         if found is None:
             return super().counted_targets(workload)
-        return [p.label(t) for p in found[0] if workload in p.keep
+        return [p.label(t) for p in found[0] if p.keeps(workload)
                 for t in p.doc.counted_targets(workload)]
 
     def n_counted(self) -> int:
@@ -131,7 +149,7 @@ class MergedDoc(RunDoc):
         found = self._parts()
         if found is None:
             return super().others(workload)
-        return [p.renamed(s) for p in found[0] if workload in p.keep
+        return [p.renamed(s) for p in found[0] if p.keeps(workload)
                 for s in p.doc.others(workload)]
 
     def checks(self, workload: str) -> tuple[dict[str, set[str]], bool]:
@@ -141,7 +159,7 @@ class MergedDoc(RunDoc):
         checks: dict[str, set[str]] = {}
         any_ok = False
         for p in found[0]:
-            if workload in p.keep:
+            if p.keeps(workload):
                 mine, ok = p.doc.checks(workload)
                 checks.update((p.label(t), v) for t, v in mine.items())
                 any_ok = any_ok or ok
