@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -420,8 +420,18 @@ class RunDoc:
         out: tuple[Any, ...] = got
         return out
 
-    def metric_column(self, workload: str, target: str, metric: str) -> list[float | None]:
-        """`[s.value(metric) for s in self.counted(workload, target)]`, from the columns."""
+    def metric_column(self, workload: str, target: str, metric: str,
+                      ) -> Sequence[float | None]:
+        """`[s.value(metric) for s in self.counted(workload, target)]`, from the columns
+        (computed once per document)."""
+        key = ("metric", workload, target, metric)
+        got = self._memo.get(key)
+        if got is None:
+            got = self._memo[key] = tuple(self._metric_column(workload, target, metric))
+        out: tuple[float | None, ...] = got
+        return out
+
+    def _metric_column(self, workload: str, target: str, metric: str) -> list[float | None]:
         name = _BUILTIN_FIELDS.get(metric)
         if name is None:
             return list(map(operator.methodcaller("get", metric),

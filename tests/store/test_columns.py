@@ -11,6 +11,7 @@ readings present or absent; each run is stored, read both ways, and compared.
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
 import tempfile
@@ -30,7 +31,9 @@ from abibench.analyse.advise import Deployment
 from abibench.analyse.legend import relabeled
 from abibench.records import ResultSet, RunDoc, Sample
 from abibench.report import render
+from abibench.store.columns import _BY_FIELD as SAMPLE_BY_FIELD
 from abibench.store.columns import FIELDS, ColumnDoc, load_columns
+from abibench.store.columns import _metrics as columns_metrics
 from abibench.store.exchange import import_doc
 from abibench.store.sqlite import Store
 from tests.documents import synthetic_doc
@@ -188,3 +191,29 @@ def test_a_run_renamed_by_names_answers_as_its_renamed_copies(ss: list[Sample],
             by_names = relabeled(doc, names)
             assert _answers(by_names, labels) == _answers(_renamed_copies(doc, names), labels)
             assert list(by_names.samples) == list(_renamed_copies(doc, names).samples)
+
+
+_METRIC_TEXT = st.one_of(
+    st.dictionaries(st.sampled_from(["rate", "time", "x"]),
+                    st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers()))
+    .map(json.dumps),
+    st.sampled_from(['{"rate": 1.5} ', ' {"rate": 1.5}', '{"rate": 1.5}x', "[1.5]", "1.5", "{}",
+                     '{"rate": "fast"}', "", "nul"]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts=st.lists(_METRIC_TEXT, max_size=6))
+def test_the_metrics_column_is_each_texts_conversion(texts: list[str]) -> None:
+    convert = SAMPLE_BY_FIELD["metrics"].from_sql
+
+    def each() -> Any:
+        try:
+            return [_same(convert(t)) for t in texts]
+        except Exception as exc:
+            return type(exc)
+
+    try:
+        got: Any = [_same(v) for v in columns_metrics(texts, convert)]
+    except Exception as exc:
+        got = type(exc)
+    assert got == each()

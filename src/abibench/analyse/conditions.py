@@ -25,7 +25,8 @@ class Counted(Protocol):
 
     def column(self, workload: str, target: str, name: str) -> Sequence[Any]: ...
 
-    def metric_column(self, workload: str, target: str, metric: str) -> list[float | None]: ...
+    def metric_column(self, workload: str, target: str, metric: str,
+                      ) -> Sequence[float | None]: ...
 
 
 class SampleList:

@@ -56,9 +56,12 @@ def cmd_report(args: argparse.Namespace, store: SqlStore | None) -> int:
     # Only the JSON report and the samples CSV show every sample (their records are read as
     # before); every other view reads the run as columns (store/columns.py).
     sets = load_sources(sources, store, columns=not (args.json or args.samples_csv))
-    shown = report_system(args, sets)  # a system run has its own section, not samples
-    if shown is not None:
-        return shown
+    # a system run has its own section, not samples (asked only of one: its module loads
+    # the charts', a second of start-up a report of samples does without)
+    if any(s.doc.run.config.system is not None for s in sets):
+        shown = report_system(args, sets)
+        if shown is not None:
+            return shown
     rep = analysis.from_sets(sets, args.baseline, args.tag, _deployment(args))
     if args.json:
         from ..report.jsonout import chunks

@@ -19,12 +19,13 @@ definition gives").
 from __future__ import annotations
 
 import itertools
+import json
 import operator
 from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
 from ..records import RunDoc, Sample
-from .schema import SAMPLE_COLUMNS, loads, sample_reader
+from .schema import SAMPLE_COLUMNS, sample_reader
 from .sql import SqlStore
 
 # Sample.counted, in SQL: the one rule, on the stored columns (warmup is stored as 0/1).
@@ -39,20 +40,33 @@ FIELDS = ("round", "design", "covariate", "repeat", "foreign_cpu_s", "steal_s", 
 
 _BY_FIELD = {c.field: c for c in SAMPLE_COLUMNS}
 _FLOATS = frozenset({float})
+_DICTS = frozenset({dict})
+_SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+_FIRST = operator.itemgetter(0)
+_SECOND = operator.itemgetter(1)
 
 
 def _metrics(texts: Sequence[Any], convert: Any) -> tuple[Any, ...]:
-    """The metrics column as the reader makes it (`convert`: the column's own from_sql). A
-    dictionary of floats decoded by the C scanner is already what the lax decoder makes of it
-    (`float(x) is x` for a float): others go through `convert`, which decides."""
-    out = []
-    for text in texts:
-        d = loads(text) if type(text) is str else None
-        if type(d) is dict and _FLOATS.issuperset(map(type, d.values())):
-            out.append(d)
-        else:
-            out.append(convert(text))
-    return tuple(out)
+    """The metrics column as the reader makes it (`convert`: the column's own from_sql,
+    `parse(schema.loads(text))`). Each text is scanned by the C scanner schema.loads ends in,
+    in one pass (`map`); a text it does not take whole (space around it, junk after it, not
+    JSON) goes through `convert`, which decides or refuses. A dictionary of floats is already
+    what the lax decoder makes of it (`float(x) is x` for a float); anything else goes through
+    `convert` too."""
+    try:
+        scanned = list(map(_SCAN, texts, itertools.repeat(0)))
+    except TypeError:  # a text that is not a str
+        return tuple(map(convert, texts))
+    if len(scanned) != len(texts):  # the scanner's StopIteration (no JSON there) ends a map
+        return tuple(map(convert, texts))
+    values = list(map(_FIRST, scanned))
+    whole = list(map(_SECOND, scanned)) == list(map(len, texts))
+    if whole and _DICTS.issuperset(map(type, values)) and _FLOATS.issuperset(
+            map(type, itertools.chain.from_iterable(map(dict.values, values)))):
+        return tuple(values)  # the common case: every text one dictionary of floats
+    return tuple(v if type(v) is dict and n == len(t) and _FLOATS.issuperset(
+        map(type, v.values())) else convert(t) for v, n, t in zip(
+        values, map(_SECOND, scanned), texts, strict=True))
 
 
 def _convert(field: str, raw: Sequence[Any], shared: dict[Any, Any]) -> tuple[Any, ...]:
