@@ -116,8 +116,10 @@ class Columns:
             self.targets.setdefault(workload, []).append(target)
         self.others, self.other_ids = _others(store, run_id, have)
         total, warmup, failed = next(iter(store.tuples(
-            "SELECT COUNT(*), COALESCE(SUM(CASE WHEN warmup != 0 THEN 1 ELSE 0 END), 0), "
-            "COALESCE(SUM(CASE WHEN status != 'ok' THEN 1 ELSE 0 END), 0) "
+            # named: PostgreSQL's rows are mappings, where three unnamed sums are one key
+            "SELECT COUNT(*) AS total, "
+            "COALESCE(SUM(CASE WHEN warmup != 0 THEN 1 ELSE 0 END), 0) AS warmups, "
+            "COALESCE(SUM(CASE WHEN status != 'ok' THEN 1 ELSE 0 END), 0) AS failures "
             "FROM samples WHERE run_id=?", (run_id,))))
         self.total, self.warmup, self.failed = int(total), int(warmup), int(failed)
 
