@@ -26,7 +26,7 @@ from typing import Any, overload
 
 from ..records import RunDoc, Sample
 from .schema import SAMPLE_COLUMNS, sample_reader
-from .sql import SqlStore
+from .sql import SqlStore, guarded
 
 # Sample.counted, in SQL: the one rule, on the stored columns (warmup is stored as 0/1).
 COUNTED = "status='ok' AND warmup=0 AND kind='timed' AND discarded IS NULL"
@@ -139,6 +139,23 @@ def _others(store: SqlStore, run_id: str, have: set[str],
     return by, ids
 
 
+def _read(store: SqlStore, run_id: str) -> Iterator[Sample]:
+    """store.iter_samples, each failure of the engine a StoreError (as `guarded` makes it):
+    the records are read after load_columns has returned, while a view walks them."""
+    rows = store.iter_samples(run_id)
+    while True:
+        try:
+            s = next(rows)
+        except StopIteration:
+            return
+        except Exception as exc:
+            error = store.translate(exc)
+            if error is None:
+                raise
+            raise error from exc
+        yield s
+
+
 class StoredSamples(Sequence[Sample]):
     """A stored run's samples as records, read from the store when they are walked (in the
     order of the run: store.iter_samples); nothing is held."""
@@ -150,7 +167,7 @@ class StoredSamples(Sequence[Sample]):
         return self._n
 
     def __iter__(self) -> Iterator[Sample]:
-        return self._store.iter_samples(self._run_id)
+        return _read(self._store, self._run_id)
 
     @overload
     def __getitem__(self, index: int) -> Sample: ...
@@ -234,6 +251,7 @@ class ColumnDoc(RunDoc):
         return checks, any_ok
 
 
+@guarded
 def load_columns(store: SqlStore, run_id: str) -> ColumnDoc:
     """A stored run as a `ColumnDoc`: its head as `load_run` reads it, its samples as columns
     (and as records read on demand while the store is open)."""
