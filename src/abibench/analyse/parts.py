@@ -8,7 +8,7 @@ set's document as it is and answers the analysis's questions (records.RunDoc's `
 stored name, the rounds moved as the copy's were; the few samples that do not count are
 renamed as records. Its `samples` are the renamed copies made one at a time when something
 walks them (the general path), so any question the columns do not answer is still the
-copy's answer. tests/analyse/test_parts.py holds the two to the same reports on generated
+copy's answer. tests/invariants/test_columnar.py holds the two to the same reports on generated
 sets.
 """
 

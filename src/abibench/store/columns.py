@@ -11,7 +11,7 @@ and `samples` itself is a sequence that reads the run's records from the store w
 walks them (the per-sample views, and any question a column does not answer), so a question
 this module does not know is answered by the general code, never wrongly.
 
-tests/store/test_columns.py holds every answer, and whole reports, to the record-based
+tests/invariants/test_columnar.py holds every answer, and whole reports, to the record-based
 document's on generated runs (docs/reliability.md, "A fast path gives exactly what its
 definition gives").
 """

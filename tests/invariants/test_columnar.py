@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 import re
 import tempfile
 from collections.abc import Iterator
@@ -38,6 +39,7 @@ from abibench.store.exchange import import_doc
 from abibench.store.sqlite import Store
 from tests.documents import synthetic_doc
 
+SCALE = int(os.environ.get("ABIBENCH_INVARIANTS_SCALE", "1"))  # bench/invariants.py
 TARGETS = ("i386", "x86_64", "x32")
 WORKLOADS = ("alpha", "beta")
 METRICS = ("rate", "time", "wall", "max_rss", "tree_peak_rss", "minflt", "user")
@@ -127,7 +129,7 @@ def _views(sets: list[ResultSet]) -> list[str]:
     return [_STAMP.sub("", render(rep, fmt)) for fmt in ("terminal", "markdown", "csv")]
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=12 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ss=samples())
 def test_a_run_read_as_columns_answers_as_its_records(ss: list[Sample]) -> None:
     with stored(ss) as (store, run_id):
@@ -148,7 +150,7 @@ def _copied(sets: list[ResultSet], baseline: str | None = None,
     return replace(merged, doc=copy)
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=6 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(a=samples(), b=samples(), same=st.booleans())
 def test_a_merge_by_names_answers_as_the_merge_of_copies(a: list[Sample], b: list[Sample],
                                                          same: bool) -> None:
@@ -180,7 +182,7 @@ def _renamed_copies(doc: RunDoc, names: dict[str, str]) -> RunDoc:
                   doc.outcomes, doc.system_boots)
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=8 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ss=samples(), renamed=st.sets(st.sampled_from(TARGETS), min_size=1))
 def test_a_run_renamed_by_names_answers_as_its_renamed_copies(ss: list[Sample],
                                                               renamed: set[str]) -> None:
@@ -201,7 +203,7 @@ _METRIC_TEXT = st.one_of(
                      '{"rate": "fast"}', "", "nul"]))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60 * SCALE, deadline=None)
 @given(texts=st.lists(_METRIC_TEXT, max_size=6))
 def test_the_metrics_column_is_each_texts_conversion(texts: list[str]) -> None:
     convert = SAMPLE_BY_FIELD["metrics"].from_sql
