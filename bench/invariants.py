@@ -26,6 +26,7 @@ INVARIANTS = {
     "test_like_with_like.py": "A row compares named with named",
     "test_host_libraries.py": "A verdict is about the program",
     "test_memory_registry.py": "A memory metric is written once",
+    "test_columnar.py": "A fast path gives exactly what its definition gives",
 }
 # Hypothesis's statistics: the test's name, then per phase "- N passing, M failing, and K invalid
 # test cases".

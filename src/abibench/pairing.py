@@ -33,7 +33,8 @@ class Sample(Protocol):
     @property
     def metrics(self) -> dict[str, float]: ...
 
-__all__ = ["Paired", "metric_column", "only_numbers", "pair_by_round"]
+__all__ = ["Paired", "Side", "metric_column", "only_numbers", "pair_by_round",
+           "pair_columns"]
 
 
 @dataclass(frozen=True)
@@ -61,12 +62,33 @@ def pair_by_round(a: Iterable[Sample], b: Iterable[Sample], metric: str) -> Pair
     tests/invariants/test_columns.py holds it to the sample-by-sample definition.)
     """
     sa, sb = list(a), list(b)
-    va, vb = _by_round(sa, metric), _by_round(sb, metric)
+    return pair_columns(Side.of(sa, metric), Side.of(sb, metric), metric)
+
+
+@dataclass(frozen=True)
+class Side:
+    """What pairing reads of one target's samples, as columns in the samples' order: each
+    one's round, value of the metric (None without one), design and covariate."""
+
+    rounds: Sequence[int]
+    values: Sequence[float | None]
+    designs: Sequence[str]
+    covariates: Sequence[float | None]
+
+    @staticmethod
+    def of(samples: Sequence[Sample], metric: str) -> Side:
+        return Side(list(map(_ROUND, samples)), metric_column(samples, metric),
+                    list(map(_DESIGN, samples)), list(map(_COVARIATE, samples)))
+
+
+def pair_columns(a: Side, b: Side, metric: str) -> Paired:
+    """`pair_by_round` of two targets given as columns (a columnar document has no samples)."""
+    va, vb = _by_round(a.rounds, a.values), _by_round(b.rounds, b.values)
     if va and va.keys() == vb.keys():
         rounds = sorted(va)
         ca = cb = None
         if metric not in MEMORY_METRICS:
-            ca, cb = _covariates(sa, rounds), _covariates(sb, rounds)
+            ca, cb = _covariates(a, rounds), _covariates(b, rounds)
         if ca is None or cb is None:
             ca = cb = ()
         return Paired(tuple(map(va.__getitem__, rounds)), tuple(map(vb.__getitem__, rounds)),
@@ -101,21 +123,20 @@ def only_numbers(values: Iterable[object]) -> bool:
     return _NUMBERS.issuperset(map(type, values))
 
 
-def _by_round(samples: Sequence[Sample], metric: str) -> dict[int, float]:
+def _by_round(rounds: Sequence[int], values: Sequence[float | None]) -> dict[int, float]:
     """Round -> finite value (the last sample of a round wins, in the place of its first)."""
-    values = metric_column(samples, metric)
-    if only_numbers(values) and all(map(math.isfinite, cast(list[float], values))):
-        return dict(zip(map(_ROUND, samples), values, strict=True))
-    return {r: v for r, v in zip(map(_ROUND, samples), values, strict=True)
+    if only_numbers(values) and all(map(math.isfinite, cast(Sequence[float], values))):
+        return dict(zip(rounds, cast(Sequence[float], values), strict=True))
+    return {r: v for r, v in zip(rounds, values, strict=True)
             if v is not None and math.isfinite(v)}
 
 
-def _covariates(samples: list[Sample], rounds: list[int]) -> tuple[float, ...] | None:
+def _covariates(side: Side, rounds: list[int]) -> tuple[float, ...] | None:
     """The covariate of each round's sample, or None unless all were taken with one."""
-    designs = list(map(_DESIGN, samples))
+    designs = side.designs
     by_round = {} if "covariate" not in designs else {
-        r: c for r, d, c in zip(map(_ROUND, samples), designs, map(_COVARIATE, samples),
-                                strict=True) if d == "covariate"}
+        r: c for r, d, c in zip(side.rounds, designs, side.covariates, strict=True)
+        if d == "covariate"}
     values = list(map(by_round.get, rounds))
     if None in values or any(v is None or not math.isfinite(v) or v <= 0 for v in values):
         return None

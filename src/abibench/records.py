@@ -17,7 +17,8 @@ and the reference of every comparison, the 64-bit ABI of the host family (:func:
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+import operator
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -65,7 +66,7 @@ from .metrics import (
     better_of,
     recorded_builtins,
 )
-from .pairing import Paired, metric_column, only_numbers, pair_by_round
+from .pairing import Paired, Side, metric_column, only_numbers, pair_by_round, pair_columns
 from .provenance import Artifact, HostContext, WorkloadMeta
 from .sysrecords import SystemBoot, SystemConfig
 
@@ -406,6 +407,41 @@ class RunDoc:
         """The targets of a workload with counted samples, in the order first seen."""
         return [t for w, t in self._counted_by_target if w == workload]
 
+    def column(self, workload: str, target: str, name: str) -> tuple[Any, ...]:
+        """`tuple(getattr(s, name) for s in self.counted(workload, target))`: one field of a
+        target's counted samples, in their order, computed once per document. Every per-sample
+        question of the summary views is asked through this (a columnar document, e.g.
+        store/columns.ColumnDoc, answers it without a Sample)."""
+        key = ("column", workload, target, name)
+        got = self._memo.get(key)
+        if got is None:
+            got = self._memo[key] = tuple(map(operator.attrgetter(name),
+                                              self._counted_by_target.get((workload, target), [])))
+        out: tuple[Any, ...] = got
+        return out
+
+    def metric_column(self, workload: str, target: str, metric: str,
+                      ) -> Sequence[float | None]:
+        """`[s.value(metric) for s in self.counted(workload, target)]`, from the columns
+        (computed once per document)."""
+        key = ("metric", workload, target, metric)
+        got = self._memo.get(key)
+        if got is None:
+            got = self._memo[key] = tuple(self._metric_column(workload, target, metric))
+        out: tuple[float | None, ...] = got
+        return out
+
+    def _metric_column(self, workload: str, target: str, metric: str) -> list[float | None]:
+        name = _BUILTIN_FIELDS.get(metric)
+        if name is None:
+            return list(map(operator.methodcaller("get", metric),
+                            self.column(workload, target, "metrics")))
+        raw = self.column(workload, target, name)
+        try:
+            return list(map(float, raw))
+        except TypeError:  # a None among them
+            return [None if v is None else float(v) for v in raw]
+
     def values(self, workload: str, target: str, metric: str) -> list[float]:
         """The values of a metric in the counted samples of one workload and target, in their
         order; a sample without one is left out (a non-finite value is kept: the caller
@@ -414,7 +450,7 @@ class RunDoc:
         key = ("values", workload, target, metric)
         got = self._memo.get(key)
         if got is None:
-            column = metric_column(self._counted_by_target.get((workload, target), []), metric)
+            column = self.metric_column(workload, target, metric)
             got = self._memo[key] = tuple(column) if only_numbers(column) else tuple(
                 v for v in column if v is not None)
         return list(got)
@@ -429,43 +465,81 @@ class RunDoc:
     def value(sample: Sample, metric: str) -> float | None:
         return sample.value(metric)
 
+    def side(self, workload: str, target: str, metric: str) -> Side:
+        """What pairing reads of a target's counted samples (pairing.Side), from the columns."""
+        return Side(self.column(workload, target, "round"),
+                    self.metric_column(workload, target, metric),
+                    self.column(workload, target, "design"),
+                    self.column(workload, target, "covariate"))
+
     def paired(self, workload: str, metric: str, a: str, b: str) -> Paired:
         """Counted values of targets a and b of one workload, paired by round where possible
-        (computed once per document: a Paired is frozen)."""
+        (`pair_by_round` of their counted samples; computed once per document: a Paired is
+        frozen)."""
         key = ("paired", workload, metric, a, b)
         got = self._memo.get(key)
         if got is None:
-            by = self._counted_by_target
-            got = self._memo[key] = pair_by_round(by.get((workload, a), []),
-                                                  by.get((workload, b), []), metric)
+            got = self._memo[key] = pair_columns(self.side(workload, a, metric),
+                                                 self.side(workload, b, metric), metric)
         out: Paired = got
         return out
 
     def of_workload(self, workload: str) -> list[Sample]:
         return list(self._by_workload.get(workload, []))
 
+    def others(self, workload: str) -> list[Sample]:
+        """The samples of a workload the statistics do not use (warm-ups, failures, counting
+        runs, the emulator's baselines, discarded ones), in their order: few beside the
+        counted ones, so every question about them is asked of records."""
+        got = self._memo.get(("others", workload))
+        if got is None:
+            got = self._memo[("others", workload)] = [
+                s for s in self._by_workload.get(workload, []) if not s.counted]
+        return list(got)
+
+    def n_warmup(self) -> int:
+        """`sum(s.warmup for s in self.samples)`."""
+        return sum(map(operator.attrgetter("warmup"), self.samples))
+
+    def n_failed(self) -> int:
+        """How many samples did not end "ok"."""
+        return len(self.samples) - list(map(operator.attrgetter("status"), self.samples)).count(
+            "ok")
+
+    def checks(self, workload: str) -> tuple[dict[str, set[str]], bool]:
+        """What the output check compares (analyse/results.validate_outputs): each target's
+        check values of its ok, not discarded samples (targets in the order first seen), and
+        whether any sample of the workload ended ok."""
+        checks: dict[str, set[str]] = {}
+        samples = self._by_workload.get(workload, [])
+        for s in samples:
+            if s.status == "ok" and s.check is not None and s.discarded is None:
+                checks.setdefault(s.target, set()).add(s.check)
+        return checks, any(s.status == "ok" for s in samples)
+
     def instructions(self, workload: str) -> dict[str, int]:
         """Instructions counted per target (one run under a counter, when asked for)."""
-        return {s.target: s.instructions for s in self._by_workload.get(workload, [])
+        return {s.target: s.instructions for s in self.others(workload)
                 if s.kind == "counters"
                 and s.instructions is not None}
 
     def counter_profiles(self, workload: str) -> dict[str, CounterProfile]:
         """What cachegrind counted per target (the last counted run of each)."""
-        return {s.target: s.counters for s in self._by_workload.get(workload, [])
+        return {s.target: s.counters for s in self.others(workload)
                 if s.kind == "counters" and s.status == "ok"
                 and s.counters is not None}
 
     def emulated_targets(self, workload: str) -> set[str]:
         """Targets of a workload whose samples ran under an emulator (their times measure the
         emulator, never the ABI on its own hardware)."""
-        return {s.target for s in self._by_workload.get(workload, []) if s.emulated}
+        return {s.target for s in self.others(workload) if s.emulated} | {
+            t for t in self.counted_targets(workload) if any(self.column(workload, t, "emulated"))}
 
     def baseline_rss(self, workload: str) -> dict[str, list[float]]:
         """Per emulated target: the peak memory of its ABI's empty program under the same
         emulator (kind "baseline"), the emulator's own share of every sample's peak."""
         out: dict[str, list[float]] = {}
-        for s in self._by_workload.get(workload, []):
+        for s in self.others(workload):
             if s.kind == "baseline" and s.status == "ok":
                 out.setdefault(s.target, []).append(float(s.max_rss_kb))
         return out

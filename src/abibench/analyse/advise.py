@@ -236,9 +236,8 @@ def advise(doc: RunDoc, results: Sequence[WorkloadResult], dep: Deployment) -> A
         for row in res.rows:
             if row.n < 2 or row.rss_kb is None or row.summary is None:
                 continue
-            speed = stats.median(_speed_values(res, [v for s in doc.counted(res.id)
-                                                     if s.target == row.label
-                                                     if (v := s.value(res.primary)) is not None]))
+            speed = stats.median(_speed_values(res, doc.values(res.id, row.label,
+                                                               res.primary)))
             mine[row.label] = _row(res, row.label, row.rss_kb, speed, dep)
         rows += list(mine.values())
         for est, proxy, proxy_row in _estimates(doc, res, mine, dep):

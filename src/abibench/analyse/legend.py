@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..records import Artifact, RunDoc, provenance_of
+from .parts import MergedDoc, Part
 
 # What each provenance is, in the words of a legend; the details follow from the artifact.
 KIND_WORDS = {"source": "built from source", "prebuilt": "a prebuilt program",
@@ -83,7 +84,9 @@ def legend(doc: RunDoc, names: Mapping[str, str]) -> list[LegendEntry]:
 
 
 def relabeled(doc: RunDoc, names: Mapping[str, str]) -> RunDoc:
-    """The run with each target named as `names` says: what the analysis of a report reads."""
+    """The run with each target named as `names` says: what the analysis of a report reads.
+    Its samples are renamed by name, not copied (analyse/parts.py): a copy of each is made
+    only if something walks them."""
     if all(names.get(t, t) == t for t in targets_of(doc)):
         return doc  # nothing to rename: a run built from source (the common case), no copy
 
@@ -92,8 +95,14 @@ def relabeled(doc: RunDoc, names: Mapping[str, str]) -> RunDoc:
 
     metas = {wid: m.with_targets([n(t) for t in m.targets]) for wid, m in doc.workloads.items()}
     run = replace(doc.run, config=replace(doc.run.config, workloads=metas))
-    return replace(doc, run=run, samples=tuple(replace(s, target=n(s.target)) for s in doc.samples),
-                   artifacts=tuple(replace(a, target=n(a.target)) for a in doc.artifacts),
-                   statuses=tuple(replace(s, target=n(s.target)) for s in doc.statuses),
-                   warnings=tuple(replace(w, target=n(w.target)) if w.target else w
-                                  for w in doc.warnings))
+    seen = set(targets_of(doc))
+    for w in {*doc.workloads, *(s.workload for s in doc.warnings if s.workload)}:
+        seen.update(doc.counted_targets(w))
+        seen.update(s.target for s in doc.others(w))
+    return MergedDoc.of(
+        [Part(doc, None, {t: n(t) for t in seen}, 0)], run, doc.host,
+        artifacts=tuple(replace(a, target=n(a.target)) for a in doc.artifacts),
+        statuses=tuple(replace(s, target=n(s.target)) for s in doc.statuses),
+        warnings=tuple(replace(w, target=n(w.target)) if w.target else w
+                       for w in doc.warnings), outcomes=doc.outcomes,
+        system_boots=doc.system_boots)

@@ -30,6 +30,7 @@ from ..records import (
 )
 from ..run.stopping import short_of_precision
 from .foreign import ALLOW_OPTION, allowed
+from .parts import MergedDoc, Part
 
 __all__ = ["ResultSet"]  # it lives in records (the store makes them); merging is here
 
@@ -173,14 +174,13 @@ def merge(sets: list[ResultSet], baseline: str | None = None,
     by_key = {(s.set_index, s.target): s for s in series}
     workloads, members = _members(sets, tags, warnings)
 
-    samples, artifacts, statuses, doc_warnings = [], [], [], []
+    parts: list[Part] = []
+    artifacts, statuses, doc_warnings = [], [], []
     for i, rs in enumerate(sets):
         doc = rs.doc
-        keep = {wid for wid, m in members.items() if i in m}
-        for s in doc.samples:
-            if s.workload in keep:
-                samples.append(replace(s, target=by_key[(i, s.target)].label,
-                                       round=s.round + i * ROUND_STRIDE))
+        keep = frozenset(wid for wid, m in members.items() if i in m)
+        parts.append(Part(doc, keep, {t: s.label for (j, t), s in by_key.items() if j == i},
+                          i * ROUND_STRIDE))
         for a in doc.artifacts:
             if a.workload in keep and (i, a.target) in by_key:
                 artifacts.append(replace(a, target=by_key[(i, a.target)].label))
@@ -196,14 +196,12 @@ def merge(sets: list[ResultSet], baseline: str | None = None,
                 warnings.append(f"{wid}: {tags[i]} stopped by budget before reaching the asked "
                                 f"precision ({o.stop_reason})")
 
-    counts: dict[tuple[str, str], int] = {}
-    for s in samples:
-        if s.counted:
-            counts[(s.workload, s.target)] = counts.get((s.workload, s.target), 0) + 1
     measured: dict[str, set[str]] = {}
-    for (wid, label), n in counts.items():
-        if n >= 2:
-            measured.setdefault(wid, set()).add(label)
+    for part in parts:
+        for wid in part.keep or ():
+            for t in part.doc.counted_targets(wid):
+                if len(part.doc.column(wid, t, "round")) >= 2:
+                    measured.setdefault(wid, set()).add(part.label(t))
 
     references: dict[str, str] = {}
     metas: dict[str, WorkloadMeta] = {}
@@ -225,7 +223,6 @@ def merge(sets: list[ResultSet], baseline: str | None = None,
                                # host libraries intended only where every run said so
                                extra={ALLOW_OPTION: True} if all(
                                    allowed(rs.doc) for rs in sets) else {}))
-    merged = RunDoc(run=run, host=sets[0].doc.host, samples=tuple(samples),
-                    artifacts=tuple(artifacts), statuses=tuple(statuses),
-                    warnings=tuple(doc_warnings), outcomes={})
+    merged = MergedDoc.of(parts, run=run, host=sets[0].doc.host, artifacts=tuple(artifacts),
+                          statuses=tuple(statuses), warnings=tuple(doc_warnings))
     return Merged(merged, series, references, tags, warnings)

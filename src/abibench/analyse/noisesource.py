@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from abibench.distributions import t_sf
 
 from ..records import Sample
+from .conditions import Counted, SampleList
 from .shape import Shape
 
 EXPLAINS = 0.25  # a load that explains this share of a target's variance is named as a source
@@ -52,18 +53,17 @@ def load_share(xs: Sequence[float], ys: Sequence[float]) -> float:
     return max(0.0, min(1.0, sxy * sxy / (sxx * syy)))
 
 
-def _excess_and_load(counted: Sequence[Sample], label: str, metric: str,
+def _excess_and_load(doc: Counted, workload: str, label: str, metric: str,
                      higher_is_better: bool) -> tuple[list[float], list[float], float]:
     """Each sample's log excess over the target's median (larger: worse), the other processes'
     CPU share during it, and their CPU-s a sample on average."""
     rows = []
-    for s in counted:
-        v = s.value(metric)
-        if s.target != label or v is None or not (math.isfinite(v) and v > 0) \
-                or s.foreign_cpu_s is None or not s.wall_s > 0:
+    for v, foreign, wall in zip(doc.metric_column(workload, label, metric),
+                                doc.column(workload, label, "foreign_cpu_s"),
+                                doc.column(workload, label, "wall_s"), strict=True):
+        if v is None or not (math.isfinite(v) and v > 0) or foreign is None or not wall > 0:
             continue
-        rows.append((-math.log(v) if higher_is_better else math.log(v),
-                     s.foreign_cpu_s / s.wall_s, s.foreign_cpu_s))
+        rows.append((-math.log(v) if higher_is_better else math.log(v), foreign / wall, foreign))
     if not rows:
         return [], [], 0.0
     logs = sorted(r[0] for r in rows)
@@ -73,10 +73,17 @@ def _excess_and_load(counted: Sequence[Sample], label: str, metric: str,
 
 def describe_sources(counted: Sequence[Sample], labels: Sequence[str], metric: str,
                      higher_is_better: bool, shapes: Sequence[Shape]) -> str:
+    """`describe_sources_of` a list of counted samples."""
+    return describe_sources_of(SampleList(counted), "", labels, metric, higher_is_better, shapes)
+
+
+def describe_sources_of(doc: Counted, workload: str, labels: Sequence[str], metric: str,
+                        higher_is_better: bool, shapes: Sequence[Shape]) -> str:
     """One line naming what measured source explains the targets' noise, or saying none does."""
     named, quiet = [], []
     for label in labels:
-        excess, load, per_sample = _excess_and_load(counted, label, metric, higher_is_better)
+        excess, load, per_sample = _excess_and_load(doc, workload, label, metric,
+                                                    higher_is_better)
         r2 = load_share(load, excess)
         if r2 >= EXPLAINS and _chance(r2, len(load)) < SIGNIFICANT and max(load) >= FELT:
             named.append(f"other processes' CPU time explains {r2:.0%} of {label}'s sample-to-"

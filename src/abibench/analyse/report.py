@@ -14,7 +14,6 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-import operator
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
@@ -474,8 +473,6 @@ def _sample_rows(sets: list[ResultSet], series: list[Series]) -> SetRows:
                           labels[i], rs.doc.samples) for i, rs in enumerate(sets)])
 
 
-_WARMUP = operator.attrgetter("warmup")
-_STATUS = operator.attrgetter("status")
 
 
 def _counts(sets: list[ResultSet]) -> SampleCounts:
@@ -483,9 +480,8 @@ def _counts(sets: list[ResultSet]) -> SampleCounts:
     docs = [rs.doc for rs in sets]
     return SampleCounts(total=sum(len(d.samples) for d in docs),
                         counted=sum(d.n_counted() for d in docs),
-                        warmup=sum(sum(map(_WARMUP, d.samples)) for d in docs),
-                        failed=sum(len(d.samples) - list(map(_STATUS, d.samples)).count("ok")
-                                   for d in docs))
+                        warmup=sum(d.n_warmup() for d in docs),
+                        failed=sum(d.n_failed() for d in docs))
 
 
 def _provenance(sets: list[SetInfo], series: list[Series]) -> list[ProvenanceEntry]:

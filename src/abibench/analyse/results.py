@@ -29,9 +29,16 @@ from ..records import (
 )
 from ..run.stopping import short_of_precision
 from ..text import one_line
-from .conditions import board_conditions, debian_versions, sampling_conditions
+from .conditions import (
+    board_conditions,
+    board_conditions_of,
+    debian_versions,
+    gathered,
+    sampling_conditions,
+    sampling_conditions_of,
+)
 from .foreign import comparable, no_verdict, withheld
-from .noisesource import describe_sources
+from .noisesource import describe_sources_of
 from .shape import Shape, shapes_of
 from .sizes import larger_pct
 from .sweepids import once_per_sweep
@@ -223,8 +230,18 @@ def validate_outputs(samples: Sequence[Sample], labels: Sequence[str],
     for s in samples:
         if s.status == "ok" and s.check is not None and s.discarded is None:
             checks.setdefault(s.target, set()).add(s.check)
+    return validate_checks(checks, any(s.status == "ok" for s in samples), labels, validates)
+
+
+def validate_checks(checks: dict[str, set[str]], any_ok: bool, labels: Sequence[str],
+                    validates: bool | None = None,
+                    no_validation: str | None = None) -> tuple[str, str]:
+    """`validate_outputs` from what it reads of the samples (`RunDoc.checks`): each target's
+    check values, targets in the order first seen, and whether any sample ended ok."""
+    if no_validation is not None:
+        return "unchecked", f"not validated: {one_line(no_validation)}"
     if not checks:
-        if validates is False or (validates is None and any(s.status == "ok" for s in samples)):
+        if validates is False or (validates is None and any_ok):
             return "unchecked", "no validation value (the profile has no [validate])"
         return "unchecked", "not checked: no sample succeeded"
     for t, values in checks.items():
@@ -251,8 +268,7 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
     results: list[WorkloadResult] = []
     for wid, meta in doc.workloads.items():
         primary = meta.primary_metric
-        counted = doc.counted(wid)
-        rows = family_ratios(_target_rows(doc, wid, meta, counted), (references or {}).get(wid))
+        rows = family_ratios(_target_rows(doc, wid, meta), (references or {}).get(wid))
         # A target that loads the host's libraries measures them, not the program: no verdict
         # for it or against it, in time or in size (analyse/foreign.py decides which).
         foreign = withheld(doc, wid)
@@ -263,17 +279,16 @@ def analyse(doc: RunDoc, references: Mapping[str, str] | None = None) -> list[Wo
                              stop_reason=doc.outcomes[wid].text() if wid in doc.outcomes else "")
         res.withheld.extend(no_verdict(doc, wid))
         res.warnings.extend(res.withheld)
-        _conditions(res, doc, wid, meta, counted)
+        _conditions(res, doc, wid, meta)
         _emulated_memory(res, doc, wid, rows)
         res.counts.extend(_count_verdicts(rows))
-        _compare(res, doc, meta, counted, (references or {}).get(wid))
+        _compare(res, doc, meta, (references or {}).get(wid))
         results.append(res)
     _apply_holm(results)
     return results
 
 
-def _target_rows(doc: RunDoc, wid: str, meta: WorkloadMeta,
-                 counted: list[Sample]) -> list[TargetRow]:
+def _target_rows(doc: RunDoc, wid: str, meta: WorkloadMeta) -> list[TargetRow]:
     """One row per target: its primary metric's summary, memory, sizes and counts."""
     counts = doc.instructions(wid)
     profiles = doc.counter_profiles(wid)
@@ -330,43 +345,42 @@ def memory_medians_of(doc: RunDoc, wid: str, target: str) -> dict[str, float | N
     return out
 
 
-def _conditions(res: WorkloadResult, doc: RunDoc, wid: str, meta: WorkloadMeta,
-                counted: list[Sample]) -> None:
+def _conditions(res: WorkloadResult, doc: RunDoc, wid: str, meta: WorkloadMeta) -> None:
     """What weakens or qualifies a workload's figures: warnings, provenance, the output check,
     and the targets whose times measure an emulator."""
     labels = list(meta.targets)
-    res.warnings.extend(_sample_warnings(res.rows, counted, res.stop_reason))
+    res.warnings.extend(_sample_warnings(res.rows, doc, wid, res.stop_reason))
     higher = meta.primary_metric.better == "higher"
     res.shapes = shapes_of({label: doc.values(wid, label, meta.primary) for label in labels},
                            higher)
     res.warnings.extend(shape.words() for shape in res.shapes)
     if short_of_precision(res.stop_reason):
-        res.warnings.append(describe_sources(counted, labels, meta.primary, higher, res.shapes))
+        res.warnings.append(describe_sources_of(doc, wid, labels, meta.primary, higher,
+                                                res.shapes))
     top = doc.host.get("cpu_max_mhz")
-    warnings, board_line = board_conditions(
-        counted, float(top) if isinstance(top, int | float) else None)
+    warnings, board_line = board_conditions_of(
+        doc, wid, float(top) if isinstance(top, int | float) else None)
     res.warnings.extend(warnings)
     if board_line:
         res.provenance.append(board_line)
     notes, skew = debian_versions([a for a in doc.artifacts if a.workload == wid])
     res.provenance.extend(notes)
-    conditions = sampling_conditions(counted)
+    conditions = sampling_conditions_of(doc, wid)
     if conditions:
         res.provenance.append(conditions)
-    trees = sorted({s.tree_memory for s in counted if s.tree_memory})
+    trees = sorted({t for t in gathered(doc, wid, "tree_memory") if t})
     for kind in trees:
         res.provenance.append(f"tree peak RSS: {TREE_MEMORY.get(kind, kind)}")
     res.warnings.extend(skew)
     # A counting run that failed leaves its target without a count: say why, rather than
     # leave a gap in the instructions column.
     counts = doc.instructions(wid)
-    uncounted = {s.target: one_line(s.error or s.status)[:300] for s in doc.of_workload(wid)
+    uncounted = {s.target: one_line(s.error or s.status)[:300] for s in doc.others(wid)
                  if s.kind == "counters" and s.status != "ok" and s.target not in counts}
     res.warnings.extend(f"{t}: no instruction count: the counting run failed ({why})"
                         for t, why in uncounted.items())
-    res.validation, res.validation_detail = validate_outputs(doc.of_workload(wid), labels,
-                                                             meta.validates,
-                                                             meta.no_validation)
+    res.validation, res.validation_detail = validate_checks(*doc.checks(wid), labels,
+                                                            meta.validates, meta.no_validation)
     # One line per machine: each names the CPU its times are not measurements of.
     by_cpu: dict[str, list[str]] = {}
     for name in sorted(doc.emulated_targets(wid), key=labels.index):
@@ -377,7 +391,7 @@ def _conditions(res: WorkloadResult, doc: RunDoc, wid: str, meta: WorkloadMeta,
             "speed verdict; peak memory includes the emulator's own (net estimate below)")
 
 
-def _compare(res: WorkloadResult, doc: RunDoc, meta: WorkloadMeta, counted: list[Sample],
+def _compare(res: WorkloadResult, doc: RunDoc, meta: WorkloadMeta,
              wanted: str | None) -> None:
     """Each measured target against the reference: the primary metric and every memory one."""
     primary = meta.primary_metric
@@ -477,11 +491,11 @@ SHORT_SAMPLE_S = 0.005  # below this, timer resolution and spawn cost are a visi
 HIGH_CV = 0.10
 
 
-def _sample_warnings(rows: list[TargetRow], counted: list[Sample],
+def _sample_warnings(rows: list[TargetRow], doc: RunDoc, wid: str,
                      stop_reason: str) -> list[str]:
     out = []
     for row in rows:
-        walls = [s.wall_s for s in counted if s.target == row.label]
+        walls = doc.column(wid, row.label, "wall_s")
         if walls and stats.summarize(walls).median < SHORT_SAMPLE_S:
             out.append(f"{row.label}: samples take under 5 ms: spawn cost and timer resolution "
                        "are part of what is measured; give the workload more work")

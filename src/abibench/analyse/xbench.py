@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from .. import stats
 from ..abi import reference_abi
 from ..records import Better, RunDoc
-from .results import validate_outputs
+from .results import validate_checks
 
 REFERENCE = reference_abi()
 
@@ -110,7 +110,7 @@ def xbench_index(doc: RunDoc, *, reference: str = REFERENCE,
         if meta is None:
             continue
         labels = list(meta.targets)
-        verdict, _ = validate_outputs(doc.of_workload(wid), labels)
+        verdict, _ = validate_checks(*doc.checks(wid), labels)
         if verdict == "miscompare":
             excluded.append(wid)
             continue

@@ -53,10 +53,15 @@ def cmd_report(args: argparse.Namespace, store: SqlStore | None) -> int:
     if args.command == "compare" and len(sources) < 2:
         raise UsageError("compare needs two or more result sets: pass run ids (`abibench runs`)"
                          " or exported .json files")
-    sets = load_sources(sources, store)
-    shown = report_system(args, sets)  # a system run has its own section, not samples
-    if shown is not None:
-        return shown
+    # Only the JSON report and the samples CSV show every sample (their records are read as
+    # before); every other view reads the run as columns (store/columns.py).
+    sets = load_sources(sources, store, columns=not (args.json or args.samples_csv))
+    # a system run has its own section, not samples (asked only of one: its module loads
+    # the charts', a second of start-up a report of samples does without)
+    if any(s.doc.run.config.system is not None for s in sets):
+        shown = report_system(args, sets)
+        if shown is not None:
+            return shown
     rep = analysis.from_sets(sets, args.baseline, args.tag, _deployment(args))
     if args.json:
         from ..report.jsonout import chunks
@@ -76,5 +81,5 @@ def cmd_report(args: argparse.Namespace, store: SqlStore | None) -> int:
 
 
 def _one_report(args: argparse.Namespace, store: SqlStore | None) -> analysis.Report:
-    sets = load_sources([args.run], store)
+    sets = load_sources([args.run], store, columns=True)
     return analysis.from_sets(sets, deployment=_deployment(args))

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import UsageError
-from ..records import ResultSet
+from ..records import ResultSet, RunDoc
+from .columns import load_columns
 from .exchange import load_file
 from .sql import SqlStore
 
@@ -21,12 +22,16 @@ def is_file_ref(ref: str) -> bool:
         return False
 
 
-def load_sources(refs: list[str], store: SqlStore | None) -> list[ResultSet]:
+def load_sources(refs: list[str], store: SqlStore | None,
+                 columns: bool = False) -> list[ResultSet]:
     """Each ref is a path to an exported JSON file or a run id (prefix, `latest`) in the DB.
 
-    store: None when there is no database; then every ref must be a file.
+    store: None when there is no database; then every ref must be a file. columns: stored runs
+    as columns (store/columns.py) for the views that show no sample, their records read while
+    the store is open only if something walks them. A run named twice is read once.
     """
     sets = []
+    loaded: dict[str, RunDoc] = {}
     for ref in refs:
         if is_file_ref(ref):
             path = Path(ref)
@@ -36,7 +41,10 @@ def load_sources(refs: list[str], store: SqlStore | None) -> list[ResultSet]:
                              "database: run `abibench run` first or pass --db")
         else:
             run_id = store.resolve_run(ref)
-            sets.append(ResultSet(store.load_run(run_id), f"run {run_id}"))
+            if run_id not in loaded:
+                loaded[run_id] = (load_columns(store, run_id) if columns
+                                  else store.load_run(run_id))
+            sets.append(ResultSet(loaded[run_id], f"run {run_id}"))
     return sets
 
 

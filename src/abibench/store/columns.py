@@ -1,0 +1,265 @@
+"""A stored run read as columns: what the summary views ask, with no Sample made (issue 30).
+
+The terminal report, the HTML, Markdown and results CSV, explain, advise and compare read a
+run through a handful of questions (records.RunDoc: a target's values of a metric, the pairs
+by round, one field of its counted samples, the samples that do not count, the output
+checks, the counts). `ColumnDoc` answers them from columns read straight from SQL: for each
+(workload, target) one query through the index on (run_id, workload, target), the counted
+rows only, only the fields the questions read, each column a tuple. The samples that do not
+count (warm-ups, failures, counting runs, baselines: a few per target) are read as records,
+and `samples` itself is a sequence that reads the run's records from the store when a view
+walks them (the per-sample views, and any question a column does not answer), so a question
+this module does not know is answered by the general code, never wrongly.
+
+tests/invariants/test_columnar.py holds every answer, and whole reports, to the record-based
+document's on generated runs (docs/reliability.md, "A fast path gives exactly what its
+definition gives").
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import operator
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
+
+from ..records import RunDoc, Sample
+from .schema import SAMPLE_COLUMNS, sample_reader
+from .sql import SqlStore, guarded
+
+# Sample.counted, in SQL: the one rule, on the stored columns (warmup is stored as 0/1).
+COUNTED = "status='ok' AND warmup=0 AND kind='timed' AND discarded IS NULL"
+
+# The fields the summary views read of counted samples (records.RunDoc.column): pairing's
+# (round, design, covariate), every built-in metric's field and the custom metrics, and what
+# the conditions, the validation and the emulation notes read. `id` orders the checks.
+FIELDS = ("round", "design", "covariate", "repeat", "foreign_cpu_s", "steal_s", "clock_mhz",
+          "temp_c", "throttled", "tree_memory", "emulated", "check", "wall_s", "user_s",
+          "sys_s", "max_rss_kb", "minflt", "majflt", "tree_peak_rss_kb", "metrics")
+
+_BY_FIELD = {c.field: c for c in SAMPLE_COLUMNS}
+_FLOATS = frozenset({float})
+_DICTS = frozenset({dict})
+_SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+_FIRST = operator.itemgetter(0)
+_SECOND = operator.itemgetter(1)
+
+
+def _metrics(texts: Sequence[Any], convert: Any) -> tuple[Any, ...]:
+    """The metrics column as the reader makes it (`convert`: the column's own from_sql,
+    `parse(schema.loads(text))`). Each text is scanned by the C scanner schema.loads ends in,
+    in one pass (`map`); a text it does not take whole (space around it, junk after it, not
+    JSON) goes through `convert`, which decides or refuses. A dictionary of floats is already
+    what the lax decoder makes of it (`float(x) is x` for a float); anything else goes through
+    `convert` too."""
+    try:
+        scanned = list(map(_SCAN, texts, itertools.repeat(0)))
+    except TypeError:  # a text that is not a str
+        return tuple(map(convert, texts))
+    if len(scanned) != len(texts):  # the scanner's StopIteration (no JSON there) ends a map
+        return tuple(map(convert, texts))
+    values = list(map(_FIRST, scanned))
+    whole = list(map(_SECOND, scanned)) == list(map(len, texts))
+    if whole and _DICTS.issuperset(map(type, values)) and _FLOATS.issuperset(
+            map(type, itertools.chain.from_iterable(map(dict.values, values)))):
+        return tuple(values)  # the common case: every text one dictionary of floats
+    return tuple(v if type(v) is dict and n == len(t) and _FLOATS.issuperset(
+        map(type, v.values())) else convert(t) for v, n, t in zip(
+        values, map(_SECOND, scanned), texts, strict=True))
+
+
+def _convert(field: str, raw: Sequence[Any], shared: dict[Any, Any]) -> tuple[Any, ...]:
+    """One column's stored values as the Sample's field holds them (schema's conversions)."""
+    col = _BY_FIELD[field]
+    if field == "metrics":
+        return _metrics(raw, col.from_sql)
+    if col.plain and col.type == "TEXT":
+        return tuple(map(shared.setdefault, raw, raw))  # equal texts shared, as the reader
+    if col.plain:
+        return tuple(raw)
+    return tuple(map(col.from_sql, raw))
+
+
+class Columns:
+    """One run's counted samples as columns per (workload, target), and its other samples."""
+
+    def __init__(self, store: SqlStore, run_id: str) -> None:
+        have = {d[0] for d in store.execute("SELECT * FROM samples WHERE 0=1").description}
+        present = [f for f in FIELDS if _BY_FIELD[f].name in have]
+        names = ", ".join(["id", *(_BY_FIELD[f].name for f in present)])
+        shared: dict[Any, Any] = {}
+        self.groups: dict[tuple[str, str], dict[str, tuple[Any, ...]]] = {}
+        self.first: dict[tuple[str, str], int] = {}
+        pairs = list(store.tuples("SELECT DISTINCT workload, target FROM samples WHERE run_id=?",
+                                  (run_id,)))
+        for workload, target in pairs:
+            rows = list(store.tuples(
+                f"SELECT {names} FROM samples WHERE run_id=? AND workload=? AND target=? AND "
+                f"{COUNTED} ORDER BY id", (run_id, workload, target)))
+            if not rows:
+                continue
+            raw = list(zip(*rows, strict=True))
+            del rows
+            cols = {"id": raw[0]}
+            for j, f in enumerate(present, 1):
+                cols[f] = _convert(f, raw[j], shared)
+            n = len(raw[0])
+            for f in FIELDS:
+                if f not in cols:  # a column this database predates: the field's default
+                    col = _BY_FIELD[f]
+                    cols[f] = tuple(col.from_sql(col.default) for _ in range(n))
+            self.groups[(workload, target)] = cols
+            self.first[(workload, target)] = raw[0][0]
+        self.targets: dict[str, list[str]] = {}
+        for workload, target in sorted(self.first, key=self.first.__getitem__):
+            self.targets.setdefault(workload, []).append(target)
+        self.others, self.other_ids = _others(store, run_id, have)
+        total, warmup, failed = next(iter(store.tuples(
+            # named: PostgreSQL's rows are mappings, where three unnamed sums are one key
+            "SELECT COUNT(*) AS total, "
+            "COALESCE(SUM(CASE WHEN warmup != 0 THEN 1 ELSE 0 END), 0) AS warmups, "
+            "COALESCE(SUM(CASE WHEN status != 'ok' THEN 1 ELSE 0 END), 0) AS failures "
+            "FROM samples WHERE run_id=?", (run_id,))))
+        self.total, self.warmup, self.failed = int(total), int(warmup), int(failed)
+
+
+def _others(store: SqlStore, run_id: str, have: set[str],
+            ) -> tuple[dict[str, list[Sample]], dict[str, list[int]]]:
+    """The samples that do not count, as records by workload, and their row ids."""
+    names = [c.name for c in SAMPLE_COLUMNS if c.name in have]
+    read = sample_reader(names)
+    by: dict[str, list[Sample]] = {}
+    ids: dict[str, list[int]] = {}
+    for row in store.tuples(f"SELECT id, {', '.join(names)} FROM samples WHERE run_id=? AND "
+                            f"NOT ({COUNTED}) ORDER BY id", (run_id,)):
+        s = read(row[1:])
+        by.setdefault(s.workload, []).append(s)
+        ids.setdefault(s.workload, []).append(row[0])
+    return by, ids
+
+
+def _read(store: SqlStore, run_id: str) -> Iterator[Sample]:
+    """store.iter_samples, each failure of the engine a StoreError (as `guarded` makes it):
+    the records are read after load_columns has returned, while a view walks them."""
+    rows = store.iter_samples(run_id)
+    while True:
+        try:
+            s = next(rows)
+        except StopIteration:
+            return
+        except Exception as exc:
+            error = store.translate(exc)
+            if error is None:
+                raise
+            raise error from exc
+        yield s
+
+
+class StoredSamples(Sequence[Sample]):
+    """A stored run's samples as records, read from the store when they are walked (in the
+    order of the run: store.iter_samples); nothing is held."""
+
+    def __init__(self, store: SqlStore, run_id: str, n: int) -> None:
+        self._store, self._run_id, self._n = store, run_id, n
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self) -> Iterator[Sample]:
+        return _read(self._store, self._run_id)
+
+    @overload
+    def __getitem__(self, index: int) -> Sample: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Sample]: ...
+
+    def __getitem__(self, index: int | slice) -> Sample | list[Sample]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self._n)
+            if step != 1:
+                return [self[i] for i in range(start, stop, step)]
+            return list(itertools.islice(iter(self), start, max(start, stop)))
+        i = index + self._n if index < 0 else index
+        if not 0 <= i < self._n:
+            raise IndexError(index)
+        return next(itertools.islice(iter(self), i, None))
+
+
+class ColumnDoc(RunDoc):
+    """A stored run whose questions are answered from `Columns` (see the module's doc). Made
+    only by `load_columns`; a copy made by `dataclasses.replace` has no columns and is the
+    record-based document of its (new) samples."""
+
+    def _columns(self) -> Columns | None:
+        got: Columns | None = self.__dict__.get("_columnar")
+        return got
+
+    def column(self, workload: str, target: str, name: str) -> tuple[Any, ...]:
+        cols = self._columns()
+        if cols is None or name not in FIELDS:
+            return super().column(workload, target, name)
+        group = cols.groups.get((workload, target))
+        return group[name] if group is not None else ()
+
+    def counted_targets(self, workload: str) -> list[str]:
+        cols = self._columns()
+        if cols is None:
+            return super().counted_targets(workload)
+        return list(cols.targets.get(workload, ()))
+
+    def n_counted(self) -> int:
+        cols = self._columns()
+        if cols is None:
+            return super().n_counted()
+        return sum(len(g["id"]) for g in cols.groups.values())
+
+    def others(self, workload: str) -> list[Sample]:
+        cols = self._columns()
+        if cols is None:
+            return super().others(workload)
+        return list(cols.others.get(workload, ()))
+
+    def n_warmup(self) -> int:
+        cols = self._columns()
+        return super().n_warmup() if cols is None else cols.warmup
+
+    def n_failed(self) -> int:
+        cols = self._columns()
+        return super().n_failed() if cols is None else cols.failed
+
+    def checks(self, workload: str) -> tuple[dict[str, set[str]], bool]:
+        cols = self._columns()
+        if cols is None:
+            return super().checks(workload)
+        # (row id, target, check) of every ok, not discarded sample with a check, in run order:
+        # the counted ones (each target's distinct checks, at their first row) and the others.
+        found: list[tuple[int, str, str]] = []
+        for target in cols.targets.get(workload, ()):
+            group = cols.groups[(workload, target)]
+            first = dict(zip(reversed(group["check"]), reversed(group["id"]), strict=True))
+            found += [(i, target, c) for c, i in first.items() if c is not None]
+        others = cols.others.get(workload, [])
+        found += [(i, s.target, s.check) for i, s in zip(cols.other_ids.get(workload, []),
+                                                         others, strict=True)
+                  if s.status == "ok" and s.check is not None and s.discarded is None]
+        checks: dict[str, set[str]] = {}
+        for _, target, check in sorted(found, key=operator.itemgetter(0)):
+            checks.setdefault(target, set()).add(check)
+        any_ok = bool(cols.targets.get(workload)) or any(s.status == "ok" for s in others)
+        return checks, any_ok
+
+
+@guarded
+def load_columns(store: SqlStore, run_id: str) -> ColumnDoc:
+    """A stored run as a `ColumnDoc`: its head as `load_run` reads it, its samples as columns
+    (and as records read on demand while the store is open)."""
+    head = RunDoc.from_dict(store.load_run_dict(run_id, with_samples=False))
+    cols = Columns(store, run_id)
+    doc = ColumnDoc(run=head.run, host=head.host,
+                    samples=StoredSamples(store, run_id, cols.total),  # type: ignore[arg-type]
+                    artifacts=head.artifacts, statuses=head.statuses, warnings=head.warnings,
+                    outcomes=head.outcomes, system_boots=head.system_boots)
+    doc.__dict__["_columnar"] = cols
+    return doc
