@@ -25,6 +25,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
 from ..records import RunDoc, Sample
+from .finite import check_columns, check_sample
 from .schema import SAMPLE_COLUMNS, sample_reader
 from .sql import SqlStore, guarded
 
@@ -109,6 +110,7 @@ class Columns:
                 if f not in cols:  # a column this database predates: the field's default
                     col = _BY_FIELD[f]
                     cols[f] = tuple(col.from_sql(col.default) for _ in range(n))
+            check_columns(run_id, workload, target, cols)
             self.groups[(workload, target)] = cols
             self.first[(workload, target)] = raw[0][0]
         self.targets: dict[str, list[str]] = {}
@@ -133,7 +135,7 @@ def _others(store: SqlStore, run_id: str, have: set[str],
     ids: dict[str, list[int]] = {}
     for row in store.tuples(f"SELECT id, {', '.join(names)} FROM samples WHERE run_id=? AND "
                             f"NOT ({COUNTED}) ORDER BY id", (run_id,)):
-        s = read(row[1:])
+        s = check_sample(read(row[1:]))
         by.setdefault(s.workload, []).append(s)
         ids.setdefault(s.workload, []).append(row[0])
     return by, ids

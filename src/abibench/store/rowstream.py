@@ -16,6 +16,7 @@ from typing import Any
 
 from ..codec import encode, spec
 from ..records import Sample
+from .finite import check_export
 from .schema import SAMPLE_COLUMNS
 from .sql import SqlStore
 
@@ -64,4 +65,5 @@ def export_dicts(store: SqlStore, run_id: str) -> Iterator[dict[str, Any]]:
                            "ORDER BY id", (run_id,))
     for row in cursor:
         # SQLite's rows are sequences, PostgreSQL's (psycopg's dict_row) are mappings
-        yield shape(tuple(row.values()) if isinstance(row, dict) else tuple(row))
+        yield check_export(run_id, shape(tuple(row.values()) if isinstance(row, dict)
+                                         else tuple(row)))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -193,7 +194,7 @@ def _column(f: Field) -> Column:
     parse = decoder(inner, strict=False)
     return Column(f.rule.column or f"{f.name}_json", f.name, "TEXT", not optional,
                   None if default is None else json.dumps(encode(default)),
-                  to_json, lambda v: None if v is None else parse(loads(v)))
+                  to_json, lambda v: None if v is None else _parsed(parse, v))
 
 
 _DUMPS = encoder()  # json.dumps's own settings, the C encoder made once (jsontext.py)
@@ -229,6 +230,25 @@ def loads(text: Any) -> Any:
         return json.loads(text)
     if end != len(text):
         return json.loads(text)
+    return value
+
+
+def _parsed(parse: Callable[[Any], Any], text: Any) -> Any:
+    """A stored JSON column as its field: `parse(loads(text))`, but a whole number too large
+    for a float (in a field of floats) reads as infinity, which store/finite.py then refuses by
+    name, where the conversion stopped with an OverflowError."""
+    try:
+        return parse(loads(text))
+    except OverflowError:
+        return parse(json.loads(text, parse_int=_int_or_inf))
+
+
+def _int_or_inf(digits: str) -> int | float:
+    value = int(digits)
+    try:
+        float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
     return value
 
 

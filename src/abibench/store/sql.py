@@ -38,6 +38,7 @@ from ..records import (
 )
 from ..sysrecords import SystemBoot
 from . import owner
+from .finite import checked
 from .owner import Owner
 from .schema import (
     ADDED_DEFAULTS,
@@ -507,9 +508,9 @@ class SqlStore:
         have = {d[0] for d in self.execute("SELECT * FROM samples WHERE 0=1").description}
         names = [c.name for c in SAMPLE_COLUMNS if c.name in have]
         read = sample_reader(names)
-        yield from map(read, self.tuples(f"SELECT {', '.join(names)} FROM "
+        yield from checked(map(read, self.tuples(f"SELECT {', '.join(names)} FROM "
                                           f"{self.samples_of(run_id)} WHERE run_id=? "
-                                          "ORDER BY id", (run_id,)))
+                                          "ORDER BY id", (run_id,))))
 
     def samples_of(self, run_id: str) -> str:
         """The samples table as a query on one run's samples names it (SQLite may choose how
