@@ -231,14 +231,14 @@ def test_the_page_check_reads_the_whole_answer_and_only_it(
                              timeout=30, check=False)
         server.join(10)
     assert got and got[0].startswith(b"GET /json/list HTTP/1.1\r\n")
-    rc, answer = out.stdout.splitlines()
+    rc, saw = out.stdout.splitlines()
     assert rc == ("rc=0" if TITLE.encode() in body else "rc=1")
     # What the check saw, in its one line: the page, or the answer's status, length and titles.
     if TITLE.encode() in body:
-        assert answer == "answer=the page has loaded"
+        assert saw == "answer=the page has loaded"
     else:
         titles = "abibench page; " * body_words.count('{"title": "abibench page"}') or "none"
-        assert answer == (f"answer=DevTools answered 'HTTP/1.1 200 OK' with {len(body)} of "
+        assert saw == (f"answer=DevTools answered 'HTTP/1.1 200 OK' with {len(body)} of "
                           f"{len(body)} bytes, no page titled so; titles: {titles}")
 
 
