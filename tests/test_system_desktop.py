@@ -278,3 +278,13 @@ def test_a_system_never_ready_says_what_its_last_check_saw(ready: bytes, state: 
     else:
         assert found == []
     assert all(p == one_line(p) for p in problems)
+
+
+def test_the_browser_names_each_switch_once() -> None:
+    """Chromium keeps one value per switch (the last): a second --enable-features or
+    --disable-features would silently drop the first list (the network service back in a
+    process of its own, or the on-device model service back at start)."""
+    browser = next(r for r in load_system("desktop").run if r.name == "browser")
+    switches = [w.split("=", 1)[0] for w in browser.command.split() if w.startswith("--")]
+    assert len(switches) == len(set(switches))
+    assert "--enable-features=NetworkServiceInProcess2" in browser.command.split()
