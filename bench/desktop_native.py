@@ -98,7 +98,7 @@ def script(profile: SystemProfile, passwd: str, page_only: bool) -> str:
             lines.append(f"chown {uid}:{gid} /home/{shlex.quote(entry.user)}")
         lines.append(start_line(entry, uid, gid))
     if page_only:  # the ready script up to the page's event (natively, memory is the host's)
-        lines.append("sed -i '/the page has loaded/q' /etc/abibench/ready")
+        lines.append("sed -i '/^echo \"abibench: the page has loaded\"/q' /etc/abibench/ready")
     lines += ["bash /etc/abibench/ready | while read -r l; do",
               '  case "$l" in *memory*) echo "(natively that memory is the host\'s)";; esac',
               '  echo "$l after $(awk -v a="$t0" -v b="$(date +%s.%N)" '

@@ -34,10 +34,12 @@ class GuestPhase:
     # pid, name, count, size, rss, pss, anon (kB)
     mappings: Sequence[tuple[int, bytes, int, int, int, int, int]] = ()
     threads: dict[int, int] = field(default_factory=dict)
+    ready: bytes = b""  # the ready check's last line; no R frame when empty
 
 
 def phase_frames(name: str, ph: GuestPhase) -> list[str]:
-    frames = [f"Y {name} {_hex(ph.state)}", f"S {name} {ph.uptime_ms}"]
+    frames = [f"Y {name} {_hex(ph.state)}", *([f"R {name} {_hex(ph.ready)}"] if ph.ready else []),
+              f"S {name} {ph.uptime_ms}"]
     frames += [f"M {name} {k} {v}" for k, v in ph.meminfo.items()]
     frames += [f"K {name} {_hex(part)} {n}" for part, n in ph.image]
     frames += [f"P {name} {pid} {pss} {rss} {_hex(comm)} {_hex(cg)}"

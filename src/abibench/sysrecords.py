@@ -73,6 +73,9 @@ class SystemPhase:
     # /proc/zoneinfo, kB, "ZONE.FIELD": the watermarks (min, low, high), spanned, present and
     # managed memory and the largest lowmem_reserve ("protection") of each zone
     zoneinfo: dict[str, int] = field(default_factory=dict)
+    # the profile's ready check's last line (the desktop's page check): why a system measured
+    # `degraded` never became ready; empty for a profile without a ready script
+    ready: str = ""
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from ..records import RunDoc
 from ..run.sysboot import Combination
 from ..stats import median, median_ci, ratio_of
 from ..sysrecords import SystemBoot, SystemConfig, SystemPhase, SystemProcess, SystemPublished
+from ..text import one_line
 
 FIGURES = ("used", "kernel", "image", "userspace", "cache")
 FIGURE_WORDS = {"used": "used (MemTotal - MemAvailable)",
@@ -267,7 +268,17 @@ def _problems(boots: Sequence[SystemBoot], results: Sequence[ComboResult]) -> li
                  if b.ok and "load" in b.phases and not load_done(b)]
     problems += [f"{r.combination.label}: the system was {s!r} when measured"
                  for r in results for s in dict.fromkeys(r.states) if s not in ("running",)]
+    problems += _not_ready(boots)
     return problems
+
+
+def _not_ready(boots: Sequence[SystemBoot]) -> list[str]:
+    """Per boot measured other than `running` whose profile has a ready check: that check's
+    last line, the reason the system never became ready (a page that never loaded)."""
+    return [f"{combo_of(b).label}: boot {b.index + 1}, {name} {ph.state!r}: the ready check "
+            f"last said: {one_line(ph.ready)[:300]}"
+            for b in boots if b.ok for name, ph in b.phases.items()
+            if ph.state != "running" and ph.ready]
 
 
 def thp_notes(boots: Sequence[SystemBoot]) -> list[str]:

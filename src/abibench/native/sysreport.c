@@ -7,6 +7,9 @@
  * as hex, each ending with the FNV-1a hash of what precedes it):
  *   "ABIBENCH-SYS 1 BEGIN <release hex> <machine hex> <hash>"
  *   "Y <phase> <systemctl is-system-running's answer, hex> <hash>"
+ *   "R <phase> <the ready check's last line, hex> <hash>"   a profile with a ready script (the
+ *        desktop's page check) leaves what its last check saw in READY_LAST: sent as it is, so a
+ *        system measured `degraded` says why it never became ready (ready_answer())
  *   "S <phase> <guest uptime ms> <hash>"
  *   "M <phase> <meminfo key> <kB> <hash>"               every line of /proc/meminfo
  *   "K <phase> <iomem name hex> <bytes> <hash>"          the kernel image's ranges in /proc/iomem
@@ -284,11 +287,25 @@ static void state(const char *phase) {
     frame_end(report);
 }
 
+/* What the profile's ready script's last check saw (one line it rewrites each check), or no
+ * frame at all: a profile without a ready script writes none. */
+#define READY_LAST "/run/abibench-ready.last"
+static void ready_answer(const char *phase) {
+    char buf[512];
+    long n = slurp(READY_LAST, buf, sizeof buf);
+    if (n <= 0) return;
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r')) n--;
+    fmt("R %s ", phase);
+    frame_hex(report, buf, (size_t)n);
+    frame_end(report);
+}
+
 static void measure(const char *phase) {
     char up[64];
     double s = 0;
     if (slurp("/proc/uptime", up, sizeof up) > 0) s = atof(up);
     state(phase);
+    ready_answer(phase);
     fmt("S %s %lld", phase, (long long)(s * 1000));
     frame_end(report);
     meminfo(phase);

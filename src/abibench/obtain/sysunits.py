@@ -60,7 +60,9 @@ def ready_unit(profile: SystemProfile) -> str:
         "[Unit]", f"Description=abibench system {profile.id}: ready to measure",
         *([f"After={after}"] if after else []), "",
         "[Service]", "Type=oneshot", "RemainAfterExit=yes", f"ExecStart=/bin/bash {READY_SCRIPT}",
-        f"TimeoutStartSec={profile.ready_timeout_s}", "StandardOutput=journal", "",
+        # Each check's line to the console too (the first serial port): a boot that never
+        # reports keeps the console's last lines, so even then the last check says why.
+        f"TimeoutStartSec={profile.ready_timeout_s}", "StandardOutput=journal+console", "",
         "[Install]", "WantedBy=multi-user.target", ""])
 
 

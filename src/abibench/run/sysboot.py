@@ -121,6 +121,7 @@ class Phase:
     threads: dict[int, int] = field(default_factory=dict)  # pid -> threads, the same processes
     # /proc/zoneinfo, kB: "ZONE.FIELD" (min, low, high, spanned, present, managed, protection)
     zoneinfo: dict[str, int] = field(default_factory=dict)
+    ready: str = ""  # the profile's ready check's last line (why a system never became ready)
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,7 @@ _FRAMES = {
     "end": re.compile(r"ABIBENCH-SYS 1 END (\d+)"),
     "Y": re.compile(rf"Y {_PHASE} {_HEX}"),
     "S": re.compile(rf"S {_PHASE} (\d{{1,15}})"),
+    "R": re.compile(rf"R {_PHASE} {_HEX}"),
     "M": re.compile(rf"M {_PHASE} ([A-Za-z0-9_]{{1,60}}) (\d{{1,15}})"),
     "K": re.compile(rf"K {_PHASE} {_HEX} (\d{{1,15}})"),
     "P": re.compile(rf"P {_PHASE} (\d{{1,10}}) (\d{{1,15}}) (\d{{1,15}}) {_HEX} {_HEX}"),
@@ -169,6 +171,8 @@ def _apply(kind: str, m: re.Match[str], phases: dict[str, Phase]) -> None:
         ph.state = _text(m[2])[:40]
     elif kind == "S":
         ph.uptime_s = int(m[2]) / 1000
+    elif kind == "R":
+        ph.ready = _text(m[2])[:400]
     elif kind == "M":
         ph.meminfo[m[2]] = int(m[3])
     elif kind == "K":
@@ -227,7 +231,7 @@ def parse_sysreport(data: bytes) -> SysReport:
         counted += 1
         if load.take(t):
             continue
-        for kind in ("Y", "S", "M", "K", "P", "G", "T", "Z"):
+        for kind in ("Y", "R", "S", "M", "K", "P", "G", "T", "Z"):
             m = _FRAMES[kind].fullmatch(t)
             if m is not None:
                 _apply(kind, m, phases)

@@ -59,7 +59,8 @@ def phase_record(ph: Phase) -> SystemPhase:
         state=ph.state, uptime_s=ph.uptime_s, meminfo=dict(ph.meminfo),
         kernel_image=dict(ph.kernel_image),
         processes=tuple(ph.processes), mappings=tuple(ph.mappings),
-        threads={str(pid): n for pid, n in ph.threads.items()}, zoneinfo=dict(ph.zoneinfo))
+        threads={str(pid): n for pid, n in ph.threads.items()}, zoneinfo=dict(ph.zoneinfo),
+        ready=ph.ready)
 
 
 def boot_record(index: int, b: SysBoot) -> SystemBoot:
