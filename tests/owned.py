@@ -16,6 +16,7 @@ a previous one was killed. tests/invariants/test_leftovers.py kills holders at g
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import shutil
@@ -75,7 +76,9 @@ def root(base: Path | None = None) -> Path:
 def owned_root(base: Path | None = None) -> Path:
     """This process's parent directory under root(), made on first use."""
     mine = root(base) / stamp()
-    mine.mkdir(mode=0o755, exist_ok=True)
+    if not mine.is_dir():
+        mine.mkdir(mode=0o755, exist_ok=True)
+        atexit.register(release, base)  # a script's clean end too, not only a test session's
     return mine
 
 
