@@ -26,10 +26,7 @@ from abibench.run.launcher import launcher
 from abibench.store.open import open_store
 from abibench.store.sql import SqlStore
 
-from . import (
-    drawing,  # noqa: F401  (loads the gate's Hypothesis profile)
-    owned,
-)
+from . import drawing  # noqa: F401  (loads the gate's Hypothesis profile)
 from .documents import (
     HOSTILE,
     HOSTILE_SHOWN,
@@ -49,8 +46,9 @@ __all__ = ["HOSTILE", "HOSTILE_SHOWN", "SAMPLE_DEFAULTS", "Mounts", "partial_doc
 TESTS = Path(__file__).parent
 
 # CPU seconds per test (--cpu-durations, --cpu-json) and the recorded longest-first order;
-# apt's package cache for the run where the system keeps none.
-pytest_plugins = ("tests.cputime", "tests.aptcache")
+# apt's package cache for the run where the system keeps none; the sweep of what killed test
+# processes left.
+pytest_plugins = ("tests.cputime", "tests.aptcache", "tests.owned")
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -61,17 +59,11 @@ def pytest_configure(config: pytest.Config) -> None:
     # never see it. A handler (unlike SIG_IGN) is reset to the default in every child.
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    # What a killed test process left (its servers' directories): tests/owned.py.
-    owned.sweep()
     config.addinivalue_line("markers", "needs_apt: uses apt, dpkg and the i386 architecture "
                             "(skipped where they are missing)")
     config.addinivalue_line("markers", "needs_setup(*packages, root=False): needs these of "
                             "setup.sh's Debian packages (all of them when none is named), and "
                             "root; skipped only where `bash setup.sh missing` names one")
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    owned.release()
 
 
 # --------------------------------------------------------------------------- setup-dependent skips

@@ -9,9 +9,12 @@ So every such directory lives under one parent per process,
     $TMPDIR/abibench-tests-UID/PID-START/
 
 stamped with the owning process's PID and its start time (a PID is reused; the pair is not),
-and `sweep()`, run when each test session starts (tests/conftest.py), removes the parents whose
+and `sweep()`, run when each test process starts (this module is a pytest plugin), removes the parents whose
 owner no longer runs. The invariant, in one place: a test run leaves nothing behind, even when
 a previous one was killed. tests/invariants/test_leftovers.py kills holders at generated points.
+
+(PYTEST_DONT_REWRITE: imported by tests/servers.py before pytest loads it as a plugin; it has
+no assertions to rewrite.)
 """
 
 from __future__ import annotations
@@ -109,3 +112,13 @@ def release(base: Path | None = None) -> None:
         f"{os.getpid()}-{began}"
     with contextlib.suppress(OSError):
         mine.rmdir()
+
+
+# As a pytest plugin (tests/conftest.py): every test process, the controller and each xdist
+# worker, sweeps as it starts and releases its own parent as it ends.
+def pytest_configure(config: object) -> None:
+    sweep()
+
+
+def pytest_unconfigure(config: object) -> None:
+    release()
