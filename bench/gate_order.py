@@ -11,7 +11,8 @@ they wait for a core, not by how long they hold a worker):
 A --cpu-json record gives each test's wall seconds (setup, call and teardown); a --durations
 text gives the phases it lists, summed per test. Tests under --min seconds are left out: their
 order does not change when the gate ends, and a test missing from the file goes after the listed
-ones, in collection order.
+ones, in collection order. A test the record names that this checkout no longer has (its file or
+its function gone) is left out too.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ import re
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.cputime import ORDER_FILE
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from tests.cputime import ORDER_FILE  # noqa: E402  (after the path above)
 
 DURATION = re.compile(r"^\s*([0-9.]+)s (setup|call|teardown)\s+(\S.*?)\s*$")
 
@@ -48,6 +50,17 @@ def from_record(text: str) -> dict[str, float]:
     return out
 
 
+def still_here(nodeid: str, root: Path = ROOT) -> bool:
+    """The test's file exists and still defines its function (a record may predate a rename)."""
+    path, _, rest = nodeid.partition("::")
+    name = rest.split("::")[-1].split("[", 1)[0]
+    try:
+        text = (root / path).read_text()
+    except OSError:
+        return False
+    return re.search(rf"^\s*(async )?def {re.escape(name)}\(", text, re.MULTILINE) is not None
+
+
 def order_json(seconds: dict[str, float], least: float) -> str:
     kept = sorted(((n, s) for n, s in seconds.items() if math.isfinite(s) and s >= least),
                   key=lambda r: (-r[1], r[0]))
@@ -62,13 +75,16 @@ def main() -> int:
     ap.add_argument("-o", type=Path, default=ORDER_FILE, help="where (tests/gate_order.json)")
     args = ap.parse_args()
     seconds = from_record(args.record.read_text())
+    gone = [n for n in seconds if not still_here(n)]
+    for n in gone:
+        del seconds[n]
     if not seconds:
         print(f"gate_order: {args.record}: no test durations found (give a --cpu-json file "
               f"or pytest's --durations output)", file=sys.stderr)
         return 2
     args.o.write_text(order_json(seconds, args.min))
     print(f"gate_order: {sum(s >= args.min for s in seconds.values())} of {len(seconds)} tests "
-          f"written to {args.o}")
+          f"written to {args.o}" + (f"; {len(gone)} no longer here" if gone else ""))
     return 0
 
 

@@ -16,10 +16,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
+
+from .owned import owned_tempdir
 
 APT_PARTS = Path("/etc/apt/apt.conf.d")
 LAST_PART = "zzzz-abibench-test-cache"
@@ -56,7 +57,7 @@ def start() -> Path | None:
     (inherited by the workers and every command they start); None elsewhere."""
     if not cache_disabled():
         return None
-    where = Path(tempfile.mkdtemp(prefix="abibench-test-apt-"))
+    where = owned_tempdir("abibench-test-apt-")  # swept if this run is killed
     where.chmod(0o755)  # apt run as another user (its sandbox, _apt) reads it like the system's
     os.environ["APT_CONFIG"] = str(write_config(where))
     return where

@@ -46,8 +46,9 @@ __all__ = ["HOSTILE", "HOSTILE_SHOWN", "SAMPLE_DEFAULTS", "Mounts", "partial_doc
 TESTS = Path(__file__).parent
 
 # CPU seconds per test (--cpu-durations, --cpu-json) and the recorded longest-first order;
-# apt's package cache for the run where the system keeps none.
-pytest_plugins = ("tests.cputime", "tests.aptcache")
+# apt's package cache for the run where the system keeps none; the sweep of what killed test
+# processes left.
+pytest_plugins = ("tests.cputime", "tests.aptcache", "tests.owned")
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
 

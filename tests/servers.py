@@ -8,7 +8,8 @@ cluster of its own. Rules every path follows (success, failure, Ctrl-C, SIGTERM)
 * it is stopped by that PID (a polite signal, SIGKILL after a deadline) and every process
   below it too (postgres' and sshd's children call setsid(), sshd's sessions outlive it); the
   kernel stops it if the test process dies without its `finally` (PR_SET_PDEATHSIG);
-* the temp dir is removed.
+* the temp dir is removed; if the test process is killed before it can be, the next test
+  session removes it (tests/owned.py: every such directory is stamped with its owner).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from urllib.parse import quote
 
 import psycopg
 from psycopg import sql
+
+from .owned import owned_tempdir
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
@@ -106,8 +109,10 @@ def _child_setup(pdeathsig: int, subreaper: bool) -> Callable[[], None]:
 def run(argv: Sequence[str], account: Account | None = None,
         env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
     kwargs = account.popen_kwargs() if account else {}
+    # Killed with this process (initdb would go on writing into a directory already swept).
     done = subprocess.run(list(argv), capture_output=True, text=True, timeout=120, check=False,
-                          env=env, cwd=cwd, **kwargs)  # type: ignore[call-overload]
+                          env=env, cwd=cwd, preexec_fn=_child_setup(signal.SIGKILL, False),
+                          **kwargs)  # type: ignore[call-overload]
     if done.returncode != 0:
         raise RuntimeError(f"{argv[0]} exited with {done.returncode}: "
                            f"{(done.stderr or done.stdout).strip()[-2000:]}")
@@ -272,7 +277,7 @@ def pg_cluster(settings: Mapping[str, str] | None = None) -> Iterator[PgCluster]
     if bindir is None:
         raise RuntimeError("PostgreSQL is not installed: bash setup.sh installs it")
     account = Account.for_postgres()
-    tmp = Path(tempfile.mkdtemp(prefix="abibench-pg-"))
+    tmp = owned_tempdir("abibench-pg-")
     cluster: PgCluster | None = None
     try:
         with sigterm_raises():
@@ -418,17 +423,27 @@ def _sshd_config(h: SshHost, host_key: Path, public_key: str) -> str:
         "PasswordAuthentication no", "KbdInteractiveAuthentication no",
         "PermitRootLogin prohibit-password", "AllowUsers root", "UsePAM no", "StrictModes yes",
         "Subsystem sftp internal-sftp", "MaxStartups 50:30:100", "UseDNS no", "PrintMotd no",
-        "X11Forwarding no", "AllowTcpForwarding no", "LogLevel VERBOSE", ""])
+        "X11Forwarding no", "AllowTcpForwarding no", "LogLevel VERBOSE", *_session_env(), ""])
+
+
+def _session_env() -> list[str]:
+    # The hosts are this machine: their sessions get the test run's apt configuration
+    # (tests/aptcache.py: the system's, with a package cache), so each host's setup.sh asks apt
+    # the same questions in 0.03 CPU s instead of re-reading four architectures' lists (about 3
+    # s a call, every fleet test, every host).
+    apt = os.environ.get("APT_CONFIG")
+    return [f"SetEnv {_quoted('APT_CONFIG=' + apt)}"] if apt else []
 
 
 @contextlib.contextmanager
 def sshd_hosts(addresses: Mapping[str, str], parent: Path | None = None) -> Iterator[SshFleet]:
     """One sshd per (name -> 127.0.0.x), each with its own host key, accepting only a client
     key generated here, each logged into once before this yields; in a new directory of
-    ``parent`` (default: the temporary directory); always stopped by PID and removed."""
+    ``parent`` (default: this process's own, tests/owned.py); always stopped by PID and removed."""
     if os.getuid() != 0:
         raise PermissionError("sshd hosts need root (privilege separation, root login)")
-    tmp = Path(tempfile.mkdtemp(prefix="abibench-sshd-", dir=parent))
+    tmp = Path(tempfile.mkdtemp(prefix="abibench-sshd-", dir=parent)) if parent else \
+        owned_tempdir("abibench-sshd-")
     fleet = SshFleet(tmp, tmp / "client_ed25519", {})
     try:
         with sigterm_raises():
