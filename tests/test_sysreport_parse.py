@@ -258,3 +258,19 @@ def test_a_zoneinfo_cut_anywhere_reports_no_field_beyond_the_cut(data: st.DataOb
     whole = c_frames("zoneinfo", text)
     part = agrees("zoneinfo", text[:cut])
     assert set(part) <= set(whole)
+
+
+_FIELD_LINE = re.compile(rb"^ *(min|low|high|spanned|present|managed|protection)\b.*$", re.M)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.data())
+def test_a_zoneinfo_cut_inside_a_fields_line_drops_that_line(data: st.DataObject) -> None:
+    # The cut lands in a line that names a field (in its number, most often): a uniform cut
+    # rarely does, and that line is the one that would give a prefix of a number.
+    texts = real_texts("zoneinfo")
+    text = texts[data.draw(st.sampled_from(sorted(texts)))]
+    line = data.draw(st.sampled_from(list(_FIELD_LINE.finditer(text))))
+    cut = data.draw(st.integers(line.start(), line.end() - 1))
+    part = agrees("zoneinfo", text[:cut])
+    assert set(part) <= set(c_frames("zoneinfo", text))
