@@ -4,7 +4,9 @@
 The measuring service sends the raw text of /proc/zoneinfo, meminfo and iomem once per boot
 (its "R idle <file hex> <text hex>" frame). This writes each verified one as
 OUT/<kernel>-<userspace>.<file> (the first boot of each combination found), the texts
-tests/test_sysreport_parse.py feeds the parsers:
+tests/test_sysreport_parse.py feeds the parsers. It also checks each report's idle Z, M and K
+frames (what the guest's own build of the parsers read) against the frames the host's build
+of the same parsers reads from the same raw texts, and says whether they agree:
 
     .venv/bin/python bench/proc_texts.py bench/out/reports/*.report --out tests/data/proc
 """
@@ -16,11 +18,28 @@ import re
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.test_sysreport_parse import c_frames
+
 from abibench.run.vm import verified_frames
 
 _RAW = re.compile(r"R idle ((?:[0-9a-f]{2})+) ((?:[0-9a-f]{2})+)")
 _NAME = re.compile(r"boot\d+-([a-z0-9-]+)-([a-z0-9_]+)\.report")
 FILES = ("zoneinfo", "meminfo", "iomem")
+KIND = {"zoneinfo": "Z", "meminfo": "M", "iomem": "K"}
+
+
+def guest_frames(data: bytes, kind: str) -> list[tuple[str, ...]]:
+    """The report's idle frames of one kind, as c_frames gives them (after "KIND idle")."""
+    return [tuple(f.split(" ")[2:]) for f in verified_frames(data)
+            if f.startswith(f"{kind} idle ")]
+
+
+def agree(data: bytes, page_kb: int = 4) -> bool:
+    """The guest's frames are the host build's frames of the guest's own raw texts."""
+    raws = raw_texts(data)
+    return bool(raws) and all(guest_frames(data, KIND[name]) == c_frames(name, text, page_kb)
+                              for name, text in raws.items())
 
 
 def raw_texts(data: bytes) -> dict[str, bytes]:
@@ -43,7 +62,10 @@ def main() -> int:
         m = _NAME.fullmatch(path.name)
         if m is None:
             continue
-        for name, text in raw_texts(path.read_bytes()).items():
+        data = path.read_bytes()
+        print(f"{path.name}: the guest's frames "
+              + ("agree with" if agree(data) else "DIFFER from") + " the host build's")
+        for name, text in raw_texts(data).items():
             dest = args.out / f"{m[1]}-{m[2]}.{name}"
             if not dest.exists():
                 dest.write_bytes(text)
