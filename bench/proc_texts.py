@@ -19,37 +19,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.test_sysreport_parse import c_frames
+from tests.test_sysreport_parse import guest_agrees, raw_texts
 
-from abibench.run.vm import verified_frames
-
-_RAW = re.compile(r"R idle ((?:[0-9a-f]{2})+) ((?:[0-9a-f]{2})+)")
 _NAME = re.compile(r"boot\d+-([a-z0-9-]+)-([a-z0-9_]+)\.report")
-FILES = ("zoneinfo", "meminfo", "iomem")
-KIND = {"zoneinfo": "Z", "meminfo": "M", "iomem": "K"}
-
-
-def guest_frames(data: bytes, kind: str) -> list[tuple[str, ...]]:
-    """The report's idle frames of one kind, as c_frames gives them (after "KIND idle")."""
-    return [tuple(f.split(" ")[2:]) for f in verified_frames(data)
-            if f.startswith(f"{kind} idle ")]
-
-
-def agree(data: bytes, page_kb: int = 4) -> bool:
-    """The guest's frames are the host build's frames of the guest's own raw texts."""
-    raws = raw_texts(data)
-    return bool(raws) and all(guest_frames(data, KIND[name]) == c_frames(name, text, page_kb)
-                              for name, text in raws.items())
-
-
-def raw_texts(data: bytes) -> dict[str, bytes]:
-    out = {}
-    for frame in verified_frames(data):
-        if (m := _RAW.fullmatch(frame)) is not None:
-            name = bytes.fromhex(m[1]).decode("ascii", "replace")
-            if name in FILES:
-                out[name] = bytes.fromhex(m[2])
-    return out
 
 
 def main() -> int:
@@ -64,7 +36,7 @@ def main() -> int:
             continue
         data = path.read_bytes()
         print(f"{path.name}: the guest's frames "
-              + ("agree with" if agree(data) else "DIFFER from") + " the host build's")
+              + ("agree with" if guest_agrees(data) else "DIFFER from") + " the host build's")
         for name, text in raw_texts(data).items():
             dest = args.out / f"{m[1]}-{m[2]}.{name}"
             if not dest.exists():

@@ -143,6 +143,33 @@ def agrees(kind: str, text: bytes) -> list[Frame]:
     return got
 
 
+# ------------------------------------------------------------------ a guest's report, read back
+
+_RAW = re.compile(r"R idle ((?:[0-9a-f]{2})+) ((?:[0-9a-f]{2})+)")
+KIND = {"zoneinfo": "Z", "meminfo": "M", "iomem": "K"}
+
+
+def raw_texts(report: bytes) -> dict[str, bytes]:
+    """The raw /proc texts a guest's report holds (its R frames): file name -> text."""
+    out = {}
+    for frame in verified_frames(report):
+        if (m := _RAW.fullmatch(frame)) is not None:
+            name = bytes.fromhex(m[1]).decode("ascii", "replace")
+            if name in KIND:
+                out[name] = bytes.fromhex(m[2])
+    return out
+
+
+def guest_agrees(report: bytes, page_kb: int = PAGE_KB) -> bool:
+    """The guest's idle Z, M and K frames (its own build of the parsers) are the frames this
+    host's build reads from the guest's raw texts."""
+    raws = raw_texts(report)
+    frames = verified_frames(report)
+    return set(raws) == set(KIND) and all(
+        [tuple(f.split(" ")[2:]) for f in frames if f.startswith(f"{KIND[name]} idle ")]
+        == c_frames(name, text, page_kb) for name, text in raws.items())
+
+
 # ------------------------------------------------------------------------------ the real texts
 
 

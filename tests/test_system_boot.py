@@ -29,6 +29,7 @@ from abibench.workloads.system import load_system, parse_system
 
 from .processes import alive, interrupt_when, ours
 from .storetools import query_rows
+from .test_sysreport_parse import guest_agrees
 
 NEEDS = pytest.mark.needs_setup("qemu-system-x86", "mmdebstrap", "arch-test", root=True)
 CI_SYSTEM = """[system]
@@ -59,7 +60,7 @@ def test_the_smallest_system_boots_under_both_userspaces(cli_env: dict[str, str]
     profile.write_text(CI_SYSTEM)
     done = subprocess.run([sys.executable, "-m", "abibench", "--db", str(db), "system", "run",
                            str(profile), "--combo", "amd64:i386,amd64:x86_64", "--boots", "1",
-                           "--json", str(out)],
+                           "--json", str(out), "--keep-reports", str(tmp_path / "kept")],
                           capture_output=True, text=True, env=env, timeout=1800, check=False)
     doc = json.loads(out.read_text())
     by = {r["userspace"]: r for r in doc["results"]}
@@ -73,6 +74,10 @@ def test_the_smallest_system_boots_under_both_userspaces(cli_env: dict[str, str]
         assert "init.scope" in r["units"]
     assert done.returncode in (0, 1), done.stderr  # 1: a unit failed (problems listed)
     assert "emulation time" in done.stdout
+    # Each boot's raw report was kept, and the guest's parsers read its /proc texts as this
+    # host's build of them does (tests/test_sysreport_parse.py).
+    kept = sorted((tmp_path / "kept").glob("boot*.report"))
+    assert len(kept) == 2 and all(guest_agrees(p.read_bytes()) for p in kept)
     assert ours(str(tmp_path)) == [] and _left(tmp_path) == []
     # Stored as each boot ended: listed, and its report from the store is the run's own.
     listed = _cli(env, "--db", str(db), "runs").stdout
