@@ -30,7 +30,13 @@ from abibench.run.vm import verified_frames
 from abibench.tools import native_tool
 
 DATA = Path(__file__).parent / "data" / "proc"
-CAP = {"zoneinfo": 65536, "meminfo": 16384, "iomem": 65536}  # sysreport.c's buffers
+# sysreport.c's buffers (smaps is read in pieces of LINE - 1 bytes)
+CAP = {"zoneinfo": 65536, "meminfo": 16384, "iomem": 65536, "smaps_rollup": 4096,
+       "status": 4096, "smaps": 0}
+LINE = 1024
+MAX_NAMES = 128
+HOST = {k: Path("/proc/self" if k in ("smaps", "smaps_rollup", "status") else "/proc") / k
+        for k in CAP}
 COUNT_MAX = 10**12
 ZONE_FIELDS = ("min", "low", "high", "spanned", "present", "managed", "protection")
 MAX_ZONES = 16
@@ -134,7 +140,78 @@ def ref_iomem(text: bytes) -> list[Frame]:
     return out
 
 
-REFERENCE = {"zoneinfo": ref_zoneinfo, "meminfo": ref_meminfo, "iomem": ref_iomem}
+def _line_count(line: str, key: str, unit: str) -> int | None:
+    """"Key:<spaces or tabs>N<unit>" as the whole line (its newline or not)."""
+    m = re.fullmatch(re.escape(key) + r"[ \t]*([0-9]+)" + re.escape(unit) + "\n?", line)
+    return _count(m[1]) if m else None
+
+
+def _first_count(text: bytes, cap: int, key: str, unit: str) -> int | None:
+    found = (_line_count(ln, key, unit) for ln in whole_lines(text, cap))
+    return next((v for v in found if v is not None), None)
+
+
+def ref_smaps_rollup(text: bytes) -> list[Frame]:
+    pss = _first_count(text, CAP["smaps_rollup"], "Pss:", " kB")
+    rss = _first_count(text, CAP["smaps_rollup"], "Rss:", " kB")
+    return [] if pss is None or rss is None else [("1", str(pss), str(rss), "-", "-")]
+
+
+def ref_status(text: bytes) -> list[Frame]:
+    n = _first_count(text, CAP["status"], "Threads:", "")
+    return [] if n is None else [("1", str(n))]
+
+
+def pieces(text: bytes) -> list[tuple[str, bool, bool]]:
+    """What fgets gives with a LINE-byte buffer: (piece, starts a line, ends its line)."""
+    out, pos, first = [], 0, True
+    while pos < len(text):
+        nl = text.find(b"\n", pos, pos + LINE - 1)
+        end = nl + 1 if nl >= 0 else min(pos + LINE - 1, len(text))
+        piece = text[pos:end]
+        out.append((piece.decode("latin-1"), first, piece.endswith(b"\n")))
+        first, pos = piece.endswith(b"\n"), end
+    return out
+
+
+def _mapping_name(header: str, size_kb: int) -> str:
+    # The range, then four fields (perms, offset, device, inode), then the name: C's isspace
+    # is ASCII's, so the header is split as bytes.
+    raw = header.encode("latin-1")
+    m = re.match(rb"[0-9A-Fa-f]+-[0-9A-Fa-f]+(?:\s+\S+){4}\s*", raw)
+    if m is None or m.end() == len(raw):
+        return f"[anon {size_kb} kB]" if size_kb >= 8192 else "[anon]"
+    return raw[m.end():][:159].split(b"\n")[0].decode("latin-1")
+
+
+def ref_smaps(text: bytes) -> list[Frame]:
+    table: dict[str, list[int]] = {}
+    header, cur = "", None
+    for piece, first, whole in pieces(text.split(b"\0", 1)[0]):
+        if not first:
+            continue
+        if re.match(r"[0-9A-Fa-f]+-[0-9A-Fa-f]+ ", piece):
+            header, cur = piece, None
+            continue
+        if not whole or not header:
+            continue
+        if (v := _line_count(piece, "Size:", " kB")) is not None:
+            name = _mapping_name(header, v)
+            if name not in table and len(table) >= MAX_NAMES - 1:
+                name = "[other]"  # the last row: every name beyond the table's
+            cur = table.setdefault(name, [0] * 5)
+            cur[0] += 1
+            cur[1] += v
+        elif cur is not None:
+            for i, key in ((2, "Rss:"), (3, "Pss:"), (4, "Anonymous:")):
+                if (v := _line_count(piece, key, " kB")) is not None:
+                    cur[i] += v
+                    break
+    return [("1", _hex(name), *map(str, sums)) for name, sums in table.items()]
+
+
+REFERENCE = {"zoneinfo": ref_zoneinfo, "meminfo": ref_meminfo, "iomem": ref_iomem,
+             "smaps": ref_smaps, "smaps_rollup": ref_smaps_rollup, "status": ref_status}
 
 
 def agrees(kind: str, text: bytes) -> list[Frame]:
@@ -177,7 +254,7 @@ def guest_agrees(report: bytes, page_kb: int = PAGE_KB) -> bool:
 def real_texts(kind: str) -> dict[str, bytes]:
     """This host's /proc text of `kind` (read once: it changes as the host runs, and a
     generated case must be drawn from the same text when it is replayed) and every guest's."""
-    texts = {f"host {kind}": Path(f"/proc/{kind}").read_bytes()}
+    texts = {f"host {kind}": HOST[kind].read_bytes()}
     for p in sorted(DATA.glob(f"*.{kind}")):
         texts[p.name] = p.read_bytes()
     return texts
@@ -273,6 +350,25 @@ def test_iomem_variants_read_as_the_reference_reads_them(data: st.DataObject) ->
     agrees("iomem", data.draw(variant("iomem")))
 
 
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_a_process_texts_variants_read_as_the_reference_reads_them(data: st.DataObject) -> None:
+    # smaps (a big process's mappings, read in pieces: a long file name is several), its
+    # smaps_rollup (PSS, RSS) and status (threads).
+    kind = data.draw(st.sampled_from(("smaps", "smaps", "smaps_rollup", "status")))
+    agrees(kind, data.draw(variant(kind)))
+
+
+def test_a_full_mapping_table_adds_no_mapping_to_another() -> None:
+    # More names than the table's rows: the rest are summed as "[other]", the last row; before,
+    # they were added to the 128th mapping's row, under its name.
+    maps = [f"{i:x}000-{i:x}fff r--p 00000000 08:01 {i} /lib/l{i}.so\nSize: 4 kB\nRss: {i} kB\n"
+            for i in range(1, 200)]
+    got = agrees("smaps", "".join(maps).encode())
+    assert len(got) == MAX_NAMES and got[-1][1] == b"[other]".hex()
+    assert got[-2][1] == b"/lib/l127.so".hex() and got[-2][4] == "127"
+
+
 @settings(max_examples=20, deadline=None)
 @given(st.data())
 def test_a_zoneinfo_cut_anywhere_reports_no_field_beyond_the_cut(data: st.DataObject) -> None:
@@ -301,3 +397,19 @@ def test_a_zoneinfo_cut_inside_a_fields_line_drops_that_line(data: st.DataObject
     cut = data.draw(st.integers(line.start(), line.end() - 1))
     part = agrees("zoneinfo", text[:cut])
     assert set(part) <= set(c_frames("zoneinfo", text))
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.sampled_from(("Size: 99999 kB", "Rss: 77777 kB", "Pss: 55555 kB",
+                        "2000-2fff r--p 00000000 08:01 9 /forged", "Anonymous: 3 kB")),
+       st.integers(1, 3), st.integers(0, 40))
+def test_a_long_file_name_is_never_read_as_lines(forged: str, pieces_before: int,
+                                                 shift: int) -> None:
+    # A process names its files: a name longer than the buffer comes in pieces, and a piece
+    # that starts like a header or a field (at the buffer's boundary, or near it) is still
+    # the name, never a line.
+    head = "1000-1fff r--p 00000000 08:01 7 /"
+    pad = "n" * (pieces_before * (LINE - 1) - len(head) + shift)
+    text = f"{head}{pad}{forged}\nSize: 4 kB\nRss: 4 kB\nPss: 2 kB\n".encode()
+    got = agrees("smaps", text)
+    assert got == [("1", ("/" + pad + forged)[:159].encode().hex(), "1", "4", "4", "2", "0")]

@@ -273,22 +273,43 @@ static void zoneinfo(const char *phase) {
     if (n >= 0) zoneinfo_text(phase, buf, sysconf(_SC_PAGESIZE) / 1024);
 }
 
-static long long field_kb(const char *text_, const char *key) {
-    const char *p = strstr(text_, key);
-    return p ? atoll(p + strlen(key)) : -1;
+/* "Key:<spaces or tabs>N<unit>" as the whole of `line` (its newline cut or not): N, or -1. */
+static long long line_count(const char *line, const char *key, const char *unit) {
+    size_t k = strlen(key), u = strlen(unit);
+    long long v;
+    if (strncmp(line, key, k) != 0) return -1;
+    const char *end = count_of(line + k + strspn(line + k, " \t"), &v);
+    if (!end || strncmp(end, unit, u) != 0) return -1;
+    end += u;
+    return *end == 0 || (*end == '\n' && end[1] == 0) ? v : -1;
+}
+
+/* The first whole line of `buf` that is "Key: N<unit>", or -1. */
+static long long text_count(char *buf, const char *key, const char *unit) {
+    whole_lines(buf);
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+        long long v = line_count(line, key, unit);
+        if (v >= 0) return v;
+    }
+    return -1;
 }
 
 /* Where a big process's memory is (breakdown): its smaps mappings summed per name. */
 #define BIG_PSS_KB 16384
 #define BIG_MAP_KB 8192
 #define MAX_NAMES 128
+#define ROLLUP_CAP 4096
+#define STATUS_CAP 4096
 struct mapsum { char name[160]; long long count, size, rss, pss, anon; };
 
+/* The row of `name`; the table's last row is "[other]", for every name beyond the others
+ * (a full table never adds a mapping's numbers to another mapping's row). */
 static struct mapsum *mapsum_of(struct mapsum *t, int *n, const char *name) {
     for (int i = 0; i < *n; i++) if (strcmp(t[i].name, name) == 0) return &t[i];
-    if (*n == MAX_NAMES) name = "[other]";  /* a full table folds the rest into one row */
-    for (int i = 0; i < *n; i++) if (strcmp(t[i].name, name) == 0) return &t[i];
-    if (*n == MAX_NAMES) return &t[MAX_NAMES - 1];
+    if (*n >= MAX_NAMES - 1) {
+        name = "[other]";
+        for (int i = 0; i < *n; i++) if (strcmp(t[i].name, name) == 0) return &t[i];
+    }
     struct mapsum *m = &t[(*n)++];
     memset(m, 0, sizeof *m);
     snprintf(m->name, sizeof m->name, "%s", name);
@@ -320,34 +341,35 @@ static void mapping_name(const char *header, long long size_kb, char *out, size_
 }
 
 /* A big process's memory by mapping (added for the server's MariaDB: heap, anonymous arenas,
- * files); each number is the kernel's own smaps field, summed. */
-static void breakdown(const char *phase, const char *pid, long long pss_kb) {
+ * files); each number is the kernel's own smaps field, summed. Read a piece at a time: a
+ * line longer than the buffer (a long file name) comes in pieces, and only a line's first
+ * piece is read as a line; numbers only from whole lines, of a mapping whose header was read. */
+static void breakdown_from(const char *phase, const char *pid, FILE *f) {
     static struct mapsum table[MAX_NAMES];
-    static char path[320], line[1024], header[1024], status[4096];
-    if (pss_kb < BIG_PSS_KB) return;
-    snprintf(path, sizeof path, "/proc/%s/smaps", pid);
-    FILE *f = fopen(path, "re");
-    if (!f) return;
-    int n = 0;
+    static char line[1024], header[1024];
+    int n = 0, whole = 1;
     struct mapsum *cur = NULL;
+    header[0] = 0;
     while (fgets(line, sizeof line, f)) {
+        int first = whole;
         long long v;
+        whole = strchr(line, '\n') != NULL;
+        if (!first) continue;
         if (is_header(line)) {
             snprintf(header, sizeof header, "%s", line);
             cur = NULL;
+        } else if (!whole || !header[0]) {
             continue;
-        }
-        if (sscanf(line, "Size: %lld", &v) == 1) {
+        } else if ((v = line_count(line, "Size:", " kB")) >= 0) {
             char name[160];
             mapping_name(header, v, name, sizeof name);
             cur = mapsum_of(table, &n, name);
             cur->count++;
             cur->size += v;
-        } else if (cur && sscanf(line, "Rss: %lld", &v) == 1) cur->rss += v;
-        else if (cur && sscanf(line, "Pss: %lld", &v) == 1) cur->pss += v;
-        else if (cur && sscanf(line, "Anonymous: %lld", &v) == 1) cur->anon += v;
+        } else if (cur && (v = line_count(line, "Rss:", " kB")) >= 0) cur->rss += v;
+        else if (cur && (v = line_count(line, "Pss:", " kB")) >= 0) cur->pss += v;
+        else if (cur && (v = line_count(line, "Anonymous:", " kB")) >= 0) cur->anon += v;
     }
-    fclose(f);
     for (int i = 0; i < n; i++) {
         fmt("G %s %s ", phase, pid);
         frame_hex(report, table[i].name, strlen(table[i].name));
@@ -355,21 +377,46 @@ static void breakdown(const char *phase, const char *pid, long long pss_kb) {
             table[i].pss, table[i].anon);
         frame_end(report);
     }
-    snprintf(path, sizeof path, "/proc/%s/status", pid);
-    long long threads = slurp(path, status, sizeof status) > 0 ?
-        field_kb(status, "\nThreads:") : -1;
+}
+
+/* The thread count of /proc/PID/status's text: a T frame, or none. */
+static void threads_text(const char *phase, const char *pid, char *buf) {
+    long long threads = text_count(buf, "Threads:", "");
     if (threads >= 0) {
         fmt("T %s %s %lld", phase, pid, threads);
         frame_end(report);
     }
 }
 
+static void breakdown(const char *phase, const char *pid, long long pss_kb) {
+    static char path[320], status[STATUS_CAP];
+    if (pss_kb < BIG_PSS_KB) return;
+    snprintf(path, sizeof path, "/proc/%s/smaps", pid);
+    FILE *f = fopen(path, "re");
+    if (!f) return;
+    breakdown_from(phase, pid, f);
+    fclose(f);
+    snprintf(path, sizeof path, "/proc/%s/status", pid);
+    if (slurp(path, status, sizeof status) > 0) threads_text(phase, pid, status);
+}
+
+/* PSS and RSS from a smaps_rollup text: 1 when both were read. */
+static int rollup_text(char *buf, long long *pss, long long *rss) {
+    static char copy[ROLLUP_CAP];
+    size_t n = strnlen(buf, sizeof copy - 1);
+    memcpy(copy, buf, n);
+    copy[n] = 0;
+    *pss = text_count(buf, "Pss:", " kB");
+    *rss = text_count(copy, "Rss:", " kB");
+    return *pss >= 0 && *rss >= 0;
+}
+
 static void process(const char *phase, const char *pid) {
-    static char path[320], rollup[4096], comm[64], cgroup[1024];
+    static char path[320], rollup[ROLLUP_CAP], comm[64], cgroup[1024];
+    long long pss, rss;
     snprintf(path, sizeof path, "/proc/%s/smaps_rollup", pid);
     if (slurp(path, rollup, sizeof rollup) <= 0) return;  /* a kernel thread, or gone */
-    long long pss = field_kb(rollup, "\nPss:"), rss = field_kb(rollup, "\nRss:");
-    if (pss < 0 || rss < 0) return;
+    if (!rollup_text(rollup, &pss, &rss)) return;
     snprintf(path, sizeof path, "/proc/%s/comm", pid);
     long nc = slurp(path, comm, sizeof comm);
     snprintf(path, sizeof path, "/proc/%s/cgroup", pid);
@@ -550,9 +597,12 @@ static FILE *open_report(void) {
 #ifdef SYSREPORT_PARSE_MAIN
 /* The host's test of the parsers (tests/test_sysreport_parse.py), built only with
  * -DSYSREPORT_PARSE_MAIN: `abibench-sysreport KIND FILE PAGE_KB` reads FILE as /proc's KIND
- * (zoneinfo, meminfo, iomem) with the guest's own buffer size and writes the frames to stdout. */
+ * (zoneinfo, meminfo, iomem; smaps, smaps_rollup, status of process 1) with the guest's own
+ * buffer size and writes the frames to stdout. */
 int main(int argc, char **argv) {
     static char buf[ZONEINFO_CAP];
+    long long pss, rss;
+    FILE *f;
     if (argc != 4) return 2;
     report = stdout;
     if (strcmp(argv[1], "zoneinfo") == 0 && slurp(argv[2], buf, ZONEINFO_CAP) >= 0)
@@ -561,7 +611,17 @@ int main(int argc, char **argv) {
         meminfo_text("idle", buf);
     else if (strcmp(argv[1], "iomem") == 0 && slurp(argv[2], buf, IOMEM_CAP) >= 0)
         iomem_text("idle", buf);
-    else
+    else if (strcmp(argv[1], "status") == 0 && slurp(argv[2], buf, STATUS_CAP) >= 0)
+        threads_text("idle", "1", buf);
+    else if (strcmp(argv[1], "smaps_rollup") == 0 && slurp(argv[2], buf, ROLLUP_CAP) >= 0) {
+        if (rollup_text(buf, &pss, &rss)) {
+            fmt("P idle 1 %lld %lld - -", pss, rss);
+            frame_end(report);
+        }
+    } else if (strcmp(argv[1], "smaps") == 0 && (f = fopen(argv[2], "re")) != NULL) {
+        breakdown_from("idle", "1", f);
+        fclose(f);
+    } else
         return 2;
     return 0;
 }
