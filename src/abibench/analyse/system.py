@@ -238,10 +238,10 @@ def compare(a: ComboResult, b: ComboResult) -> Comparison | None:
     sig = math.isfinite(lo) and math.isfinite(hi) and (lo > 0 or hi < 0)
     word = "more" if pct >= 0 else "less"
     ci = f" [{lo:+.0f}%, {hi:+.0f}%]" if math.isfinite(lo) and math.isfinite(hi) else ""
-    what = (f"{abs(pct):.0f}% {word} memory" if sig else
-            "no significant difference in memory")
-    sentence = (f"the {a.combination.label} system uses {what} at {a.phase} than the "
-                f"{b.combination.label} one{ci}")
+    sentence = (f"the {a.combination.label} system uses {abs(pct):.0f}% {word} memory at "
+                f"{a.phase} than the {b.combination.label} one{ci}" if sig else
+                f"the {a.combination.label} system and the {b.combination.label} one show no "
+                f"significant difference in memory at {a.phase}{ci}")
     return Comparison(a.combination.label, b.combination.label, a.phase, pct, lo, hi, sig,
                       sentence)
 
