@@ -11,10 +11,16 @@ the published figures beside them (someone else's hardware). An hour or more und
     .venv/bin/python bench/system_matrix.py --from-json out/minimal.json   # the table again
     .venv/bin/python bench/system_matrix.py --reserves run1.json run2.json  # `abibench export`s
     .venv/bin/python bench/system_matrix.py --merge run1.json run2.json     # one table of both
+    .venv/bin/python bench/system_matrix.py --full min.json srv1.json srv2.json  # the full table
 
 --merge takes `abibench export` documents of one profile (runs of some combinations each, or
 more boots of the same ones) and prints the table of all their boots together, analysed as one
 run (analyse/system.analyse: medians and intervals over every boot of a combination).
+
+--full takes `abibench export` documents of any systems, merges those of each system (as
+--merge does) and prints issue 28's closing table: combination x system (and phase) with the
+counted boots, used / kernel / userspace PSS / page cache, then each family's verdicts (the
+comparisons of combinations of one family, with their intervals).
 
 --reserves takes `abibench export RUN -o FILE` documents and prints, per combination and phase,
 `used` taken apart as the guest kernel computes MemAvailable (analyse/system.available_parts,
@@ -76,6 +82,35 @@ def reserves(exports: list[dict[str, Any]]) -> str:
     return "\n".join(out) + "\n"
 
 FIGS = ("used", "kernel", "image", "userspace", "cache")
+FULL_FIGS = ("used", "kernel", "userspace", "cache")
+PHASE_NAME = {"idle": "", "load": " after load"}
+
+
+def _family(label: str) -> str:
+    return "arm" if label.startswith(("arm64", "armmp")) else "x86"
+
+
+def full_table(exports: list[dict[str, Any]]) -> str:
+    """Issue 28's closing table from exports of any systems (each system's runs merged)."""
+    by: dict[str, list[dict[str, Any]]] = {}
+    for d in exports:
+        by.setdefault(d["run"]["config"]["system"]["profile"], []).append(d)
+    docs = [merged(group) for group in by.values()]
+    out = ["| combination | system | n | " + " | ".join(FULL_FIGS) + " |",
+           "|---|---|---|" + "---|" * len(FULL_FIGS)]
+    verdicts: list[str] = []
+    for doc in docs:
+        idle = doc["profile"] + ("" if len(doc["results"]) == len(
+            [r for r in doc["results"] if r["phase"] == "idle"]) else " idle")
+        for r in sorted(doc["results"], key=lambda r: r["phase"] != "idle"):
+            name = idle if r["phase"] == "idle" else doc["profile"] + PHASE_NAME[r["phase"]]
+            out.append(f"| {r['combination'].replace(' kernel', '')} | {name} | "
+                       f"{r['boots_reported']} | "
+                       + " | ".join(cell(r["figures"].get(f)) for f in FULL_FIGS) + " |")
+        verdicts += [f"* {doc['profile']}: {c['sentence']}" for c in doc["comparisons"]
+                     if _family(c["a"]) == _family(c["b"])]
+        verdicts += [f"* {doc['profile']}: problem: {p}" for p in doc["problems"]]
+    return "\n".join([*out, "", *verdicts]) + "\n"
 
 
 def cell(est: dict[str, float] | None) -> str:
@@ -137,7 +172,12 @@ def main() -> int:
                     help="`abibench export` files: used taken apart (see above)")
     ap.add_argument("--merge", type=Path, nargs="+", default=None,
                     help="`abibench export` files of one system: one table of all boots")
+    ap.add_argument("--full", type=Path, nargs="+", default=None,
+                    help="`abibench export` files of any systems: the full table")
     args = ap.parse_args()
+    if args.full:
+        print(full_table([json.loads(p.read_text()) for p in args.full]))
+        return 0
     if args.merge:
         docs = [merged([json.loads(p.read_text()) for p in args.merge])]
         print(table(docs))

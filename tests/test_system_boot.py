@@ -31,6 +31,7 @@ from abibench.workloads.system import load_system, parse_system
 
 from .processes import alive, interrupt_when, ours
 from .storetools import query_rows
+from .test_sysreport_parse import guest_agrees
 
 NEEDS = pytest.mark.needs_setup("qemu-system-x86", "mmdebstrap", "arch-test", root=True)
 CI_SYSTEM = """[system]
@@ -112,7 +113,9 @@ def test_interrupted_runs_keep_their_boots_and_resume_boots_the_rest(
     profile, out, db = tmp_path / "ci.toml", tmp_path / "sys.json", tmp_path / "r.sqlite"
     profile.write_text(CI_SYSTEM)
     run = [sys.executable, "-m", "abibench", "--db", str(db), "system", "run", str(profile)]
-    proc = subprocess.Popen([*run, "--combo", "amd64:i386,amd64:x86_64", "--boots", "1"],
+    kept = tmp_path / "kept"
+    proc = subprocess.Popen([*run, "--combo", "amd64:i386,amd64:x86_64", "--boots", "1",
+                             "--keep-reports", str(kept)],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     qemu: list[int] = []
 
@@ -148,8 +151,9 @@ def test_interrupted_runs_keep_their_boots_and_resume_boots_the_rest(
     assert query_rows(db, "SELECT seq FROM system_boots") == [(0,)]
     assert "interrupted system run, 1 boots" in _cli(env, "--db", str(db), "runs").stdout
     # Resumed again: the one boot not done, and only it; the run complete with its 2 boots.
-    done = subprocess.run([*run, "--resume", run_id, "--json", str(out)], capture_output=True,
-                          text=True, env=env, timeout=1800, check=False)
+    done = subprocess.run([*run, "--resume", run_id, "--json", str(out), "--keep-reports",
+                           str(kept)], capture_output=True, text=True, env=env, timeout=1800,
+                          check=False)
     assert done.returncode in (0, 1), done.stderr  # 1: a unit failed (problems listed)
     assert "boot 2/2" in done.stderr and "boot 1/2" not in done.stderr, done.stderr
     assert query_rows(db, "SELECT seq FROM system_boots ORDER BY seq") == [(0,), (1,)]
@@ -157,6 +161,10 @@ def test_interrupted_runs_keep_their_boots_and_resume_boots_the_rest(
     assert ours(str(tmp_path)) == [] and _left(tmp_path) == []
     doc = json.loads(out.read_text())
     _sane(doc)
+    # Each boot's raw report was kept, and the guest's parsers read its /proc texts as this
+    # host's build of them does (tests/test_sysreport_parse.py).
+    reports = sorted(kept.glob("boot*.report"))
+    assert len(reports) == 2 and all(guest_agrees(r.read_bytes()) for r in reports), reports
     # Stored as each boot ended: listed, and its report from the store is the run's own.
     listed = _cli(env, "--db", str(db), "runs").stdout
     assert "complete    system run, 2 boots" in listed, listed

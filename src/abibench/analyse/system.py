@@ -83,22 +83,24 @@ def available_parts(ph: SystemPhase) -> dict[str, float]:
     reclaimable kernel memory that MemAvailable does not count); `model` is their sum, to hold
     against `used`. Also `boot_reserved` (every zone's present - managed: what the kernel kept
     at boot, its image and page descriptors among it, outside MemTotal) and `highmem`. Absent
-    when the guest did not report zoneinfo (a report from before it did)."""
+    when the guest did not report zoneinfo (a report from before it did), or not every field
+    of a zone with memory."""
     m, zs = ph.meminfo, zones(ph)
     need = ("MemTotal", "MemFree", "MemAvailable", "Active_file_", "Inactive_file_",
             "KReclaimable")
-    if not zs or not all(k in m for k in need):
+    # A zone the guest gave only some fields of (a cut text) is not taken apart with zeros.
+    if not zs or not all(k in m for k in need) or \
+            any(k not in z for z in zs.values() for k in ZONE_KEYS):
         return {}
-    wlow = sum(z.get("low", 0) for z in zs.values())
-    reserve = sum(min(z.get("high", 0) + z.get("protection", 0), z.get("managed", 0))
-                  for z in zs.values())
+    wlow = sum(z["low"] for z in zs.values())
+    reserve = sum(min(z["high"] + z["protection"], z["managed"]) for z in zs.values())
     files, recl = m["Active_file_"] + m["Inactive_file_"], m["KReclaimable"]
     kept = min(files // 2, wlow) + min(recl // 2, wlow)
     held = m["MemTotal"] - m["MemFree"] - files - recl
     out = {"used": m["MemTotal"] - m["MemAvailable"], "held": held, "reserve": reserve,
            "kept": kept, "model": held + reserve + kept,
-           "boot_reserved": sum(z.get("present", 0) - z.get("managed", 0) for z in zs.values()),
-           "highmem": sum(z.get("managed", 0) for n, z in zs.items() if n == "HighMem")}
+           "boot_reserved": sum(z["present"] - z["managed"] for z in zs.values()),
+           "highmem": sum(z["managed"] for n, z in zs.items() if n == "HighMem")}
     return {k: v / 1024 for k, v in out.items()}
 
 
@@ -237,10 +239,10 @@ def compare(a: ComboResult, b: ComboResult) -> Comparison | None:
     sig = math.isfinite(lo) and math.isfinite(hi) and (lo > 0 or hi < 0)
     word = "more" if pct >= 0 else "less"
     ci = f" [{lo:+.0f}%, {hi:+.0f}%]" if math.isfinite(lo) and math.isfinite(hi) else ""
-    what = (f"{abs(pct):.0f}% {word} memory" if sig else
-            "no significant difference in memory")
-    sentence = (f"the {a.combination.label} system uses {what} at {a.phase} than the "
-                f"{b.combination.label} one{ci}")
+    sentence = (f"the {a.combination.label} system uses {abs(pct):.0f}% {word} memory at "
+                f"{a.phase} than the {b.combination.label} one{ci}" if sig else
+                f"the {a.combination.label} system and the {b.combination.label} one show no "
+                f"significant difference in memory at {a.phase}{ci}")
     return Comparison(a.combination.label, b.combination.label, a.phase, pct, lo, hi, sig,
                       sentence)
 

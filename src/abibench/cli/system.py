@@ -54,6 +54,9 @@ def add_parser(sub: Commands) -> None:
     sys_run.add_argument("--resume", default=None, metavar="RUN",
                          help="boot what an interrupted system run of SYSTEM has not (its "
                          "combinations, boots and seed are the run's own)")
+    sys_run.add_argument("--keep-reports", type=Path, default=None, metavar="DIR",
+                         help="also keep each boot's raw report (its hashed frames, with the "
+                         "guest's /proc texts) in DIR, one file per boot")
     for fmt_ in FORMATS:
         sys_run.add_argument(f"--{fmt_}", type=Path, default=None, metavar="PATH",
                              help=f"also write the system section as {fmt_.upper()} here")
@@ -172,7 +175,7 @@ def cmd_system(args: argparse.Namespace) -> int:
             plan = resume_plan(store, args.resume, profile.id)
         else:
             plan = Plan(new_run_id(), combos, args.boots, args.seed)
-        status = _boot_and_store(store, plan, profile)
+        status = _boot_and_store(store, plan, profile, args.keep_reports)
         result = analyse_doc(store.load_run(plan.run_id)) \
             if plan.run_id in store.run_ids() else None
     if result is None:  # interrupted before the first boot: nothing was stored
@@ -198,7 +201,8 @@ class Plan:
     recorded: SystemConfig | None = None  # a resumed run's own configuration
 
 
-def _boot_and_store(store: SpooledSink, plan: Plan, profile: SystemProfile) -> str:
+def _boot_and_store(store: SpooledSink, plan: Plan, profile: SystemProfile,
+                    keep_reports: Path | None = None) -> str:
     """Boot, storing the run's configuration before the first boot and each boot as it ends;
     the run ends complete, or interrupted (its boots kept) on Ctrl-C or a signal."""
     from ..probe import host
@@ -227,7 +231,7 @@ def _boot_and_store(store: SpooledSink, plan: Plan, profile: SystemProfile) -> s
                             say=lambda line: _say(line, sys.stderr), on_ready=ready,
                             on_boot=lambda i, b: store.add_system_boot(plan.run_id,
                                                                         boot_record(i, b)),
-                            done_before=plan.done)
+                            done_before=plan.done, keep_reports=keep_reports)
         status = "complete"
     except KeyboardInterrupt:
         _say("abibench: interrupted: the boots done are stored", sys.stderr)

@@ -21,7 +21,10 @@
  *        its own, as "[anon N kB]"), and its thread count (see breakdown())
  *   "Z <phase> <zone hex> <field> <kB> <hash>"       /proc/zoneinfo per zone: its watermarks
  *        (min, low, high), spanned, present and managed memory, and the largest of its
- *        lowmem_reserve ("protection"), which the kernel's MemAvailable subtracts (zoneinfo())
+ *        lowmem_reserve ("protection"), which the kernel's MemAvailable subtracts (zoneinfo());
+ *        only the fields a whole line of the zone gave
+ *   "R idle <file hex> <text hex> <hash>"  the raw text of /proc/zoneinfo, meminfo and iomem
+ *        (what the parsers' tests are fed; the host's report parser ignores it)
  *   "C load <name hex> <count> <hash>"    the work the load did, as it counted it (its output's
  *        "NAME N" lines: requests, queries)
  *   "D load <load's duration ms> <guard s, or 0> <hash>"   guard: the time limit fired
@@ -78,78 +81,187 @@ static long slurp(const char *path, char *buf, size_t cap) {
     return (long)n;
 }
 
-static void meminfo(const char *phase) {
-    static char buf[16384];
-    if (slurp("/proc/meminfo", buf, sizeof buf) < 0) return;
+/* What a /proc text is read as: whole lines only. A text cut short (the buffer's cap, a file
+ * that changed while read) ends in a partial line whose number may be a prefix of the real one
+ * ("MemFree: 12" of "12345 kB"), so what follows the last newline is dropped: a number is
+ * reported only from a line read whole, and only for a field that line names
+ * (docs/reliability.md, "The measuring service reports only what it read whole"). */
+static void whole_lines(char *buf) {
+    char *nl = strrchr(buf, '\n');
+    if (nl) nl[1] = 0;
+    else buf[0] = 0;
+}
+
+/* A count: 1 to 13 decimal digits, at most COUNT_MAX (no sign, no overflow); its end, or NULL. */
+#define COUNT_MAX 1000000000000LL
+static const char *count_of(const char *p, long long *out) {
+    long long v = 0;
+    const char *start = p;
+    while (*p >= '0' && *p <= '9') {
+        if (p - start >= 13) return NULL;
+        v = v * 10 + (*p++ - '0');
+    }
+    if (p == start || v > COUNT_MAX) return NULL;
+    *out = v;
+    return p;
+}
+
+/* An address: 1 to 16 hex digits; its end, or NULL. */
+static const char *address_of(const char *p, unsigned long long *out) {
+    unsigned long long v = 0;
+    const char *start = p;
+    while (isxdigit((unsigned char)*p)) {
+        if (p - start >= 16) return NULL;
+        int c = tolower((unsigned char)*p++);
+        v = v * 16 + (unsigned)(c <= '9' ? c - '0' : c - 'a' + 10);
+    }
+    if (p == start) return NULL;
+    *out = v;
+    return p;
+}
+
+/* The raw text of a /proc file, as one frame (idle phase): "R <phase> <file hex> <text hex>".
+ * The host's parsers ignore it; it is what tests/data/proc holds, the texts the parsers below
+ * are tested on (tests/test_sysreport_parse.py). */
+static void raw(const char *phase, const char *file, const char *buf, long n) {
+    if (n <= 0 || strcmp(phase, "idle") != 0) return;
+    fmt("R %s ", phase);
+    frame_hex(report, file, strlen(file));
+    frame_put(report, ' ');
+    frame_hex(report, buf, (size_t)n);
+    frame_end(report);
+}
+
+/* "Key:   N kB" or "Key:   N": M frames, the key's non-word characters as '_'. */
+#define MEMINFO_CAP 16384
+static void meminfo_text(const char *phase, char *buf) {
+    whole_lines(buf);
     for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
         char key[64];
         long long kb;
-        if (sscanf(line, "%63[^:]: %lld", key, &kb) != 2) continue;
+        char *colon = strchr(line, ':');
+        size_t klen = colon ? (size_t)(colon - line) : 0;
+        if (klen == 0 || klen > 60) continue;
+        const char *end = count_of(colon + 1 + strspn(colon + 1, " "), &kb);
+        if (!end || (*end && strcmp(end, " kB") != 0)) continue;
+        memcpy(key, line, klen);
+        key[klen] = 0;
         for (char *k = key; *k; k++) if (!isalnum((unsigned char)*k) && *k != '_') *k = '_';
         fmt("M %s %s %lld", phase, key, kb);
         frame_end(report);
     }
 }
 
-static void iomem(const char *phase) {
-    static char buf[65536];
-    if (slurp("/proc/iomem", buf, sizeof buf) < 0) return;
+static void meminfo(const char *phase) {
+    static char buf[MEMINFO_CAP];
+    long n = slurp("/proc/meminfo", buf, sizeof buf);
+    raw(phase, "meminfo", buf, n);
+    if (n >= 0) meminfo_text(phase, buf);
+}
+
+/* "  START-END : Kernel code": K frames of the kernel image's ranges, in bytes. */
+#define IOMEM_CAP 65536
+static void iomem_text(const char *phase, char *buf) {
+    whole_lines(buf);
     for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
         unsigned long long a, b;
-        char name[128];
-        if (sscanf(line, " %llx-%llx : %127[^\n]", &a, &b, name) != 3) continue;
-        if (strncmp(name, "Kernel ", 7) != 0 || b < a) continue;
+        const char *p = address_of(line + strspn(line, " "), &a);
+        if (!p || *p != '-' || !(p = address_of(p + 1, &b)) || strncmp(p, " : ", 3) != 0)
+            continue;
+        const char *name = p + 3;
+        size_t n = strlen(name);
+        if (n > 127 || strncmp(name, "Kernel ", 7) != 0 || b < a || b - a >= 999999999999999ULL)
+            continue;
         fmt("K %s ", phase);
-        frame_hex(report, name, strlen(name));
+        frame_hex(report, name, n);
         fmt(" %llu", b - a + 1);
         frame_end(report);
     }
 }
 
-/* One zone's numbers from /proc/zoneinfo, in pages. */
+static void iomem(const char *phase) {
+    static char buf[IOMEM_CAP];
+    long n = slurp("/proc/iomem", buf, sizeof buf);
+    raw(phase, "iomem", buf, n);
+    if (n >= 0) iomem_text(phase, buf);
+}
+
+/* One zone's numbers from /proc/zoneinfo, in pages, and which of them a line gave. */
 #define ZONE_FIELDS 7
+#define MAX_ZONES 16
+#define ZONEINFO_CAP 65536
 static const char *const zone_field[ZONE_FIELDS] = {
     "min", "low", "high", "spanned", "present", "managed", "protection"};
-struct zone { char name[32]; long long v[ZONE_FIELDS]; };
+struct zone { char name[32]; long long v[ZONE_FIELDS]; unsigned seen; };
 
-static void zone_line(struct zone *z, const char *line) {
-    char key[32];
+/* "protection: (0, 2815, 3781)", lowmem_reserve[]: the largest of the counts read. */
+static void zone_protection(struct zone *z, const char *p) {
     long long n;
-    if (strncmp(line, "protection: (", 13) == 0) {  /* lowmem_reserve[]: keep the largest */
-        for (const char *p = line + 13; *p && *p != ')';) {
-            char *end;
-            n = strtoll(p, &end, 10);
-            if (end == p) break;
-            if (n > z->v[6]) z->v[6] = n;
-            p = end + strspn(end, ", ");
+    const char *end;
+    while ((end = count_of(p, &n)) != NULL) {
+        if (!(z->seen & 1u << 6) || n > z->v[6]) z->v[6] = n;
+        z->seen |= 1u << 6;
+        if (strncmp(end, ", ", 2) != 0) break;
+        p = end + 2;
+    }
+}
+
+/* A line of a zone, its leading spaces skipped: "min      5" (exactly the field, spaces, a
+ * count, the end), or the protection line. */
+static void zone_line(struct zone *z, const char *line) {
+    long long n;
+    if (strncmp(line, "protection: (", 13) == 0) {
+        zone_protection(z, line + 13);
+        return;
+    }
+    for (int i = 0; i < 6; i++) {
+        size_t k = strlen(zone_field[i]);
+        if (strncmp(line, zone_field[i], k) != 0 || line[k] != ' ') continue;
+        const char *end = count_of(line + k + strspn(line + k, " "), &n);
+        if (end && *end == 0) {
+            z->v[i] = n;
+            z->seen |= 1u << i;
         }
         return;
     }
-    if (sscanf(line, "%31s %lld", key, &n) != 2) return;
-    for (int i = 0; i < 6; i++) if (strcmp(key, zone_field[i]) == 0) z->v[i] = n;
+}
+
+/* "Node N, zone   NAME": the zone's name (1-31 word characters), or 0. */
+static int zone_header(const char *line, char *name) {
+    long long node;
+    const char *p;
+    if (strncmp(line, "Node ", 5) != 0 || !(p = count_of(line + 5, &node)) ||
+        strncmp(p, ", zone ", 7) != 0)
+        return 0;
+    p += 7 + strspn(p + 7, " ");
+    size_t n = strlen(p);
+    if (n == 0 || n > 31) return 0;
+    for (size_t i = 0; i < n; i++) if (!isalnum((unsigned char)p[i]) && p[i] != '_') return 0;
+    memcpy(name, p, n + 1);
+    return 1;
 }
 
 /* Where MemTotal - MemAvailable goes beyond what processes and caches use: MemAvailable
  * subtracts every zone's high watermark plus its largest lowmem_reserve (the kernel's
- * totalreserve_pages), and a zone's present - managed is memory the kernel kept at boot. */
-static void zoneinfo(const char *phase) {
-    static char buf[65536];
-    static struct zone zones[16];
+ * totalreserve_pages), and a zone's present - managed is memory the kernel kept at boot.
+ * Z frames of the first MAX_ZONES zones, only the fields a line of the zone gave. */
+static void zoneinfo_text(const char *phase, char *buf, long long page_kb) {
+    static struct zone zones[MAX_ZONES];
     int n = 0;
-    if (slurp("/proc/zoneinfo", buf, sizeof buf) < 0) return;
-    long long page_kb = sysconf(_SC_PAGESIZE) / 1024;
+    whole_lines(buf);
     for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
         char name[32];
-        if (sscanf(line, "Node %*d, zone %31s", name) == 1) {
-            if (n == 16) break;
+        if (zone_header(line, name)) {
+            if (n == MAX_ZONES) break;
             memset(&zones[n], 0, sizeof zones[n]);
-            snprintf(zones[n++].name, sizeof zones[0].name, "%s", name);
+            memcpy(zones[n++].name, name, sizeof name);
         } else if (n > 0) {
             zone_line(&zones[n - 1], line + strspn(line, " "));
         }
     }
     for (int i = 0; i < n; i++)
         for (int f = 0; f < ZONE_FIELDS; f++) {
+            if (!(zones[i].seen & 1u << f)) continue;
             fmt("Z %s ", phase);
             frame_hex(report, zones[i].name, strlen(zones[i].name));
             fmt(" %s %lld", zone_field[f], zones[i].v[f] * page_kb);
@@ -157,22 +269,50 @@ static void zoneinfo(const char *phase) {
         }
 }
 
-static long long field_kb(const char *text_, const char *key) {
-    const char *p = strstr(text_, key);
-    return p ? atoll(p + strlen(key)) : -1;
+static void zoneinfo(const char *phase) {
+    static char buf[ZONEINFO_CAP];
+    long n = slurp("/proc/zoneinfo", buf, sizeof buf);
+    raw(phase, "zoneinfo", buf, n);
+    if (n >= 0) zoneinfo_text(phase, buf, sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* "Key:<spaces or tabs>N<unit>" as the whole of `line` (its newline cut or not): N, or -1. */
+static long long line_count(const char *line, const char *key, const char *unit) {
+    size_t k = strlen(key), u = strlen(unit);
+    long long v;
+    if (strncmp(line, key, k) != 0) return -1;
+    const char *end = count_of(line + k + strspn(line + k, " \t"), &v);
+    if (!end || strncmp(end, unit, u) != 0) return -1;
+    end += u;
+    return *end == 0 || (*end == '\n' && end[1] == 0) ? v : -1;
+}
+
+/* The first whole line of `buf` that is "Key: N<unit>", or -1. */
+static long long text_count(char *buf, const char *key, const char *unit) {
+    whole_lines(buf);
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+        long long v = line_count(line, key, unit);
+        if (v >= 0) return v;
+    }
+    return -1;
 }
 
 /* Where a big process's memory is (breakdown): its smaps mappings summed per name. */
 #define BIG_PSS_KB 16384
 #define BIG_MAP_KB 8192
 #define MAX_NAMES 128
+#define ROLLUP_CAP 4096
+#define STATUS_CAP 4096
 struct mapsum { char name[160]; long long count, size, rss, pss, anon; };
 
+/* The row of `name`; the table's last row is "[other]", for every name beyond the others
+ * (a full table never adds a mapping's numbers to another mapping's row). */
 static struct mapsum *mapsum_of(struct mapsum *t, int *n, const char *name) {
     for (int i = 0; i < *n; i++) if (strcmp(t[i].name, name) == 0) return &t[i];
-    if (*n == MAX_NAMES) name = "[other]";  /* a full table folds the rest into one row */
-    for (int i = 0; i < *n; i++) if (strcmp(t[i].name, name) == 0) return &t[i];
-    if (*n == MAX_NAMES) return &t[MAX_NAMES - 1];
+    if (*n >= MAX_NAMES - 1) {
+        name = "[other]";
+        for (int i = 0; i < *n; i++) if (strcmp(t[i].name, name) == 0) return &t[i];
+    }
     struct mapsum *m = &t[(*n)++];
     memset(m, 0, sizeof *m);
     snprintf(m->name, sizeof m->name, "%s", name);
@@ -204,34 +344,35 @@ static void mapping_name(const char *header, long long size_kb, char *out, size_
 }
 
 /* A big process's memory by mapping (added for the server's MariaDB: heap, anonymous arenas,
- * files); each number is the kernel's own smaps field, summed. */
-static void breakdown(const char *phase, const char *pid, long long pss_kb) {
+ * files); each number is the kernel's own smaps field, summed. Read a piece at a time: a
+ * line longer than the buffer (a long file name) comes in pieces, and only a line's first
+ * piece is read as a line; numbers only from whole lines, of a mapping whose header was read. */
+static void breakdown_from(const char *phase, const char *pid, FILE *f) {
     static struct mapsum table[MAX_NAMES];
-    static char path[320], line[1024], header[1024], status[4096];
-    if (pss_kb < BIG_PSS_KB) return;
-    snprintf(path, sizeof path, "/proc/%s/smaps", pid);
-    FILE *f = fopen(path, "re");
-    if (!f) return;
-    int n = 0;
+    static char line[1024], header[1024];
+    int n = 0, whole = 1;
     struct mapsum *cur = NULL;
+    header[0] = 0;
     while (fgets(line, sizeof line, f)) {
+        int first = whole;
         long long v;
+        whole = strchr(line, '\n') != NULL;
+        if (!first) continue;
         if (is_header(line)) {
             snprintf(header, sizeof header, "%s", line);
             cur = NULL;
+        } else if (!whole || !header[0]) {
             continue;
-        }
-        if (sscanf(line, "Size: %lld", &v) == 1) {
+        } else if ((v = line_count(line, "Size:", " kB")) >= 0) {
             char name[160];
             mapping_name(header, v, name, sizeof name);
             cur = mapsum_of(table, &n, name);
             cur->count++;
             cur->size += v;
-        } else if (cur && sscanf(line, "Rss: %lld", &v) == 1) cur->rss += v;
-        else if (cur && sscanf(line, "Pss: %lld", &v) == 1) cur->pss += v;
-        else if (cur && sscanf(line, "Anonymous: %lld", &v) == 1) cur->anon += v;
+        } else if (cur && (v = line_count(line, "Rss:", " kB")) >= 0) cur->rss += v;
+        else if (cur && (v = line_count(line, "Pss:", " kB")) >= 0) cur->pss += v;
+        else if (cur && (v = line_count(line, "Anonymous:", " kB")) >= 0) cur->anon += v;
     }
-    fclose(f);
     for (int i = 0; i < n; i++) {
         fmt("G %s %s ", phase, pid);
         frame_hex(report, table[i].name, strlen(table[i].name));
@@ -239,21 +380,46 @@ static void breakdown(const char *phase, const char *pid, long long pss_kb) {
             table[i].pss, table[i].anon);
         frame_end(report);
     }
-    snprintf(path, sizeof path, "/proc/%s/status", pid);
-    long long threads = slurp(path, status, sizeof status) > 0 ?
-        field_kb(status, "\nThreads:") : -1;
+}
+
+/* The thread count of /proc/PID/status's text: a T frame, or none. */
+static void threads_text(const char *phase, const char *pid, char *buf) {
+    long long threads = text_count(buf, "Threads:", "");
     if (threads >= 0) {
         fmt("T %s %s %lld", phase, pid, threads);
         frame_end(report);
     }
 }
 
+static void breakdown(const char *phase, const char *pid, long long pss_kb) {
+    static char path[320], status[STATUS_CAP];
+    if (pss_kb < BIG_PSS_KB) return;
+    snprintf(path, sizeof path, "/proc/%s/smaps", pid);
+    FILE *f = fopen(path, "re");
+    if (!f) return;
+    breakdown_from(phase, pid, f);
+    fclose(f);
+    snprintf(path, sizeof path, "/proc/%s/status", pid);
+    if (slurp(path, status, sizeof status) > 0) threads_text(phase, pid, status);
+}
+
+/* PSS and RSS from a smaps_rollup text: 1 when both were read. */
+static int rollup_text(char *buf, long long *pss, long long *rss) {
+    static char copy[ROLLUP_CAP];
+    size_t n = strnlen(buf, sizeof copy - 1);
+    memcpy(copy, buf, n);
+    copy[n] = 0;
+    *pss = text_count(buf, "Pss:", " kB");
+    *rss = text_count(copy, "Rss:", " kB");
+    return *pss >= 0 && *rss >= 0;
+}
+
 static void process(const char *phase, const char *pid) {
-    static char path[320], rollup[4096], comm[64], cgroup[1024];
+    static char path[320], rollup[ROLLUP_CAP], comm[64], cgroup[1024];
+    long long pss, rss;
     snprintf(path, sizeof path, "/proc/%s/smaps_rollup", pid);
     if (slurp(path, rollup, sizeof rollup) <= 0) return;  /* a kernel thread, or gone */
-    long long pss = field_kb(rollup, "\nPss:"), rss = field_kb(rollup, "\nRss:");
-    if (pss < 0 || rss < 0) return;
+    if (!rollup_text(rollup, &pss, &rss)) return;
     snprintf(path, sizeof path, "/proc/%s/comm", pid);
     long nc = slurp(path, comm, sizeof comm);
     snprintf(path, sizeof path, "/proc/%s/cgroup", pid);
@@ -445,6 +611,38 @@ static FILE *open_report(void) {
     return fdopen(fd, "w");
 }
 
+#ifdef SYSREPORT_PARSE_MAIN
+/* The host's test of the parsers (tests/test_sysreport_parse.py), built only with
+ * -DSYSREPORT_PARSE_MAIN: `abibench-sysreport KIND FILE PAGE_KB` reads FILE as /proc's KIND
+ * (zoneinfo, meminfo, iomem; smaps, smaps_rollup, status of process 1) with the guest's own
+ * buffer size and writes the frames to stdout. */
+int main(int argc, char **argv) {
+    static char buf[ZONEINFO_CAP];
+    long long pss, rss;
+    FILE *f;
+    if (argc != 4) return 2;
+    report = stdout;
+    if (strcmp(argv[1], "zoneinfo") == 0 && slurp(argv[2], buf, ZONEINFO_CAP) >= 0)
+        zoneinfo_text("idle", buf, atoll(argv[3]));
+    else if (strcmp(argv[1], "meminfo") == 0 && slurp(argv[2], buf, MEMINFO_CAP) >= 0)
+        meminfo_text("idle", buf);
+    else if (strcmp(argv[1], "iomem") == 0 && slurp(argv[2], buf, IOMEM_CAP) >= 0)
+        iomem_text("idle", buf);
+    else if (strcmp(argv[1], "status") == 0 && slurp(argv[2], buf, STATUS_CAP) >= 0)
+        threads_text("idle", "1", buf);
+    else if (strcmp(argv[1], "smaps_rollup") == 0 && slurp(argv[2], buf, ROLLUP_CAP) >= 0) {
+        if (rollup_text(buf, &pss, &rss)) {
+            fmt("P idle 1 %lld %lld - -", pss, rss);
+            frame_end(report);
+        }
+    } else if (strcmp(argv[1], "smaps") == 0 && (f = fopen(argv[2], "re")) != NULL) {
+        breakdown_from("idle", "1", f);
+        fclose(f);
+    } else
+        return 2;
+    return 0;
+}
+#else
 int main(void) {
     int settle = cmdline_int("settle", 30);
     int limit = cmdline_int("load_seconds", 120), after = cmdline_int("load_after", 10);
@@ -466,3 +664,4 @@ int main(void) {
     reboot(RB_POWER_OFF);
     return 0;
 }
+#endif

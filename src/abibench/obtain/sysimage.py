@@ -56,6 +56,75 @@ WantedBy=multi-user.target
 
 
 @dataclass(frozen=True)
+class FirstBoot:
+    """A data directory a package's maintainer script makes at install time, made instead on
+    the guest's first boot by the package's own command, run by the guest's own kernel.
+
+    At image build the script runs under the build host's kernel, or for a foreign
+    architecture under qemu-user, where a server may not run at all: MariaDB's
+    mysql_install_db starts mariadbd, which under qemu-aarch64-static 7.2 dies on its 8 TiB
+    address-space reservation, then on "Illegal instruction" (docs/systems.md). So the
+    directory the image holds is emptied (but for the files named in `keep`) and a oneshot unit
+    ordered before the service that needs it makes it, only when `made` is absent: one rule
+    for every architecture, and every boot of a snapshot disk makes it the same way."""
+
+    name: str  # the unit abibench-firstboot-NAME.service
+    installed: str  # a file of the package: the rule applies only to images that have it
+    datadir: str
+    keep: tuple[str, ...]  # glob patterns of files the script made that stay (Debian's flags)
+    before: str  # the unit that needs the directory
+    command: str  # the script's own command
+    made: str  # a path that exists once the directory is made
+
+    @property
+    def unit(self) -> str:
+        return f"abibench-firstboot-{self.name}.service"
+
+    def unit_text(self) -> str:
+        return "\n".join([
+            "[Unit]", f"Description=abibench: make /{self.datadir} on the first boot",
+            f"Before={self.before}", f"ConditionPathExists=!{self.made}", "",
+            # TMPDIR empty as in Debian's postinst (its bug #1022994); a TCG boot is slow.
+            "[Service]", "Type=oneshot", "RemainAfterExit=yes", "Environment=TMPDIR=",
+            f"ExecStart={self.command}", "TimeoutStartSec=1800", "StandardOutput=journal", "",
+            "[Install]", f"RequiredBy={self.before}", ""])
+
+
+# mariadb-server's postinst (bookworm, 10.11): the command is the one it runs.
+FIRST_BOOT = (FirstBoot(
+    "mariadb-datadir", "usr/sbin/mariadbd", "var/lib/mysql", ("debian-*.flag",),
+    "mariadb.service",
+    "/bin/bash /usr/bin/mysql_install_db --rpm --cross-bootstrap --user=mysql "
+    "--disable-log-bin --skip-test-db", "/var/lib/mysql/mysql"),)
+
+
+def defer_to_first_boot(root: Path, rules: Iterable[FirstBoot] = FIRST_BOOT) -> list[str]:
+    """Every rule whose package the tree at `root` has: its data directory emptied but for
+    `keep`, its unit installed and required by the service it precedes. The units added."""
+    added = []
+    for rule in rules:
+        if not (root / rule.installed).exists():
+            continue
+        datadir = root / rule.datadir
+        datadir.mkdir(parents=True, exist_ok=True)
+        for entry in datadir.iterdir():
+            if any(entry.match(k) for k in rule.keep) and not entry.is_dir():
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+        units = root / "etc/systemd/system"
+        requires = units / f"{rule.before}.requires"
+        requires.mkdir(parents=True, exist_ok=True)
+        (units / rule.unit).write_text(rule.unit_text())
+        if not (requires / rule.unit).is_symlink():
+            os.symlink(f"/etc/systemd/system/{rule.unit}", requires / rule.unit)
+        added.append(rule.unit)
+    return added
+
+
+@dataclass(frozen=True)
 class SystemImage:
     path: Path  # the raw ext4 disk
     profile: str
@@ -105,7 +174,8 @@ def archive_uri(release: str, apt_dir: Path = Path("/etc/apt")) -> str:
 
 def image_key(profile: SystemProfile, arch: str, reporter: Path) -> str:
     fields = {"v": IMAGE_VERSION, "arch": arch, **profile.key_fields(),
-              "reporter": reporter.parent.name}
+              "reporter": reporter.parent.name,
+              "first_boot": [r.unit_text() for r in FIRST_BOOT]}
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -173,6 +243,7 @@ def customise(root: Path, profile: SystemProfile, reporter: Path) -> None:
         (root / "etc/abibench").mkdir(parents=True, exist_ok=True)
         (root / "etc/abibench/load").write_text(profile.load)
     (root / "etc/hostname").write_text("abibench\n")
+    defer_to_first_boot(root)
     sysunits.install(root, profile)  # what runs after boot (the desktop); nothing for others
 
 

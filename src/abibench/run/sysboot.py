@@ -300,8 +300,9 @@ def deadline_of(profile: SystemProfile) -> float:
 
 def boot_once(combo: Combination, kernel: SystemKernel, image: SystemImage,
               profile: SystemProfile, deadline_s: float,
-              on_start: Callable[[int], None] | None = None) -> SysBoot:
-    """One boot to the system's report and power-off, or to the deadline."""
+              on_start: Callable[[int], None] | None = None, keep: Path | None = None) -> SysBoot:
+    """One boot to the system's report and power-off, or to the deadline; `keep`: where the
+    raw report is also written (it holds the guest's /proc texts, the parser tests' data)."""
     machine = machine_of(combo)
     with owned_dir(".sys") as work:
         console, report = work / "console.log", work / "report"
@@ -311,6 +312,9 @@ def boot_once(combo: Combination, kernel: SystemKernel, image: SystemImage,
                                    allowance_s=min(deadline_s, allowance_of(profile)),
                                    on_start=on_start)
         data = report.read_bytes() if report.is_file() else b""
+        if keep is not None:
+            keep.parent.mkdir(parents=True, exist_ok=True)
+            keep.write_bytes(data)
         try:
             parsed: SysReport | None = parse_sysreport(data)
         except SysReportError:
@@ -368,13 +372,15 @@ def measure(profile: SystemProfile, combos: Sequence[Combination], boots: int, c
             say: Callable[[str], None] = lambda _: None, seed: int = 0,
             on_ready: Callable[[dict[str, SystemKernel], dict[str, SystemImage]], None]
             | None = None, on_boot: Callable[[int, SysBoot], None] | None = None,
-            done_before: frozenset[int] = frozenset()) -> SystemRun:
+            done_before: frozenset[int] = frozenset(),
+            keep_reports: Path | None = None) -> SystemRun:
     """Build (or reuse) the kernels and disks, then boot every combination `boots` times.
 
     The storing hook: `on_ready` gets the kernels and disks before the first boot (a run's
     provenance), `on_boot` each boot with its place in the order the moment it ends (stored
     then, so a boot done is never lost to a later interrupt); places in `done_before` (a
-    resumed run's stored boots) are not booted again."""
+    resumed run's stored boots) are not booted again; `keep_reports`: a directory for every
+    boot's raw report (boot_once's `keep`)."""
     clean_stale(cache_root)  # first: a killed earlier run's qemu, overlays and staging
     if boots < 1:
         raise UsageError("--boots takes a positive number")
@@ -394,8 +400,10 @@ def measure(profile: SystemProfile, combos: Sequence[Combination], boots: int, c
     order = boot_order(combos, boots, seed)
     for i, combo in pending_boots(combos, boots, seed, done_before):
         say(f"boot {i + 1}/{len(order)}: {combo.label} ({profile.memory_mb} MB, TCG)")
+        keep = None if keep_reports is None else \
+            keep_reports / f"boot{i + 1:02d}-{combo.kernel}-{combo.userspace}.report"
         b = boot_once(combo, kernels[combo.kernel], images[combo.userspace], profile,
-                      deadline_of(profile))
+                      deadline_of(profile), keep=keep)
         done.append(b)
         if on_boot is not None:
             on_boot(i, b)
