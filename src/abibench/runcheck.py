@@ -5,10 +5,12 @@ Apart from records.py, which defines the records, so that each stays a room of i
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+import operator
+from typing import Any
 
 from .codec import Invalid, parse_time
-from .metrics import BUILTIN_METRICS, Metric
+from .metrics import _BUILTIN_FIELDS, BUILTIN_METRICS, Metric
 from .records import RunDoc, Sample
 from .sysrecords import check_system
 
@@ -42,21 +44,57 @@ def check_document(doc: RunDoc) -> None:
     check_system(doc.run.config.system, doc.system_boots)
 
 
-def sample_checker(doc: RunDoc) -> Callable[[int, Sample], None]:
+class SampleChecker:
     """What check_document checks of each sample, one at a time (the i-th of the document):
-    how an import that streams its samples checks them exactly as a whole document's."""
-    places: set[tuple[str, str, int, int]] = set()
+    how an import that streams its samples checks them exactly as a whole document's.
 
-    def check(i: int, s: Sample) -> None:
-        _check_sample(doc, s, f".samples[{i}]")
+    `quick` is the same rules on a sample's fields (in the record's order, as
+    store/shapes.py's plans give them without making the record), for the samples they
+    plainly pass: True when the sample passes (its place is then taken), False when the
+    record must be made and checked by `__call__`, which refuses it with its `$.path` or
+    passes it. tests/store/test_import_rows.py holds the two paths' rows equal."""
+
+    def __init__(self, doc: RunDoc) -> None:
+        self._doc = doc
+        self._places: set[tuple[str, str, int, int]] = set()
+
+    def __call__(self, i: int, s: Sample) -> None:
+        _check_sample(self._doc, s, f".samples[{i}]")
         if s.kind == "timed" and s.discarded is None:
-            if s.key in places:
+            if s.key in self._places:
                 raise Invalid(f"a second timed sample of {s.target!r:.40} in round {s.round} at "
                               f"position {s.position} of workload {s.workload!r:.40}",
                               "export the run again; an edited file must keep one sample per "
                               "target, round and position").at(f".samples[{i}].position")
-            places.add(s.key)
-    return check
+            self._places.add(s.key)
+
+    def quick(self, values: tuple[Any, ...]) -> bool:
+        w, t, rnd, pos, status, warmup, kind, discarded, metrics, counters = _QUICK(values)
+        meta = self._doc.workloads.get(w)
+        if meta is None or t not in meta.targets or counters is not None \
+                or not BUILTIN_METRICS.keys().isdisjoint(metrics):
+            return False
+        if status == "ok" and not warmup and kind == "timed" and discarded is None:  # counted
+            name = _BUILTIN_FIELDS.get(meta.primary)  # as Sample.value reads it
+            if (metrics.get(meta.primary) if name is None else values[_INDEX[name]]) is None:
+                return False
+        if kind == "timed" and discarded is None:
+            key = (w, t, rnd, pos)
+            if key in self._places:
+                return False
+            self._places.add(key)
+        return True
+
+
+def sample_checker(doc: RunDoc) -> SampleChecker:
+    """What check_document checks of each sample, one at a time: `SampleChecker`."""
+    return SampleChecker(doc)
+
+
+_INDEX = {f.name: i for i, f in enumerate(dataclasses.fields(Sample))}
+_QUICK = operator.itemgetter(*(_INDEX[n] for n in (
+    "workload", "target", "round", "position", "status", "warmup", "kind", "discarded",
+    "metrics", "counters")))
 
 
 def _check_not_shadowing(name: str, m: Metric, at: str) -> None:

@@ -38,6 +38,7 @@ from ..records import (
 from ..runcheck import check_document, sample_checker
 from .jsonstream import ObjectStream, StreamError, TooBig
 from .rowstream import export_dicts
+from .schema import SAMPLE_FIELDS, fields_row
 from .shapes import ShapeDecoder
 from .sql import SqlStore
 
@@ -208,9 +209,10 @@ def _read(path: Path) -> tuple[str, Any]:
 _HEAD = frozenset({"format", "version", "run", "host"})
 _SAMPLE = ShapeDecoder(Sample)  # the general strict decoder, with a plan per shape
 _END = object()
-# Given a document's checked head and its checked samples (an iterator to read to its end):
-# where they went (a run id) and how many there were.
-Take = Callable[[RunDoc, Iterator[Sample]], tuple[str, int]]
+# Given a document's checked head and its checked samples (an iterator to read to its end;
+# records, or each sample's fields when `_stream(..., fields=True)`): where they went (a run
+# id) and how many there were.
+Take = Callable[[RunDoc, Iterator[Any]], tuple[str, int]]
 
 
 @dataclass
@@ -222,7 +224,7 @@ class _Read:
     taken: tuple[str, int] = ("", 0)
 
 
-def _stream(path: Path, take: Take) -> _Read:
+def _stream(path: Path, take: Take, fields: bool = False) -> _Read:
     """Read one exported document as it streams: its head checked as a whole document's, each
     sample checked as it comes (codec and runcheck.sample_checker, the same rules) and handed
     to `take`; its digest. A file that is not a JSON object is read whole, as before."""
@@ -234,12 +236,12 @@ def _stream(path: Path, take: Take) -> _Read:
         with _parsing(source):
             is_object = stream.starts_object()
         if is_object:
-            return _members(stream, source, take)
+            return _members(stream, source, take, fields)
     _, whole = _read(path)
     return _Read(source, None, whole)
 
 
-def _members(stream: ObjectStream, source: str, take: Take) -> _Read:
+def _members(stream: ObjectStream, source: str, take: Take, fields: bool) -> _Read:
     head: dict[str, Any] = {}
     parts = _Digest()
     taken: tuple[str, int] | None = None
@@ -259,7 +261,7 @@ def _members(stream: ObjectStream, source: str, take: Take) -> _Read:
             head[key] = value
         elif head.keys() >= _HEAD:
             early = document({**head, "samples": []}, source)
-            taken = take(early, _checked(value, early, source, parts, later))
+            taken = take(early, _checked(value, early, source, parts, later, fields))
         else:
             held = _held(value, stream, source)
     if later:  # a sample was refused; the rest of the text has been read: it is JSON
@@ -268,7 +270,7 @@ def _members(stream: ObjectStream, source: str, take: Take) -> _Read:
         head["samples"] = []
     doc = document(head, source)  # the whole head: what came after the samples too
     if held is not None:
-        taken = take(doc, _checked(iter(held), doc, source, parts, later))
+        taken = take(doc, _checked(iter(held), doc, source, parts, later, fields))
     if later:
         raise later[0]
     del head["samples"]
@@ -291,13 +293,19 @@ def _held(items: Iterator[Any], stream: ObjectStream, source: str) -> list[Any]:
 
 
 def _checked(items: Iterator[Any], head: RunDoc, source: str, parts: _Digest,
-             later: list[SchemaError]) -> Iterator[Sample]:
+             later: list[SchemaError], fields: bool = False) -> Iterator[Any]:
     """Each sample as it is read, checked as it would be in a whole document. The first that is
     not what a run writes ends the samples: its refusal (one line, its `$.samples[i]` path) goes
     into `later`, and the rest of the array is still read, as JSON only, so that text which is
     not JSON further on is refused as `json.loads` refuses it (the whole read decodes before it
-    checks: its syntax error wins over any sample's)."""
+    checks: its syntax error wins over any sample's).
+
+    `fields`: each sample as its fields (schema.fields_row's), made without the record when
+    the shape's plan is sure of them and the checker's `quick` rules pass them; any other
+    sample is made and checked as a record, so its refusal is the record path's."""
     check = sample_checker(head)
+    quick = check.quick
+    plain = _SAMPLE.fields if fields else None
     i = 0
     while True:
         x = _next(items, source)
@@ -307,11 +315,14 @@ def _checked(items: Iterator[Any], head: RunDoc, source: str, parts: _Digest,
             raise SchemaError(f"{source}: $.samples: more than {MAX_SAMPLES:,} samples, the most "
                               "a run document can hold: split the run")
         try:
-            try:
-                sample: Sample = _SAMPLE(x)
-            except Invalid as exc:
-                raise exc.at(f"[{i}]").at(".samples") from None
-            check(i, sample)
+            out: Any = plain(x) if plain is not None else None
+            if out is None or not quick(out):
+                try:
+                    sample: Sample = _SAMPLE(x)
+                except Invalid as exc:
+                    raise exc.at(f"[{i}]").at(".samples") from None
+                check(i, sample)
+                out = SAMPLE_FIELDS(sample) if fields else sample
         except Invalid as exc:
             later.append(SchemaError(f"{source}: {exc.path}: {exc.message}: {exc.fix or _FIX}"))
             while True:
@@ -319,7 +330,7 @@ def _checked(items: Iterator[Any], head: RunDoc, source: str, parts: _Digest,
                     if next(items, _END) is _END:
                         return
         parts.add(x)
-        yield sample
+        yield out
         i += 1
 
 
@@ -463,15 +474,15 @@ def import_file(store: SqlStore, path: Path) -> tuple[Imported, RunDoc]:
     sample leaves nothing stored. Returns what was stored and the document's head."""
     source = str(path)
 
-    def write(head: RunDoc, checked: Iterator[Sample]) -> tuple[str, int]:
+    def write(head: RunDoc, checked: Iterator[Any]) -> tuple[str, int]:
         run = _noted(head.run, _free_id(store, head.run.id), source, "")
         store.create_run(run, head.host, owned=False)  # nobody here writes an imported run
-        return run.id, store.add_samples(run.id, checked)
+        return run.id, store.add_samples(run.id, checked, fields_row)  # fields, not records
 
     read: _Read | None = None
     try:
         with store.transaction():
-            read = _stream(path, write)
+            read = _stream(path, write, fields=True)
             if read.doc is None:
                 document(read.whole, source)  # not an object: this raises
                 raise SchemaError(f"{source}: not a run document: {_FIX}")

@@ -279,6 +279,21 @@ def sample_row(s: Sample, seq: int, run_id: str | None = None) -> tuple[Any, ...
     return (s.run_id if run_id is None else run_id, seq, *values)
 
 
+_FIELD_NAMES = [f.name for f in dataclasses.fields(Sample)]
+_FIELDS_GET = operator.itemgetter(*(_FIELD_NAMES.index(f) for f in _SAMPLE_FIELDS))
+SAMPLE_FIELDS = operator.attrgetter(*_FIELD_NAMES)  # a record's fields, as `fields_row` takes
+
+
+def fields_row(values: Sequence[Any], seq: int, run_id: str) -> tuple[Any, ...]:
+    """`sample_row(Sample(*values), seq, run_id)` without the record: `values` are a sample's
+    fields in the record's order (store/shapes.py's plans give them so, an import stores
+    10^6 of them). tests/store/test_import_rows.py holds the two equal."""
+    row = list(_FIELDS_GET(values))
+    for i, to in _SAMPLE_CONVERT:
+        row[i] = to(row[i])
+    return (run_id, seq, *row)
+
+
 def sample_of(row: Mapping[str, Any] | Any) -> Sample:
     """A stored row as its Sample; a column the database predates reads as its default."""
     names = [n for n in row.keys() if n in _SAMPLE_NAMES]  # noqa: SIM118 (a Row iterates values)

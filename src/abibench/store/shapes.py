@@ -139,8 +139,10 @@ def _step(f: Field, typ: type, i: int, checks: _Checks) -> bool:
     return True
 
 
-def _plan(cls: type, keys: tuple[str, ...], types: tuple[type, ...]) -> Plan | None:
-    """The plan for one shape, or None when the general decoder must decide every sample."""
+def _plan(cls: type, keys: tuple[str, ...], types: tuple[type, ...]
+          ) -> tuple[Plan, Plan | None] | None:
+    """The plan for one shape (the record, and its fields without the record when every field
+    is a value as it came), or None when the general decoder must decide every sample."""
     fields = spec(cls)
     if any(f.rule.key or f.rule.extra or f.rule.present for f in fields):
         return None  # a record that keeps unknown keys or knows its key: not this plan's kind
@@ -174,7 +176,7 @@ def _maker(cls: type) -> Callable[[Sequence[Any]], Any]:
 
 
 def _compile(cls: type, take: list[int], defaults: list[Any], checks: _Checks,
-             width: int) -> Plan:
+             width: int) -> tuple[Plan, Plan | None]:
     make = _maker(cls)
     ints, natural = _getter(checks.ints), _getter(checks.natural)
     floats, positive = _getter(checks.floats), _getter(checks.positive)
@@ -187,32 +189,45 @@ def _compile(cls: type, take: list[int], defaults: list[Any], checks: _Checks,
     fresh = tuple(checks.fresh)
     simple = not converts and not fresh
 
-    def build(values: tuple[Any, ...]) -> Any:
+    def passes(values: tuple[Any, ...]) -> bool:
         got = ints(values)
         if got and not (min(got) >= INT_MIN and max(got) <= INT_MAX):
-            return None
+            return False
         got = natural(values)
         if got and not (min(got) >= 0 and max(got) <= INT_MAX):
-            return None
+            return False
         if not all(map(_isfinite, floats(values))):
-            return None
+            return False
         got = positive(values)
         if got and min(got) < 0:
-            return None
+            return False
         try:
             for i, check in singles:
                 check(values[i])
-            if simple:
-                return make(fields(values + rest))
+        except Invalid:
+            return False
+        return True
+
+    def build(values: tuple[Any, ...]) -> Any:
+        if not passes(values):
+            return None
+        if simple:
+            return make(fields(values + rest))
+        try:
             out = list(fields(values + rest))
             for i, place, dec in converts:
                 out[place] = dec(values[i])
-            for place, factory in fresh:
-                out[place] = factory()
         except Invalid:
             return None
+        for place, factory in fresh:
+            out[place] = factory()
         return make(out)
-    return build
+
+    def field_values(values: tuple[Any, ...]) -> Any:
+        # the record's fields in their order, as `build` gives them to `make`: what a row is
+        # made of without the record (store/exchange.py's import)
+        return fields(values + rest) if passes(values) else None
+    return build, (field_values if simple else None)
 
 
 class ShapeDecoder:
@@ -223,29 +238,45 @@ class ShapeDecoder:
     def __init__(self, cls: type, max_shapes: int = 64) -> None:
         self._general: Decode = decoder(cls, strict=True)
         self._cls = cls
-        self._plans: dict[tuple[tuple[str, ...], tuple[type, ...]], Plan | None] = {}
+        self._plans: dict[tuple[tuple[str, ...], tuple[type, ...]],
+                         tuple[Plan, Plan | None] | None] = {}
         self._max = max_shapes
+
+    def _planned(self, v: dict[str, Any]) -> tuple[tuple[Any, ...], Any]:
+        values = tuple(v.values())
+        shape = (tuple(v), tuple(map(type, values)))
+        plan = self._plans.get(shape, _UNSEEN)
+        if plan is _UNSEEN:
+            plan = None
+            if len(self._plans) < self._max:
+                plan = self._plans[shape] = _plan(self._cls, *shape)
+        return values, plan
 
     def __call__(self, v: Any) -> Any:
         if type(v) is dict:
-            values = tuple(v.values())
-            shape = (tuple(v), tuple(map(type, values)))
-            plan = self._plans.get(shape, _UNSEEN)
-            if plan is _UNSEEN:
-                plan = None
-                if len(self._plans) < self._max:
-                    plan = self._plans[shape] = _plan(self._cls, *shape)
+            values, plan = self._planned(v)
             if plan is not None:
-                made = plan(values)
+                made = plan[0](values)
                 if made is not None:
                     return made
         return self._general(v)
+
+    def fields(self, v: Any) -> tuple[Any, ...] | None:
+        """The record's fields in their order (what `cls(*fields)` makes), when a plan is sure
+        of them without making the record: every value as it came, nothing converted; None
+        otherwise (then `self(v)` decides, as always)."""
+        if type(v) is dict:
+            values, plan = self._planned(v)
+            if plan is not None and plan[1] is not None:
+                out: tuple[Any, ...] | None = plan[1](values)
+                return out
+        return None
 
     def planned(self, v: dict[str, Any]) -> Any:
         """The plan's record for `v`, or None when the general decoder decides (for tests)."""
         values = tuple(v.values())
         plan = _plan(self._cls, tuple(v), tuple(map(type, values)))
-        return None if plan is None else plan(values)
+        return None if plan is None else plan[0](values)
 
 
 _UNSEEN: Any = object()

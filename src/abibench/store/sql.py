@@ -357,9 +357,11 @@ class SqlStore:
             sample_row(s, self._seq("samples", s.run_id, seq)))
 
     @writer
-    def add_samples(self, run_id: str, samples: Iterable[Sample]) -> int:
+    def add_samples(self, run_id: str, samples: Iterable[Any],
+                    row: Callable[[Any, int, str], tuple[Any, ...]] = sample_row) -> int:
         """Store many samples of one run under `run_id` (whatever run id they carry) in one
-        statement prepared once; returns how many. An import of 10^6 samples is this."""
+        statement prepared once; returns how many. An import of 10^6 samples is this, each
+        sample given as its fields (`row=schema.fields_row`), not as a record."""
         columns = COLUMNS["samples"]
         query = (f"INSERT INTO samples({', '.join(columns)}) "
                  f"VALUES ({', '.join('?' for _ in columns)})")
@@ -370,7 +372,7 @@ class SqlStore:
             nonlocal count
             for i, s in enumerate(samples):
                 count = i + 1
-                yield sample_row(s, first + i, run_id)
+                yield row(s, first + i, run_id)
         self.execute_many(query, rows())
         self._seqs[("samples", run_id)] = first + count
         return count
