@@ -14,7 +14,7 @@ import json
 import json.encoder
 import math
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 
@@ -48,7 +48,10 @@ def encoder(*, sort_keys: bool = False, separators: tuple[str, str] = (", ", ": 
 _BOOL = {True: "true", False: "false"}
 
 
-def _take(indexes: list[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+def take(indexes: Sequence[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """`values -> tuple(values[i] for i in indexes)` in C: `itemgetter`, which returns a bare
+    value for one index and cannot take none, made to return a tuple always (the plans here, in
+    report/samplerows.py and in store/shapes.py pick a row's values by kind with it)."""
     if not indexes:
         return lambda values: ()
     if len(indexes) == 1:
@@ -87,8 +90,8 @@ def _canonical_plan(keys: tuple[Any, ...], types: tuple[type, ...],
     template = "{" + ",".join(
         json.encoder.encode_basestring(keys[i]).replace("%", "%%") + ":"
         + (where[i][0] if i in where else "null") for i in order) + "}"
-    args = _take([where[i][1] for i in order if i in where])
-    get_s, get_b, get_o, get_f = (_take(kinds[k]) for k in ("s", "b", "o", "f"))
+    args = take([where[i][1] for i in order if i in where])
+    get_s, get_b, get_o, get_f = (take(kinds[k]) for k in ("s", "b", "o", "f"))
     strings = json.encoder.encode_basestring
     isfinite = math.isfinite
 

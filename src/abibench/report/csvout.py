@@ -15,10 +15,11 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ..analyse.report import CleanRows, Report, SampleRow, metric_names
+from ..jsontext import take
 from ..records import MEMORY_METRICS, Sample
 from ..text import needs_clean
 from . import samplerows
-from .samplerows import _MAX_PLANS, Group, _getter, cleaned_row
+from .samplerows import _MAX_PLANS, Group, cleaned_row
 
 RESULT_COLUMNS = (
     "set", "host", "kernel_bits", "series", "target", "abi", "workload", "title", "metric",
@@ -189,7 +190,7 @@ def _cell_plan(types: tuple[type, ...]) -> CellPlan:
     texts = [i for i, t in enumerate(types) if t is str]
     floats = [i for i, t in enumerate(types) if t is float]
     others = [i for i, t in enumerate(types) if t not in (str, float, int, type(None))]
-    get_t, get_f = _getter(texts), _getter(floats)
+    get_t, get_f = take(texts), take(floats)
     risky = operator.methodcaller("startswith", _RISKY)
     isfinite, guard = math.isfinite, cell
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from ..analyse.report import SampleRow
 from ..codec import spec
-from ..jsontext import encoder
+from ..jsontext import encoder, take
 from ..records import Sample
 from ..text import clean_all, json_needs_clean
 
@@ -48,13 +48,6 @@ _MAX_PLANS = 64
 BATCH = 2000
 
 
-def _getter(indexes: Sequence[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
-    if not indexes:
-        return lambda values: ()
-    if len(indexes) == 1:
-        i = indexes[0]
-        return lambda values: (values[i],)
-    return operator.itemgetter(*indexes)
 
 
 LinePlan = Callable[[tuple[Any, ...], tuple[Any, ...]], str]
@@ -103,8 +96,8 @@ def _line_plan(types: tuple[type, ...]) -> LinePlan | None:
         if where != -1:
             order.append(place(where))
     template = "".join(parts) + "}"
-    args = _getter(order)
-    get_s, get_b, get_d, get_f = _getter(strs), _getter(bools), _getter(dicts), _getter(floats)
+    args = take(order)
+    get_s, get_b, get_d, get_f = take(strs), take(bools), take(dicts), take(floats)
     isfinite = math.isfinite
 
     def line(own: tuple[Any, ...], values: tuple[Any, ...]) -> str:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import operator
 from collections.abc import Callable, Sequence
 from dataclasses import MISSING
 from functools import cache
@@ -38,6 +37,7 @@ from ..codec import (
     optional_of,
     spec,
 )
+from ..jsontext import take as _getter
 from .schema import positional
 
 _NONE = type(None)
@@ -60,13 +60,6 @@ class _Checks:
     fresh: list[tuple[int, Callable[[], Any]]] = dataclasses.field(default_factory=list)
 
 
-def _getter(indexes: Sequence[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
-    if not indexes:
-        return lambda values: ()
-    if len(indexes) == 1:
-        i = indexes[0]
-        return lambda values: (values[i],)
-    return operator.itemgetter(*indexes)
 
 
 def _label_check(kind: str) -> Callable[[Any], Any]:
