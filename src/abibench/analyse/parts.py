@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Any, overload
+from typing import Any
 
 from ..records import Artifact as ArtifactRecord
 from ..records import (
@@ -31,6 +31,7 @@ from ..records import (
     TargetStatus,
 )
 from ..sysrecords import SystemBoot
+from ..walked import Walked
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ class Part:
         return map(self.renamed, (s for s in self.doc.samples if self.keeps(s.workload)))
 
 
-class _Renamed(Sequence[Sample]):
+class _Renamed(Walked[Sample]):
     """The parts' kept samples, renamed, made when they are read."""
 
     def __init__(self, parts: list[Part]) -> None:
@@ -74,20 +75,6 @@ class _Renamed(Sequence[Sample]):
 
     def __iter__(self) -> Iterator[Sample]:
         return itertools.chain.from_iterable(p.samples() for p in self._parts)
-
-    @overload
-    def __getitem__(self, index: int) -> Sample: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[Sample]: ...
-
-    def __getitem__(self, index: int | slice) -> Sample | list[Sample]:
-        if isinstance(index, slice):
-            return list(itertools.islice(iter(self), *index.indices(len(self))))
-        i = index + len(self) if index < 0 else index
-        if not 0 <= i < len(self):
-            raise IndexError(index)
-        return next(itertools.islice(iter(self), i, None))
 
 
 class MergedDoc(RunDoc):

@@ -22,9 +22,10 @@ import itertools
 import json
 import operator
 from collections.abc import Iterator, Sequence
-from typing import Any, overload
+from typing import Any
 
 from ..records import RunDoc, Sample
+from ..walked import Walked
 from .finite import check_columns, check_sample
 from .schema import SAMPLE_COLUMNS, sample_reader
 from .sql import SqlStore, guarded
@@ -158,7 +159,7 @@ def _read(store: SqlStore, run_id: str) -> Iterator[Sample]:
         yield s
 
 
-class StoredSamples(Sequence[Sample]):
+class StoredSamples(Walked[Sample]):
     """A stored run's samples as records, read from the store when they are walked (in the
     order of the run: store.iter_samples); nothing is held."""
 
@@ -170,23 +171,6 @@ class StoredSamples(Sequence[Sample]):
 
     def __iter__(self) -> Iterator[Sample]:
         return _read(self._store, self._run_id)
-
-    @overload
-    def __getitem__(self, index: int) -> Sample: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[Sample]: ...
-
-    def __getitem__(self, index: int | slice) -> Sample | list[Sample]:
-        if isinstance(index, slice):
-            start, stop, step = index.indices(self._n)
-            if step != 1:
-                return [self[i] for i in range(start, stop, step)]
-            return list(itertools.islice(iter(self), start, max(start, stop)))
-        i = index + self._n if index < 0 else index
-        if not 0 <= i < self._n:
-            raise IndexError(index)
-        return next(itertools.islice(iter(self), i, None))
 
 
 class ColumnDoc(RunDoc):
