@@ -165,6 +165,32 @@ def check_output(path: Path, option: str) -> Path:
     return real
 
 
+def check_output_dir(path: Path, option: str) -> Path:
+    """The directory `path` names, made if absent, if abibench may write files into it for
+    `option` (each file still goes through `write_output`); else UsageError (exit 2) naming the
+    path and the fix. Checked before anything is measured, like `check_output`."""
+    raw = os.fspath(path)
+    if not raw or "\0" in raw:
+        raise UsageError(f"{option} {raw!r}: not a usable directory name; give a path to a "
+                         "directory")
+    what = overlap(raw)
+    if what is not None:
+        raise UsageError(f"{option} {raw} is {what}: abibench never writes over what it reads; "
+                         "choose another directory")
+    real = Path(_real(raw))
+    if real.exists() and not real.is_dir():
+        raise UsageError(f"{option} {raw} is not a directory: name a directory to write into")
+    try:
+        real.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot make {option} {raw}: {exc.strerror or exc}; choose another "
+                         "path") from None
+    if not os.access(real, os.W_OK | os.X_OK):
+        raise UsageError(f"cannot write into {option} {raw}: not a writable directory; choose "
+                         "another path")
+    return real
+
+
 def _new_file_mode() -> int:
     mask = os.umask(0)
     os.umask(mask)

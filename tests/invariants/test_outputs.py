@@ -94,6 +94,7 @@ def world(tmp_path: Path, fixtures: Path, monkeypatch: pytest.MonkeyPatch,
 
 # A writing command: its argv for an output path, and which of the world's files it reads.
 Command = tuple[str, Callable[[World, str], list[str]], tuple[str, ...]]
+NO_RUN = "20990101-000000-none"
 ALWAYS = ("db", "db-wal", "db-shm", "db-journal", "cache_file", "kept_profile")
 COMMANDS: list[Command] = [
     ("export -o", lambda w, p: ["export", "latest", "-o", p], ALWAYS),
@@ -112,6 +113,13 @@ COMMANDS: list[Command] = [
     ("fleet run --html", lambda w, p: ["fleet", "run", str(w.root / "inventory.ini"),
                                        str(w.profile), "--html", p],
      (*ALWAYS, "profile", "source")),
+    # A system run checks its outputs before it builds or boots anything; the resume of a run
+    # that does not exist ends the command right after, should a check ever let one through.
+    ("system run --json", lambda w, p: ["system", "run", "minimal", "--combo", "amd64:x86_64",
+                                        "--resume", NO_RUN, "--json", p], ALWAYS),
+    ("system run --keep-reports", lambda w, p: ["system", "run", "minimal", "--combo",
+                                                "amd64:x86_64", "--resume", NO_RUN,
+                                                "--keep-reports", p], ALWAYS),
 ]
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from .. import __version__
 from ..errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_WORKLOAD, UsageError
-from ..outputs import check_output, write_output
+from ..outputs import check_output, check_output_dir, write_output
 from ..paths import cache_dir
 from ..records import ResultSet, Run, RunConfig, RunDoc, RunWarning
 from ..run.signals import signals_as_interrupt
@@ -167,10 +167,13 @@ def cmd_system(args: argparse.Namespace) -> int:
     if args.boots < 1:
         raise UsageError("--boots takes a positive number")
     combos = sysboot.parse_combinations(args.combo, args.family)
+    ref = db_ref(args.db)  # first: the database is then protected from every output below
     outs = {k: getattr(args, k) for k in FORMATS if getattr(args, k)}
     for k, path in outs.items():
         check_output(path, f"--{k}")  # refused before an hour of booting, not after
-    with system_sink(db_ref(args.db)) as store:
+    if args.keep_reports is not None:
+        check_output_dir(args.keep_reports, "--keep-reports")
+    with system_sink(ref) as store:
         if args.resume:
             plan = resume_plan(store, args.resume, profile.id)
         else:

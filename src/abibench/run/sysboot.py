@@ -27,6 +27,7 @@ from ..errors import HostError, UsageError
 from ..obtain.apt import AptCache
 from ..obtain.sysimage import SystemImage, build_image
 from ..obtain.syskernel import SystemKernel, common_version, system_kernel
+from ..outputs import write_output
 from ..sysrecords import SystemMapping, SystemProcess
 from ..text import one_line
 from ..workloads.system import SystemProfile
@@ -251,6 +252,7 @@ class SysBoot:
     seconds: float  # qemu's start to its exit: emulation time
     ended: str
     console_tail: str
+    raw: bytes = b""  # the guest's report as it arrived (what --keep-reports writes)
 
     @property
     def ok(self) -> bool:
@@ -300,9 +302,8 @@ def deadline_of(profile: SystemProfile) -> float:
 
 def boot_once(combo: Combination, kernel: SystemKernel, image: SystemImage,
               profile: SystemProfile, deadline_s: float,
-              on_start: Callable[[int], None] | None = None, keep: Path | None = None) -> SysBoot:
-    """One boot to the system's report and power-off, or to the deadline; `keep`: where the
-    raw report is also written (it holds the guest's /proc texts, the parser tests' data)."""
+              on_start: Callable[[int], None] | None = None) -> SysBoot:
+    """One boot to the system's report and power-off, or to the deadline."""
     machine = machine_of(combo)
     with owned_dir(".sys") as work:
         console, report = work / "console.log", work / "report"
@@ -312,9 +313,6 @@ def boot_once(combo: Combination, kernel: SystemKernel, image: SystemImage,
                                    allowance_s=min(deadline_s, allowance_of(profile)),
                                    on_start=on_start)
         data = report.read_bytes() if report.is_file() else b""
-        if keep is not None:
-            keep.parent.mkdir(parents=True, exist_ok=True)
-            keep.write_bytes(data)
         try:
             parsed: SysReport | None = parse_sysreport(data)
         except SysReportError:
@@ -325,7 +323,7 @@ def boot_once(combo: Combination, kernel: SystemKernel, image: SystemImage,
                             if f.is_file())
             tail = " | ".join(one_line(ln) for ln in
                               text.decode("utf-8", "replace").splitlines()[-4:] if ln.strip())
-        return SysBoot(combo, parsed, seconds, ended, tail[:600])
+        return SysBoot(combo, parsed, seconds, ended, tail[:600], data)
 
 
 @dataclass(frozen=True)
@@ -380,7 +378,7 @@ def measure(profile: SystemProfile, combos: Sequence[Combination], boots: int, c
     provenance), `on_boot` each boot with its place in the order the moment it ends (stored
     then, so a boot done is never lost to a later interrupt); places in `done_before` (a
     resumed run's stored boots) are not booted again; `keep_reports`: a directory for every
-    boot's raw report (boot_once's `keep`)."""
+    boot's raw report, written through outputs.write_output once the boot is stored."""
     clean_stale(cache_root)  # first: a killed earlier run's qemu, overlays and staging
     if boots < 1:
         raise UsageError("--boots takes a positive number")
@@ -403,10 +401,12 @@ def measure(profile: SystemProfile, combos: Sequence[Combination], boots: int, c
         keep = None if keep_reports is None else \
             keep_reports / f"boot{i + 1:02d}-{combo.kernel}-{combo.userspace}.report"
         b = boot_once(combo, kernels[combo.kernel], images[combo.userspace], profile,
-                      deadline_of(profile), keep=keep)
+                      deadline_of(profile))
         done.append(b)
         if on_boot is not None:
             on_boot(i, b)
+        if keep is not None:  # after the boot is stored: a failed write loses no boot
+            write_output(keep, b.raw, "--keep-reports")
         say(f"boot {i + 1}/{len(order)}: {b.ended} after {b.seconds:.0f} s (emulation time)"
             + ("" if b.ok else f"; no complete report: {b.console_tail[:200]}"))
     return SystemRun(profile, kernels, images, tuple(done))
