@@ -83,13 +83,19 @@ if [ "$(uname -m)" = x86_64 ] && { [ "${1:-}" != missing ] || [ "$#" -le 1 ]; };
   PKGS+=("gcc-${major:-12}-multilib" "g++-${major:-12}-multilib")
 fi
 # ABIBENCH_SETUP_SKIP="pkg ..." leaves packages out (bench/arm-host.sh: no browser in an
-# emulated arm64 root, where installing it would take most of an hour).
+# emulated arm64 root, where installing it would take most of an hour), optional ones too (the
+# fleet tests' hosts are the machine whose own setup.sh has just tried them: tests/servers.py).
 if [ -n "${ABIBENCH_SETUP_SKIP:-}" ]; then
   kept=()
   for p in "${PKGS[@]}"; do
     case " $ABIBENCH_SETUP_SKIP " in *" $p "*) ;; *) kept+=("$p") ;; esac
   done
   PKGS=("${kept[@]}")
+  kept=()
+  for p in "${OPTIONAL_PKGS[@]}"; do
+    case " $ABIBENCH_SETUP_SKIP " in *" $p "*) ;; *) kept+=("$p") ;; esac
+  done
+  OPTIONAL_PKGS=("${kept[@]}")
 fi
 # Removed if present: it blocks the cross compilers (and installed later, removes them).
 CONFLICTING=(gcc-multilib g++-multilib)

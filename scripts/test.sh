@@ -11,8 +11,19 @@
 #   bash scripts/test.sh --cpu-durations=30 [--cpu-json=FILE]   (tests/cputime.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-.venv/bin/ruff check .
-.venv/bin/mypy
+workers=${ABIBENCH_TEST_WORKERS:-3}
+case "$workers" in
+  ''|*[!0-9]*) echo "scripts/test.sh: ABIBENCH_TEST_WORKERS=$workers: give a whole number (0: no workers)" >&2; exit 2 ;;
+esac
+# ruff and mypy run beside the tests, not before them, and the gate fails when any of the three
+# does (scripts/beside.sh: the exit codes combined, the parts stopped by PID on every way out).
+# shellcheck source=scripts/beside.sh
+. scripts/beside.sh
+trap beside_stop EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+beside ruff .venv/bin/ruff check .
+beside mypy .venv/bin/mypy
 # Bytecode is cached for the gate: the tests start Python hundreds of times (the command line in
 # a subprocess, each xdist worker collecting every test module), and with PYTHONDONTWRITEBYTECODE
 # set (as on these VMs) each start compiled abibench's sources anew: 0.86 CPU s to import the
@@ -21,11 +32,10 @@ cd "$(dirname "$0")/.."
 # so that no two compile the same module; Python checks each file's stamp against its source.
 unset PYTHONDONTWRITEBYTECODE
 .venv/bin/python -m compileall -q src tests bench >/dev/null
-workers=${ABIBENCH_TEST_WORKERS:-3}
-case "$workers" in
-  ''|*[!0-9]*) echo "scripts/test.sh: ABIBENCH_TEST_WORKERS=$workers: give a whole number (0: no workers)" >&2; exit 2 ;;
-esac
+rc=0
 if [ "$workers" -eq 0 ]; then
-  exec .venv/bin/pytest -q "$@"
+  .venv/bin/pytest -q "$@" || rc=$?
+else
+  .venv/bin/pytest -q -n "$workers" --dist load "$@" || rc=$?
 fi
-exec .venv/bin/pytest -q -n "$workers" --dist load "$@"
+gate_finish "$rc"

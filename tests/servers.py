@@ -39,6 +39,8 @@ from .owned import owned_tempdir
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
+# The checkout's setup.sh: what the fleet hosts run to set themselves up.
+SETUP_SH = Path(__file__).resolve().parents[1] / "setup.sh"
 
 
 class Terminated(KeyboardInterrupt):
@@ -426,13 +428,31 @@ def _sshd_config(h: SshHost, host_key: Path, public_key: str) -> str:
         "X11Forwarding no", "AllowTcpForwarding no", "LogLevel VERBOSE", *_session_env(), ""])
 
 
+def optional_packages(setup_sh: Path = SETUP_SH) -> list[str]:
+    """The packages setup.sh only tries to install (OPTIONAL_PKGS), on any architecture."""
+    text = setup_sh.read_text()
+    return sorted({p for group in re.findall(r"OPTIONAL_PKGS=\(([^)]*)\)", text)
+                   for p in group.split() if re.fullmatch(r"[a-z0-9][a-z0-9+.:-]+", p)})
+
+
 def _session_env() -> list[str]:
     # The hosts are this machine: their sessions get the test run's apt configuration
     # (tests/aptcache.py: the system's, with a package cache), so each host's setup.sh asks apt
     # the same questions in 0.03 CPU s instead of re-reading four architectures' lists (about 3
     # s a call, every fleet test, every host).
+    # (One SetEnv line: sshd takes the first of the keyword and ignores the others.)
+    out = []
     apt = os.environ.get("APT_CONFIG")
-    return [f"SetEnv {_quoted('APT_CONFIG=' + apt)}"] if apt else []
+    if apt:
+        out.append(_quoted("APT_CONFIG=" + apt))
+    # Nor do they try setup.sh's optional packages again: the gate's own setup.sh has just tried
+    # them on this very machine, and one that cannot be installed here (libstd-rust-dev:i386
+    # where the mirror's i386 index lags) cost every host's setup.sh an apt-get install, 3.8 CPU
+    # s, holding dpkg's lock beside the other workers' tests.
+    skip = optional_packages()
+    if skip:
+        out.append(_quoted("ABIBENCH_SETUP_SKIP=" + " ".join(skip)))
+    return ["SetEnv " + " ".join(out)] if out else []
 
 
 @contextlib.contextmanager
