@@ -334,6 +334,18 @@ def _checked(items: Iterator[Any], head: RunDoc, source: str, parts: _Digest,
         i += 1
 
 
+def stream_file(path: Path, take: Take, fields: bool = False
+                ) -> tuple[RunDoc, str, tuple[str, int]]:
+    """`_stream` for a reader outside this module (store/filecolumns.py): the document's
+    checked head (no samples), its digest and what `take` returned, or `load_file`'s refusal
+    of a file that is not a JSON object."""
+    read = _stream(path, take, fields)
+    if read.doc is None:
+        document(read.whole, read.source)  # not an object: this raises
+        raise SchemaError(f"{read.source}: not a run document: {_FIX}")
+    return read.doc, read.digest, read.taken
+
+
 def check_file(path: Path) -> None:
     """Check one exported document as `import` would, storing nothing."""
     read = _stream(path, lambda head, checked: (head.run.id, sum(1 for _ in checked)))
