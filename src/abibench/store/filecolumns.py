@@ -5,18 +5,19 @@ for a sample that counts (issue 30).
 2.7 GB, where the stored side, read as columns, took a third of that). Here the file is read
 by the import's own streamed reader (store/exchange.py's `stream_file`: the head checked as a
 whole document's, each sample checked by the codec's strict decoder and runcheck's rules as it
-comes, refusals with their `$.path`, the digest), asking for each sample's fields rather than
-its record: store/shapes.py's plan gives them without a record when it is sure of them, and any
-other sample is made and checked as a record, exactly as before. What is kept of them is what
-store/columns.ColumnDoc keeps of a stored run: for each (workload, target) the counted samples'
-`FIELDS` as columns (their place in the file standing for the row id), the samples that do not
-count as records, the counts. The document *is* a `ColumnDoc` (its questions answered by the
-same code over a `Columns` built here), so there is one definition of every answer.
+comes, refusals with their `$.path`; no digest, which `compare` never checked), asking for
+each sample's fields rather than its record: store/shapes.py's plan gives them without a record
+when it is sure of them, and any other sample is made and checked as a record, exactly as
+before. What is kept of them is what store/columns.ColumnDoc keeps of a stored run: for each
+(workload, target) the counted samples' `FIELDS` as columns (their place in the file standing
+for the row id), the samples that do not count as records, the counts. The document *is* a
+`ColumnDoc` (its questions answered by the same code over a `Columns` built here), so there is
+one definition of every answer.
 
 Its `samples`, walked only by a view that shows samples or a question no column answers, are
-the file read again as records (`load_file`'s, the general path), held to the digest of the
-first reading: a file changed in between is refused, never mixed with what was counted.
-tests/invariants/test_columnar.py holds every answer and whole reports to `load_file`'s
+the file read again as records (`load_file`'s, the general path), held to the identity of the
+file first read: a file changed in between is refused, never mixed with what was counted.
+tests/invariants/test_file_columns.py holds every answer and whole reports to `load_file`'s
 document on generated files, refusals and exit codes included.
 """
 
@@ -153,9 +154,8 @@ def _identity(path: Path) -> tuple[int, ...] | None:
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
-def _records(path: Path, want: int) -> tuple[list[Sample], str | None]:
-    """The file's first `want` samples as `load_file` makes them, and its digest when it was
-    read to its end (None when it was not)."""
+def _records(path: Path, want: int) -> tuple[list[Sample], bool]:
+    """The file's first `want` samples as `load_file` makes them, and whether they are all."""
     got: list[Sample] = []
 
     def keep(head: RunDoc, checked: Iterator[Sample]) -> tuple[str, int]:
@@ -165,23 +165,23 @@ def _records(path: Path, want: int) -> tuple[list[Sample], str | None]:
                 raise _Enough
         return head.run.id, len(got)
     try:
-        _, digest, _ = stream_file(path, keep)
+        stream_file(path, keep, digest=False)
     except _Enough:
-        return got, None
-    return got, digest
+        return got, False
+    return got, True
 
 
 class FileSamples(Walked[Sample]):
     """The file's samples as records, read again when walked (the general path: `load_file`'s
     reading) and kept once read. A view that shows the first rows reads only the first ones,
-    in passes that read 16 times further each time; the file must still be the one counted
-    (its identity before each pass, its digest when a pass reads it whole), else it is
-    refused."""
+    in passes that read 16 times further each time. The file must still be the one counted
+    (the same file, size and times of change before each pass: a write, `touch` included,
+    changes its ctime; and the same count of samples), else it is refused."""
 
     _FIRST = 256
 
-    def __init__(self, path: Path, n: int, digest: str, identity: tuple[int, ...] | None) -> None:
-        self._path, self._n, self._digest, self._identity = path, n, digest, identity
+    def __init__(self, path: Path, n: int, identity: tuple[int, ...] | None) -> None:
+        self._path, self._n, self._identity = path, n, identity
         self._held: list[Sample] = []  # the first samples, as far as a walk has read them
         self._whole = False  # ... which are all of them
 
@@ -195,10 +195,10 @@ class FileSamples(Walked[Sample]):
     def _read(self, want: int) -> None:
         if _identity(self._path) != self._identity:
             raise self._changed()
-        got, digest = _records(self._path, want)
-        if digest is not None and (digest != self._digest or len(got) != self._n):
+        got, whole = _records(self._path, want)
+        if len(got) > self._n or (whole and len(got) != self._n):
             raise self._changed()
-        self._held, self._whole = got, digest is not None
+        self._held, self._whole = got, whole
 
     def __iter__(self) -> Iterator[Sample]:
         done = 0
@@ -217,10 +217,10 @@ def load_file_columns(path: Path) -> ColumnDoc:
     file on demand)."""
     taker = _Taker()
     identity = _identity(path)  # before the reading: a change during it is one after this
-    head, digest, _ = stream_file(path, taker.take, fields=True)
+    head, _, _ = stream_file(path, taker.take, fields=True, digest=False)  # no digest checked
     cols = FileColumns(taker)
     doc = ColumnDoc(run=head.run, host=head.host,
-                    samples=FileSamples(path, cols.total, digest, identity),  # type: ignore[arg-type]
+                    samples=FileSamples(path, cols.total, identity),  # type: ignore[arg-type]
                     artifacts=head.artifacts, statuses=head.statuses, warnings=head.warnings,
                     outcomes=head.outcomes, system_boots=head.system_boots)
     doc.__dict__["_columnar"] = cols
