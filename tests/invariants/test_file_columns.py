@@ -35,7 +35,7 @@ from tests.invariants.test_columnar import _answers, _head, _views, samples, sto
 from tests.store.test_import_generated import VALID, broken
 from tests.store.test_import_rows import mutated
 
-SETTINGS = settings(max_examples=10, deadline=None,
+SETTINGS = settings(max_examples=8, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 Doc = dict[str, Any]
 
@@ -137,7 +137,7 @@ def test_a_spoiled_text_reads_or_is_refused_as_its_records(text: str) -> None:
     same_reading(text)
 
 
-@settings(SETTINGS, max_examples=6)
+@settings(SETTINGS, max_examples=4)
 @given(a=samples(), b=samples())
 def test_compare_with_a_file_merges_as_the_records(a: list[Sample], b: list[Sample]) -> None:
     """`compare RUN FILE` and `compare FILE FILE`: the columns' views are the records'."""

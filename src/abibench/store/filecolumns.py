@@ -42,14 +42,17 @@ _KEY = operator.itemgetter(*(_INDEX[n] for n in (
     "workload", "target", "status", "warmup", "kind", "discarded")))
 _KEEP = operator.itemgetter(*(_INDEX[f] for f in FIELDS))  # a counted sample's columns
 _MAKE: Callable[[Any], Sample] = positional(Sample)  # Sample(*fields): the plan's own maker
-_TEXTS = tuple(f for f in FIELDS if f in ("design", "tree_memory", "check"))
+# Fields whose values repeat (texts, round numbers): one object for each value, as the stored
+# reader shares texts. JSON gives each sample fresh ones, the metrics' keys too (a million
+# samples' "rate" and "time" were 106 MiB).
+_SHARED = frozenset({"design", "tree_memory", "check", "round"})
 _CHUNK = 4096  # rows of a series held before they are moved into its columns (20 series of
 # 50,000 rows held whole were 220 MiB at 10^6)
 
 
 class _Series:
     """One (workload, target)'s counted samples: rows held a chunk at a time, then moved into
-    one list per field (equal texts shared, as the stored reader shares them)."""
+    one list per field (`_SHARED` values and the metrics' keys shared)."""
 
     def __init__(self, first: int, shared: dict[Any, Any]) -> None:
         self.first = first
@@ -63,8 +66,16 @@ class _Series:
             return
         for f, col, values in zip(FIELDS, self.cols, zip(*self.rows, strict=True),
                                   strict=True):
-            col.extend(map(self._shared.setdefault, values, values) if f in _TEXTS else values)
+            if f == "metrics":
+                col.extend(map(self._keys_shared, values))
+            else:
+                col.extend(map(self._shared.setdefault, values, values) if f in _SHARED
+                           else values)
         self.rows = []
+
+    def _keys_shared(self, m: dict[str, Any]) -> dict[str, Any]:
+        """The same mapping (keys in the same order, the same values), its keys shared."""
+        return dict(zip(map(self._shared.setdefault, m, m), m.values(), strict=True))
 
     def columns(self) -> dict[str, tuple[Any, ...]]:
         self.flush()
