@@ -31,11 +31,11 @@ from abibench.store.exchange import SchemaError, load_file
 from abibench.store.filecolumns import load_file_columns
 from abibench.store.sources import load_sources
 from tests.documents import synthetic_doc
-from tests.invariants.test_columnar import _answers, _head, _views, samples, stored
+from tests.invariants.test_columnar import SCALE, _answers, _head, _views, samples, stored
 from tests.store.test_import_generated import VALID, broken
 from tests.store.test_import_rows import mutated
 
-SETTINGS = settings(max_examples=8, deadline=None,
+SETTINGS = settings(max_examples=8 * SCALE, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 Doc = dict[str, Any]
 
@@ -110,7 +110,7 @@ def test_a_generated_document_reads_as_its_records(doc: Doc) -> None:
     same_reading(json.dumps(doc))
 
 
-@settings(SETTINGS, max_examples=15)
+@settings(SETTINGS, max_examples=15 * SCALE)
 @given(case=broken())
 def test_a_broken_document_is_refused_as_the_record_path_refuses_it(
         case: tuple[str, Doc, str]) -> None:
@@ -131,13 +131,13 @@ def spoiled(draw: st.DrawFn) -> str:
     return text[:at] + text[at + 1:]
 
 
-@settings(SETTINGS, max_examples=20)
+@settings(SETTINGS, max_examples=20 * SCALE)
 @given(text=spoiled())
 def test_a_spoiled_text_reads_or_is_refused_as_its_records(text: str) -> None:
     same_reading(text)
 
 
-@settings(SETTINGS, max_examples=4)
+@settings(SETTINGS, max_examples=4 * SCALE)
 @given(a=samples(), b=samples())
 def test_compare_with_a_file_merges_as_the_records(a: list[Sample], b: list[Sample]) -> None:
     """`compare RUN FILE` and `compare FILE FILE`: the columns' views are the records'."""
