@@ -27,6 +27,7 @@ INVARIANTS = {
     "test_host_libraries.py": "A verdict is about the program",
     "test_memory_registry.py": "A memory metric is written once",
     "test_columnar.py": "A fast path gives exactly what its definition gives",
+    "test_file_columns.py": "A fast path gives exactly what its definition gives (a file)",
 }
 # Hypothesis's statistics: the test's name, then per phase "- N passing, M failing, and K invalid
 # test cases".

@@ -105,18 +105,20 @@ def _same(x: Any) -> Any:
     return x
 
 
-def _answers(doc: RunDoc, targets: tuple[str, ...] = TARGETS) -> list[Any]:
+def _answers(doc: RunDoc, targets: tuple[str, ...] = TARGETS,
+             workloads: tuple[str, ...] = WORKLOADS,
+             metrics: tuple[str, ...] = METRICS) -> list[Any]:
     """Every question the summary views ask of a document, answered."""
     out: list[Any] = [doc.n_counted(), doc.n_warmup(), doc.n_failed(), len(doc.samples)]
-    for w in (*WORKLOADS, "none"):
+    for w in (*workloads, "none"):
         out += [doc.counted_targets(w), doc.others(w), doc.checks(w), doc.instructions(w),
                 doc.counter_profiles(w), sorted(doc.emulated_targets(w)), doc.baseline_rss(w),
                 doc.measured_memory(w)]
         for t in (*targets, "none"):
             out += [_same(doc.column(w, t, f)) for f in FIELDS]
-            out += [_same(doc.values(w, t, m)) for m in METRICS]
-            out += [_same(doc.metric_column(w, t, m)) for m in METRICS]
-            out += [doc.paired(w, m, t, u) for m in METRICS for u in targets]
+            out += [_same(doc.values(w, t, m)) for m in metrics]
+            out += [_same(doc.metric_column(w, t, m)) for m in metrics]
+            out += [doc.paired(w, m, t, u) for m in metrics for u in targets]
     return out
 
 

@@ -110,7 +110,7 @@ def load_file(path: Path) -> RunDoc:
     def keep(head: RunDoc, checked: Iterator[Sample]) -> tuple[str, int]:
         samples.extend(checked)
         return head.run.id, len(samples)
-    read = _stream(path, keep)
+    read = _stream(path, keep, digest=False)  # nothing here checks one
     if read.doc is None:
         return document(read.whole, read.source)
     return replace(read.doc, samples=tuple(samples))
@@ -224,10 +224,11 @@ class _Read:
     taken: tuple[str, int] = ("", 0)
 
 
-def _stream(path: Path, take: Take, fields: bool = False) -> _Read:
+def _stream(path: Path, take: Take, fields: bool = False, digest: bool = True) -> _Read:
     """Read one exported document as it streams: its head checked as a whole document's, each
     sample checked as it comes (codec and runcheck.sample_checker, the same rules) and handed
-    to `take`; its digest. A file that is not a JSON object is read whole, as before."""
+    to `take`; its digest (unless not wanted: "" then). A file that is not a JSON object is
+    read whole, as before."""
     source = str(path)
     with _opening(source):
         fd = open_regular(path, None)
@@ -236,14 +237,14 @@ def _stream(path: Path, take: Take, fields: bool = False) -> _Read:
         with _parsing(source):
             is_object = stream.starts_object()
         if is_object:
-            return _members(stream, source, take, fields)
+            return _members(stream, source, take, fields, _Digest() if digest else _NoDigest())
     _, whole = _read(path)
     return _Read(source, None, whole)
 
 
-def _members(stream: ObjectStream, source: str, take: Take, fields: bool) -> _Read:
+def _members(stream: ObjectStream, source: str, take: Take, fields: bool,
+             parts: _Digest) -> _Read:
     head: dict[str, Any] = {}
-    parts = _Digest()
     taken: tuple[str, int] | None = None
     held: list[Any] | None = None
     later: list[SchemaError] = []  # a sample's refusal, said once the text is known to be JSON
@@ -334,6 +335,19 @@ def _checked(items: Iterator[Any], head: RunDoc, source: str, parts: _Digest,
         i += 1
 
 
+def stream_file(path: Path, take: Take, fields: bool = False, digest: bool = True
+                ) -> tuple[RunDoc, str, tuple[str, int]]:
+    """`_stream` for a reader outside this module (store/filecolumns.py): the document's
+    checked head (no samples), its digest ("" when not wanted: it is about a third of the
+    reading) and what `take` returned, or `load_file`'s refusal of a file that is not a JSON
+    object."""
+    read = _stream(path, take, fields, digest)
+    if read.doc is None:
+        document(read.whole, read.source)  # not an object: this raises
+        raise SchemaError(f"{read.source}: not a run document: {_FIX}")
+    return read.doc, read.digest, read.taken
+
+
 def check_file(path: Path) -> None:
     """Check one exported document as `import` would, storing nothing."""
     read = _stream(path, lambda head, checked: (head.run.id, sum(1 for _ in checked)))
@@ -385,6 +399,16 @@ class _Digest:
         whole = hashlib.sha256(_CANON.encode(head).encode())
         whole.update(b"\n" + self._samples.hexdigest().encode())
         return whole.hexdigest()
+
+
+class _NoDigest(_Digest):
+    """No digest: for a reader that does not check one (the samples are checked the same)."""
+
+    def add(self, sample: Any) -> None:
+        pass
+
+    def of(self, head: dict[str, Any]) -> str:
+        return ""
 
 
 @dataclass(frozen=True)

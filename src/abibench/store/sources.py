@@ -8,6 +8,7 @@ from ..errors import UsageError
 from ..records import ResultSet, RunDoc
 from .columns import load_columns
 from .exchange import load_file
+from .filecolumns import load_file_columns
 from .sql import SqlStore
 
 
@@ -28,14 +29,19 @@ def load_sources(refs: list[str], store: SqlStore | None,
 
     store: None when there is no database; then every ref must be a file. columns: stored runs
     as columns (store/columns.py) for the views that show no sample, their records read while
-    the store is open only if something walks them. A run named twice is read once.
+    the store is open only if something walks them; exported files likewise
+    (store/filecolumns.py), their records read again from the file if something walks them. A
+    run or a file named twice is read once.
     """
     sets = []
     loaded: dict[str, RunDoc] = {}
+    files: dict[str, RunDoc] = {}  # a file named twice is read once too
     for ref in refs:
         if is_file_ref(ref):
             path = Path(ref)
-            sets.append(ResultSet(load_file(path), str(path)))
+            if ref not in files:
+                files[ref] = load_file_columns(path) if columns else load_file(path)
+            sets.append(ResultSet(files[ref], str(path)))
         elif store is None:
             raise UsageError(f"'{ref}' is not an exported .json file and there is no results "
                              "database: run `abibench run` first or pass --db")

@@ -1,0 +1,168 @@
+"""Family: a fast path that reads another way (issue 30), for an exported file. `compare` and
+`report` of a FILE read it as columns (store/filecolumns.load_file_columns: the import's
+streamed reader asked for fields, a ColumnDoc over them); the definition is `load_file`, every
+sample a record. The invariant (docs/reliability.md, "A fast path gives exactly what its
+definition gives"): each answer the summary views ask, each whole view, each sample walked,
+and each refusal (its class, exit code and line) is the record path's. Documents are
+generated: runs of mixed samples (test_columnar's), the import's valid documents, mutated
+runs (every runcheck rule bent, strings made hostile), broken documents (bad ids, wrong types,
+missing fields, extreme numbers, duplicates, other versions), and texts cut or spoiled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from abibench.errors import AbibenchError
+from abibench.records import ResultSet, RunDoc, Sample
+from abibench.store.columns import ColumnDoc, load_columns
+from abibench.store.exchange import SchemaError, load_file
+from abibench.store.filecolumns import load_file_columns
+from abibench.store.sources import load_sources
+from tests.documents import synthetic_doc
+from tests.invariants.test_columnar import SCALE, _answers, _head, _views, samples, stored
+from tests.store.test_import_generated import VALID, broken
+from tests.store.test_import_rows import mutated
+
+SETTINGS = settings(max_examples=8 * SCALE, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+Doc = dict[str, Any]
+
+
+@contextmanager
+def written(text: str) -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix="abibench-filecols-") as tmp:
+        path = Path(tmp) / "run.json"
+        path.write_text(text, encoding="utf-8")
+        yield path
+
+
+def _doc_of(ss: list[Sample]) -> Doc:
+    """The samples as an exported document holds them, each workload's primary metric the
+    wall time (which every sample has: a custom one may be missing, which a file may not)."""
+    out: Doc = replace(_head(), samples=tuple(ss)).to_dict()
+    for meta in out["run"]["config"]["workloads"].values():
+        meta["primary"] = "wall"
+    return out
+
+
+def _read(path: Path, columns: bool) -> RunDoc | tuple[Any, ...]:
+    """The document, or its refusal as the command line shows it (class, exit code, line)."""
+    try:
+        return load_file_columns(path) if columns else load_file(path)
+    except AbibenchError as exc:
+        return ("refused", type(exc).__name__, exc.exit_code, str(exc))
+
+
+def _shape(doc: RunDoc) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Every workload and target the document names or holds."""
+    workloads = {*doc.workloads, *(s.workload for s in doc.samples)}
+    targets = {t for m in doc.workloads.values() for t in m.targets}
+    targets |= {s.target for s in doc.samples}
+    return tuple(sorted(workloads)), tuple(sorted(targets))
+
+
+def same_reading(text: str) -> str:
+    """Read the text both ways and hold them equal; "read" or "refused"."""
+    with written(text) as path:
+        fast, records = _read(path, True), _read(path, False)
+        if not isinstance(records, RunDoc):
+            assert fast == records
+            return "refused"
+        assert isinstance(fast, ColumnDoc)
+        assert list(fast.samples) == list(records.samples)
+        workloads, targets = _shape(records)
+        metrics = sorted({m for s in records.samples for m in s.metrics} | {"wall", "max_rss"})
+        assert _answers(fast, targets, workloads, tuple(metrics)) == \
+            _answers(records, targets, workloads, tuple(metrics))
+        if records.run.config.system is None:  # a system run has its own section
+            assert _views([ResultSet(fast, str(path))]) == \
+                _views([ResultSet(records, str(path))])
+        return "read"
+
+
+@SETTINGS
+@given(ss=samples())
+def test_a_file_of_mixed_samples_reads_as_its_records(ss: list[Sample]) -> None:
+    assert same_reading(json.dumps(_doc_of(ss))) == "read"
+
+
+@SETTINGS
+@given(doc=mutated())
+def test_a_mutated_file_reads_or_is_refused_as_its_records(doc: Doc) -> None:
+    same_reading(json.dumps(doc))
+
+
+@SETTINGS
+@given(doc=VALID)
+def test_a_generated_document_reads_as_its_records(doc: Doc) -> None:
+    same_reading(json.dumps(doc))
+
+
+@settings(SETTINGS, max_examples=15 * SCALE)
+@given(case=broken())
+def test_a_broken_document_is_refused_as_the_record_path_refuses_it(
+        case: tuple[str, Doc, str]) -> None:
+    assert same_reading(json.dumps(case[1])) == "refused"
+
+
+@st.composite
+def spoiled(draw: st.DrawFn) -> str:
+    """A valid document's text cut short, or with one character put in or taken out."""
+    text = json.dumps(_doc_of(draw(samples())), indent=draw(st.sampled_from([None, 1])))
+    at = draw(st.integers(0, len(text)))
+    how = draw(st.sampled_from(["cut", "insert", "delete"]))
+    if how == "cut":
+        return text[:at]
+    if how == "insert":
+        put: str = draw(st.sampled_from([*',:[]{}"x0-. \\', "NaN", "1e400"]))
+        return text[:at] + put + text[at:]
+    return text[:at] + text[at + 1:]
+
+
+@settings(SETTINGS, max_examples=20 * SCALE)
+@given(text=spoiled())
+def test_a_spoiled_text_reads_or_is_refused_as_its_records(text: str) -> None:
+    same_reading(text)
+
+
+@settings(SETTINGS, max_examples=4 * SCALE)
+@given(a=samples(), b=samples())
+def test_compare_with_a_file_merges_as_the_records(a: list[Sample], b: list[Sample]) -> None:
+    """`compare RUN FILE` and `compare FILE FILE`: the columns' views are the records'."""
+    with stored(a) as (store, run_id), written(json.dumps(_doc_of(b))) as path:
+        ref = str(path)
+        fast = load_sources([run_id, ref, ref], store, columns=True)
+        assert fast[1].doc is fast[2].doc  # a file named twice is read once
+        records = [ResultSet(store.load_run(run_id), f"run {run_id}"),
+                   ResultSet(load_file(path), ref), ResultSet(load_file(path), ref)]
+        assert _views(fast) == _views(records)
+        assert _views(fast[1:]) == _views(records[1:])
+        stored_cols = ResultSet(load_columns(store, run_id), f"run {run_id}")
+        assert _views([stored_cols, fast[1]]) == _views(records[:2])
+
+
+def test_a_file_changed_before_its_samples_are_walked_is_refused() -> None:
+    """The records read again from the file are the counted document's or a refusal."""
+    doc = synthetic_doc(rounds=2)
+    with written(json.dumps(doc)) as path:
+        fast = load_file_columns(path)
+        assert fast.samples[1] == load_file(path).samples[1]  # the first pass: kept
+        fresh = load_file_columns(path)
+        doc["samples"][0]["wall_s"] += 1.0
+        path.write_text(json.dumps(doc), encoding="utf-8")
+        os.utime(path, ns=(1, 1))
+        assert fast.samples[1] == load_file(path).samples[1]  # kept: not read again
+        with pytest.raises(SchemaError, match="changed while it was read"):
+            list(fresh.samples)
