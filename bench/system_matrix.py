@@ -22,6 +22,10 @@ run (analyse/system.analyse: medians and intervals over every boot of a combinat
 counted boots, used / kernel / userspace PSS / page cache, then each family's verdicts (the
 comparisons of combinations of one family, with their intervals).
 
+--merge also prints, per combination, its boots' emulation times: the state and the ready
+check's last line of each boot, when the ready check saw the system ready (the guest's uptime
+its line names), when it was measured, and how long qemu ran (QEMU's TCG time, not a machine's).
+
 --reserves takes `abibench export RUN -o FILE` documents and prints, per combination and phase,
 `used` taken apart as the guest kernel computes MemAvailable (analyse/system.available_parts,
 from the zoneinfo the guest reports): what is held, the zones' reserves (high watermarks and
@@ -34,6 +38,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -80,6 +85,38 @@ def reserves(exports: list[dict[str, Any]]) -> str:
         out.append(f"| {profile} | {combo} | {phase} | {len(per)} | "
                    + " | ".join(f"{median([p[k] for p in per]):.1f}" for k in PARTS) + " |")
     return "\n".join(out) + "\n"
+
+READY_AT = re.compile(r"^page check \d+ at (\d+(?:\.\d+)?) s: the page has loaded$")
+
+
+def _spread(values: list[float]) -> str:
+    if not values:
+        return "-"
+    mid = f"{median(values):.0f}"
+    return mid if len(values) < 2 else f"{mid} [{min(values):.0f}, {max(values):.0f}]"
+
+
+def times_table(exports: list[dict[str, Any]]) -> str:
+    """Per combination (and phase): its boots' states, when the ready check passed, when the
+    system was measured, how long qemu ran. Seconds, median [range]: emulation time."""
+    rows: dict[tuple[str, str], list[tuple[str, float | None, float, float]]] = {}
+    for doc in exports:
+        for raw in doc.get("system_boots", []):
+            b = decoder(SystemBoot)(raw)
+            for phase, ph in b.phases.items():
+                m = READY_AT.match(ph.ready)
+                rows.setdefault((f"{b.kernel} + {b.userspace}", phase), []).append(
+                    (ph.state, float(m.group(1)) if m else None, ph.uptime_s, b.seconds))
+    out = ["| combination | phase | boots | states | ready at (guest s) | measured at (guest s) "
+           "| qemu ran (s) |", "|---|---|---|---|---|---|---|"]
+    for (combo, phase), per in rows.items():
+        states = ", ".join(f"{n} {s}" for s, n in sorted(
+            {s: sum(1 for p in per if p[0] == s) for s in {p[0] for p in per}}.items()))
+        ready = [p[1] for p in per if p[1] is not None]
+        out.append(f"| {combo} | {phase} | {len(per)} | {states} | {_spread(ready)} | "
+                   f"{_spread([p[2] for p in per])} | {_spread([p[3] for p in per])} |")
+    return "\n".join(out) + "\n"
+
 
 FIGS = ("used", "kernel", "image", "userspace", "cache")
 FULL_FIGS = ("used", "kernel", "userspace", "cache")
@@ -182,6 +219,7 @@ def main() -> int:
         docs = [merged([json.loads(p.read_text()) for p in args.merge])]
         print(table(docs))
         print(unit_table(docs))
+        print(times_table([json.loads(p.read_text()) for p in args.merge]))
         return 0
     if args.reserves:
         print(reserves([json.loads(p.read_text()) for p in args.reserves]))
