@@ -6,17 +6,19 @@ import argparse
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import EXIT_OK, UsageError
-from ..report import write_file
-from ..store.sql import SqlStore
 from .argtypes import Commands
 from .options import _db_option
 from .printing import _say
 
+if TYPE_CHECKING:
+    from ..store.sql import SqlStore
+
 
 def add_parser(sub: Commands) -> None:
-    ex = sub.add_parser("export", help="write a run as a versioned JSON document")
+    ex = sub.add_parser("export")
     ex.add_argument("run", nargs="?", default="latest")
     ex.add_argument("--json", action="store_true", help="JSON (every format is; accepted for "
                     "clarity)")
@@ -32,6 +34,10 @@ def add_parser(sub: Commands) -> None:
 
 
 def cmd_export(args: argparse.Namespace, store: SqlStore) -> int:
+    # Imported when the command runs, not at the top: parsing its command line (a refusal,
+    # --help) does not pay for what only running it needs.
+    from ..report import write_file
+
     run_id = store.resolve_run(args.run)
     chunks: Iterable[str]
     if args.format == "abibench":
