@@ -168,8 +168,6 @@ def cmd_run(args: argparse.Namespace, store: RunStore) -> int:
 
 
 def _measure(args: argparse.Namespace, store: RunStore, req: Request, resume: RunDoc | None) -> int:
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
     from ..analyse import report as analysis
     from ..paths import cache_dir
     from ..report import formatting as fmt
@@ -184,14 +182,10 @@ def _measure(args: argparse.Namespace, store: RunStore, req: Request, resume: Ru
     _check_outputs(("--report", args.report), ("--html", args.html))
     baseline = _baseline(args, store)  # a wrong name fails before anything is measured
     err = sys.stderr
-    show = err.isatty() and os.environ.get("CI") != "true"
-    con = _console(err)
     # A progress bar on a terminal: what is building or running, and the time left (the
     # measuring part; builds are extra). Plain lines when not a terminal, nothing in CI.
     tracker = RunTracker([w.id for w in workloads], plan, targets=len(abis))
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[left]}"),
-                   TimeElapsedColumn(), console=con, transient=True) if show else None
-    task = bar.add_task("starting", total=1.0, left="") if bar is not None else None
+    bar, task = _progress_bar(err)
 
     def refresh() -> None:
         if bar is not None and task is not None:
@@ -249,6 +243,17 @@ def _measure(args: argparse.Namespace, store: RunStore, req: Request, resume: Ru
              f"{more}", err)
         return max(result.exit_code, EXIT_WORKLOAD)
     return result.exit_code or slow
+
+
+def _progress_bar(err: Any) -> tuple[Any, Any]:
+    """rich's progress bar and its task on a terminal outside CI, else (None, None)."""
+    if not err.isatty() or os.environ.get("CI") == "true":
+        return None, None
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[left]}"),
+                   TimeElapsedColumn(), console=_console(err), transient=True)
+    return bar, bar.add_task("starting", total=1.0, left="")
 
 
 def _write_run_html(args: argparse.Namespace, store: RunStore, doc: RunDoc,
