@@ -128,8 +128,6 @@ def _resume_request(args: argparse.Namespace, store: RunStore) -> tuple[Request,
 def cmd_run(args: argparse.Namespace, store: RunStore) -> int:
     from ..abi import get_abi
     from ..run.preflight import check_plan_numbers
-    from ..run.schedule import Plan
-    from ..run.suite import Request
     from ..workloads.oneliner import parse_binary
     from ..workloads.profile import load_workloads
 
@@ -150,6 +148,11 @@ def cmd_run(args: argparse.Namespace, store: RunStore) -> int:
                              "after -- go with --binary")
         abis = _asked_abis(args)
     workloads = load_workloads(selection or None, args.suite, _parse_sets(args.set))
+    # The run's machinery (the scheduler, the suite, with numpy and the browser driver) is
+    # imported once the plan's values and the workloads are checked: a refused run never does.
+    from ..run.schedule import Plan
+    from ..run.suite import Request
+
     budget = args.budget if args.budget is not None else \
         DEFAULT_BUDGET_PER_WORKLOAD_S * len(workloads)
     plan = Plan(min_rounds=args.min_rounds, max_rounds=args.max_rounds,
