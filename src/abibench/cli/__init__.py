@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import EXIT_INTERRUPTED, EXIT_USAGE, AbibenchError
 from ..toplevel import guarded
 from .commands import BY_NAME, build_parser, handler_of, lazy_parser
+from .printing import _say
 
 # Names tests and scripts import from `abibench.cli`; those of one command's module are
 # imported when asked for (`__getattr__`), so that a start does not import that command.
@@ -80,8 +81,6 @@ def _command(argv: list[str] | None) -> int:
     try:
         return _dispatch(args, own)
     except AbibenchError as exc:
-        from .printing import _say
-
         _say(f"abibench: error: {exc}", sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
@@ -99,10 +98,10 @@ def _dispatch(args: Any, own: list[str]) -> int:
     # Imported here, not at the top: a command without a database (and --help, --version)
     # does not pay for the store's modules.
     from ..store.open import db_ref, open_store
-    from ..store.sources import is_file_ref
 
     ref = db_ref(args.db)
     if takes == "files":
+        from ..store.sources import is_file_ref
         from .sources import _report_sources
 
         sources = _report_sources(args)
