@@ -34,10 +34,6 @@ def add_parser(sub: Commands) -> None:
 
 
 def cmd_export(args: argparse.Namespace, store: SqlStore) -> int:
-    # Imported when the command runs, not at the top: parsing its command line (a refusal,
-    # --help) does not pay for what only running it needs.
-    from ..report import write_file
-
     run_id = store.resolve_run(args.run)
     chunks: Iterable[str]
     if args.format == "abibench":
@@ -52,6 +48,10 @@ def cmd_export(args: argparse.Namespace, store: SqlStore) -> int:
 
         chunks = [interchange(store.load_run(run_id), args.format, args.workload, args.abi)]
     if args.output:
+        # Imported here: the report package brings the analysis (numpy), which a run written
+        # to standard output, or refused, never needs.
+        from ..report import write_file
+
         write_file(args.output, chunks, "-o")  # streamed to the file, never one string
         _say(f"exported: {args.output}", sys.stderr)
     else:
