@@ -74,3 +74,39 @@ def test_importing_every_module_leaves_scipy_unloaded_until_a_statistic_is_compu
                           timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert len(names) > 100
+
+
+
+# A start pays for the command it runs only (abibench/cli/commands.py). The family: a start that
+# imports another command's module, or, to parse, what only computing needs.
+COMPUTING = ("numpy", "scipy", "abibench.fleet", "abibench.run.vm", "abibench.system")
+
+
+def _others(argv: list[str]) -> set[str]:
+    """The modules of every command but the one argv names."""
+    from abibench.cli.commands import BY_NAME, COMMANDS
+
+    own = {BY_NAME[a].module for a in argv if a in BY_NAME}
+    return {f"abibench.cli.{c.module}" for c in COMMANDS if c.module not in own}
+
+
+def test_each_start_imports_its_own_commands_module_alone_and_prints_the_whole_help() -> None:
+    """Every command's (and nested command's) `--help`, `--version` and `report RUN`, each a
+    fresh start (tests/starts.py): no other command's module is imported, nor, to parse, what
+    only computing needs (numpy, scipy, the fleet, the guests); and every help is the whole
+    parser's, byte for byte (docs/reliability.md, "A command line built in parts")."""
+    from tests.invariants.test_cli_parts import answer, help_paths, whole
+    from tests.starts import as_fresh, fresh_answers
+
+    helps = [[*p, "--help"] for p in help_paths()]
+    lines = [*helps, ["--version"], ["report", "R"], ["--db", "x.db", "report", "R"]]
+    fresh = fresh_answers([[argv] for argv in lines])
+    for argv, got in zip(lines, fresh, strict=True):
+        loaded = set(got["modules"])
+        assert not loaded & _others(argv), (argv, sorted(loaded & _others(argv)))
+        parsing_only = argv in helps or argv == ["--version"]
+        costly = sorted(m for m in loaded if m.startswith(COMPUTING if parsing_only else
+                                                           COMPUTING[2:]))
+        assert costly == [], (argv, costly)
+        if argv in helps:
+            assert got["answers"] == [as_fresh(answer(whole(), argv))], argv

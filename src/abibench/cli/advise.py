@@ -10,12 +10,11 @@ from ..store.sql import SqlStore
 from .argtypes import Commands
 from .options import _db_option, _deployment_options
 from .printing import _print_json
-from .report import _one_report
+from .sources import _one_report
 
 
 def add_parser(sub: Commands) -> None:
-    ad = sub.add_parser("advise", help="for a memory budget: instances that fit per ABI, and "
-                        "the throughput each gives")
+    ad = sub.add_parser("advise")
     ad.add_argument("run", nargs="?", default="latest", metavar="RUN_OR_FILE")
     _deployment_options(ad, required=True)
     ad.add_argument("--json", action="store_true", help="the advice as JSON")

@@ -8,7 +8,6 @@ from typing import Any, TypeAlias
 
 from ..ids import check_id
 from ..text import one_line
-from ..workloads.profile import parse_duration
 
 
 def _percent(text: str) -> float:
@@ -35,6 +34,10 @@ def _limit(text: str) -> float:
 
 
 def _duration(text: str) -> float:
+    # Imported when a duration is given, not when the parser is built: workloads.profile brings
+    # the workload loader (and numpy), which parsing the other options does not need.
+    from ..workloads.profile import parse_duration
+
     try:
         seconds = parse_duration(text)
     except ValueError as exc:

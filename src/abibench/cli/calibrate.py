@@ -7,23 +7,24 @@ import math
 import sys
 
 from ..errors import EXIT_OK, UsageError
-from ..paths import cache_dir
-from ..probe import noise
-from ..report.terminal import e
 from .argtypes import Commands, _duration
 from .printing import _console, _print_json
 
 
 def add_parser(sub: Commands) -> None:
-    cal = sub.add_parser("calibrate", help="measure this machine's noise: how steadily each CPU "
-                         "runs, how long it stays at one speed, and what each sampling design "
-                         "would make of it (kept for an hour, used by adaptive runs)")
+    cal = sub.add_parser("calibrate")
     cal.add_argument("--duration", type=_duration, default=None,
                      help="how long to measure (default 60s)")
     cal.add_argument("--json", action="store_true")
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    # Imported when the command runs, not at the top: parsing its command line (a refusal,
+    # --help) does not pay for what only running it needs.
+    from ..paths import cache_dir
+    from ..probe import noise
+    from ..report.terminal import e
+
     duration = args.duration if args.duration is not None else noise.FULL_S
     if not 5.0 <= duration <= 3600.0:
         raise UsageError(f"--duration {duration:g}s: give 5s to 1h (the default is "

@@ -10,13 +10,11 @@ from ..store.sql import SqlStore
 from .argtypes import Commands
 from .options import _db_option
 from .printing import _print_json
-from .report import _one_report
+from .sources import _one_report
 
 
 def add_parser(sub: Commands) -> None:
-    xp = sub.add_parser("explain", help="why one ABI wins: each comparison's time ratio as "
-                        "instructions x time per instruction, with the evidence (needs a run "
-                        "with --counters, or --counters=cache)")
+    xp = sub.add_parser("explain")
     xp.add_argument("run", nargs="?", default="latest", metavar="RUN_OR_FILE")
     xp.add_argument("workload", nargs="?", default=None, metavar="WORKLOAD")
     xp.add_argument("--json", action="store_true", help="the explanations as JSON")

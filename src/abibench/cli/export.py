@@ -6,17 +6,19 @@ import argparse
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import EXIT_OK, UsageError
-from ..report import write_file
-from ..store.sql import SqlStore
 from .argtypes import Commands
 from .options import _db_option
 from .printing import _say
 
+if TYPE_CHECKING:
+    from ..store.sql import SqlStore
+
 
 def add_parser(sub: Commands) -> None:
-    ex = sub.add_parser("export", help="write a run as a versioned JSON document")
+    ex = sub.add_parser("export")
     ex.add_argument("run", nargs="?", default="latest")
     ex.add_argument("--json", action="store_true", help="JSON (every format is; accepted for "
                     "clarity)")
@@ -46,6 +48,10 @@ def cmd_export(args: argparse.Namespace, store: SqlStore) -> int:
 
         chunks = [interchange(store.load_run(run_id), args.format, args.workload, args.abi)]
     if args.output:
+        # Imported here: the report package brings the analysis (numpy), which a run written
+        # to standard output, or refused, never needs.
+        from ..report import write_file
+
         write_file(args.output, chunks, "-o")  # streamed to the file, never one string
         _say(f"exported: {args.output}", sys.stderr)
     else:

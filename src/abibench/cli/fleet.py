@@ -5,29 +5,23 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..analyse import report as analysis
-from ..axes import axes_of
 from ..errors import EXIT_OK, EXIT_SLOWDOWN, EXIT_WORKLOAD, AbibenchError, UsageError
-from ..fleet.controller import FleetResult
-from ..ids import file_name
-from ..outputs import check_output
-from ..paths import data_dir
-from ..records import RunDoc
-from ..report import Output, write
-from ..run.preflight import check_plan_numbers
-from ..store.open import db_ref, open_store
-from ..store.url import is_url
-from ..workloads.profile import load_workloads
-from .against import _against
 from .argtypes import Commands, _limit, _Parser, _positive
 from .options import _asked_abis, _check_outputs, _db_option, _parse_sets, _plan_options
 from .printing import _print_terminal, _say
 
+# What a fleet run needs (the controller with the whole run machinery, the analysis, the
+# report) is imported in the functions that run it, not here: a start that parses `fleet` and
+# refuses it, or prints its --help, imports this module and the shared options alone.
+if TYPE_CHECKING:
+    from ..fleet.controller import FleetResult
+    from ..records import RunDoc
+
 
 def add_parser(sub: Commands) -> None:
-    fl = sub.add_parser("fleet", help="the same run on every host of an Ansible inventory, "
-                        "then one comparison of them all")
+    fl = sub.add_parser("fleet")
     fsub = fl.add_subparsers(dest="fleet_command", required=True, parser_class=_Parser)
     fr = fsub.add_parser("run", help="run on every host of INVENTORY (Ansible's INI or YAML); "
                          "results into --db, then the N-way comparison")
@@ -108,6 +102,7 @@ def _fleet_run_parser() -> argparse.ArgumentParser:
 def cmd_fleet(args: argparse.Namespace, tokens: list[str]) -> int:
     from ..fleet.ansible import PLAYBOOK
     from ..fleet.package import build_sdist
+    from ..outputs import check_output
 
     if args.fleet_command == "playbook":
         _say(str(PLAYBOOK))
@@ -123,7 +118,16 @@ def cmd_fleet(args: argparse.Namespace, tokens: list[str]) -> int:
 
 
 def cmd_fleet_run(args: argparse.Namespace, tokens: list[str]) -> int:
+    from ..analyse import report as analysis
+    from ..axes import axes_of
     from ..fleet.controller import run_fleet
+    from ..ids import file_name
+    from ..paths import data_dir
+    from ..report import Output, write
+    from ..run.preflight import check_plan_numbers
+    from ..store.open import db_ref
+    from ..workloads.profile import load_workloads
+    from .against import _against
 
     check_plan_numbers(args.warmup, args.min_rounds, args.max_rounds)
     # Checked here, before any host is touched: the hosts run this same abibench.
@@ -188,6 +192,7 @@ def _print_hosts(result: FleetResult) -> None:
 def _fleet_baselines(args: argparse.Namespace, ref: str) -> dict[str, RunDoc] | None:
     """`fleet run --against FLEET`: each host's run in that fleet run, by inventory name."""
     from ..store.history import fleet_baselines
+    from ..store.open import open_store
 
     if args.against is None:
         if args.fail_on_slowdown is not None:
@@ -201,6 +206,6 @@ def _fleet_baselines(args: argparse.Namespace, ref: str) -> dict[str, RunDoc] | 
 
 
 def _shown(ref: str) -> str:
-    from ..store.url import safe_url
+    from ..store.url import is_url, safe_url
 
     return safe_url(ref) if is_url(ref) else ref

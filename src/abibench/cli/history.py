@@ -5,20 +5,20 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..axes import AXES
 from ..errors import EXIT_OK, UsageError
-from ..report import write_file
-from ..store.history import stored_runs
-from ..store.sql import SqlStore
 from .argtypes import Commands
 from .options import _check_outputs, _db_option
 from .printing import _say
 
+if TYPE_CHECKING:
+    from ..store.sql import SqlStore
+
 
 def add_parser(sub: Commands) -> None:
-    hi = sub.add_parser("history", help="one workload over the stored runs: the ABI ratio and "
-                        "each ABI's metric per run, and where they changed")
+    hi = sub.add_parser("history")
     hi.add_argument("workload", metavar="WORKLOAD")
     hi.add_argument("--by", choices=tuple(AXES), default="version",
                     help="the axis shown per run (default version: the run's --label tag, else "
@@ -32,9 +32,7 @@ def add_parser(sub: Commands) -> None:
     hi.add_argument("--html", type=Path, default=None,
                     help="write a self-contained HTML page with a chart per series")
     _db_option(hi)
-    st = sub.add_parser("site", help="the store as static pages (no server, no scripts): an "
-                        "index of hosts and runs, each workload's trend, each host, every run's "
-                        "report")
+    st = sub.add_parser("site")
     st.add_argument("outdir", type=Path, metavar="DIR", help="where the pages go (created when "
                     "missing); DIR/index.html is the way in")
     st.add_argument("--rebuild", action="store_true", help="write every page (default: only "
@@ -43,8 +41,12 @@ def add_parser(sub: Commands) -> None:
 
 
 def cmd_history(args: argparse.Namespace, store: SqlStore) -> int:
+    # Imported when the command runs, not at the top: parsing its command line (a refusal,
+    # --help) does not pay for what only running it needs.
     from ..analyse.history import history
     from ..report import history as shown
+    from ..report import write_file
+    from ..store.history import stored_runs
 
     try:
         h = history(stored_runs(store), args.workload, args.by, host=args.host)
@@ -67,6 +69,7 @@ def cmd_site(args: argparse.Namespace, store: SqlStore) -> int:
     """`abibench site DIR`: the store as static pages (report/site.py), only those whose inputs
     changed rewritten (report/siteupdate.py)."""
     from ..report.siteupdate import update_site
+    from ..store.history import stored_runs
 
     got = update_site(stored_runs(store), store.label, args.outdir, rebuild=args.rebuild,
                       progress=lambda msg: _say(msg, sys.stderr))

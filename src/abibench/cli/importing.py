@@ -13,7 +13,7 @@ from .printing import _print_json, _say
 
 
 def add_parser(sub: Commands) -> None:
-    im = sub.add_parser("import", help="store others' exported results (validated, never run)")
+    im = sub.add_parser("import")
     im.add_argument("files", nargs="+", type=Path, metavar="FILE.json")
     im.add_argument("--json", action="store_true")
     _db_option(im)

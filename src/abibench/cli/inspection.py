@@ -11,8 +11,7 @@ from .printing import _print_json, _say
 
 
 def add_parser(sub: Commands) -> None:
-    ins = sub.add_parser("inspect", help="ELF class, machine, interpreter, sizes and libraries "
-                         "of binaries, resolved for their own ABI")
+    ins = sub.add_parser("inspect")
     ins.add_argument("binaries", nargs="+", type=Path, metavar="BINARY")
     ins.add_argument("--sysroot", type=Path, default=None,
                      help="resolve everything inside this root (an unpacked Debian system)")

@@ -6,15 +6,19 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..abi import ABIS, HOST_FAMILY, Abi, family_abis, parse_abi_list
-from ..analyse.advise import Deployment, parse_mix, parse_size
 from ..errors import EXIT_SLOWDOWN, UsageError
-from ..obtain.build import DEFAULT_CFLAGS
-from ..outputs import check_output
 from ..paths import default_db
 from ..store.open import DB_ENV
 from .argtypes import _count, _duration, _ident, _limit, _percent, _positive
+
+# Every command's parser takes options from here: what their values mean once parsed (ABIs,
+# deployments, the build's flags) is imported where it is used, so that building a parser
+# (every start, --help, a refusal) does not import the ELF reader, the analysis or the builder.
+if TYPE_CHECKING:
+    from ..abi import Abi
+    from ..analyse.advise import Deployment
 
 
 def _db_option(p: argparse.ArgumentParser, default: object = argparse.SUPPRESS) -> None:
@@ -36,6 +40,8 @@ def _against_options(p: argparse.ArgumentParser) -> None:
 
 def _plan_options(r: argparse.ArgumentParser) -> None:
     """What a run measures and how: the options `run` and `fleet run` share."""
+    from ..obtain.build import DEFAULT_CFLAGS
+
     r.add_argument("workloads", nargs="*", metavar="WORKLOAD",
                    help="built-in workload ids or paths to .toml profiles (default: --suite)")
     r.add_argument("--workload", action="append", default=[], help="same as a positional id")
@@ -106,6 +112,8 @@ def _deployment_options(p: argparse.ArgumentParser, required: bool = False) -> N
 
 
 def _deployment(args: argparse.Namespace) -> Deployment | None:
+    from ..analyse.advise import Deployment, parse_mix, parse_size
+
     if getattr(args, "memory", None) is None:
         if getattr(args, "instances", None) or getattr(args, "budget_cores", None) or \
                 getattr(args, "mix", None):
@@ -134,6 +142,8 @@ def _report_options(p: argparse.ArgumentParser) -> None:
 
 
 def _asked_abis(args: argparse.Namespace) -> list[Abi]:
+    from ..abi import family_abis, parse_abi_list
+
     if args.family is not None:
         if args.abi is not None:
             raise UsageError("--abi and --family both choose the ABIs: give one of them")
@@ -142,6 +152,8 @@ def _asked_abis(args: argparse.Namespace) -> list[Abi]:
 
 
 def _default_abis() -> str:
+    from ..abi import ABIS, HOST_FAMILY
+
     family = HOST_FAMILY.get(os.uname().machine, "x86")
     return ",".join(a.name for a in ABIS.values() if a.family == family)
 
@@ -159,6 +171,8 @@ def _parse_sets(items: list[str]) -> dict[str, str]:
 def _check_outputs(*outputs: tuple[str, Path | None]) -> None:
     """Report files can be written, and over no input of the run (outputs.py): checked once the
     workloads are loaded and before anything is measured."""
+    from ..outputs import check_output
+
     for option, path in outputs:
         if path is not None:
             check_output(path, option)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
-from ..analyse import report as analysis
 from ..text import one_line
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..analyse import report as analysis
 
 
 def _say(line: str, file: Any = None) -> None:
@@ -25,6 +27,10 @@ def _print_json(data: Any) -> None:
 
 
 def _console(stream: Any = None) -> Console:
+    # rich is imported here, not at the top: a command that prints plain lines (or JSON, or
+    # only refuses its input) does not pay for it.
+    from rich.console import Console
+
     out = stream or sys.stdout
     tty = out.isatty()
     # Not a terminal (CI, a pipe): fixed width, no colour codes in logs.

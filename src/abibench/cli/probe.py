@@ -5,22 +5,25 @@ from __future__ import annotations
 import argparse
 
 from ..errors import EXIT_OK
-from ..paths import cache_dir
-from ..probe import host, noise
-from ..probe.abis import probe_all
-from ..probe.counters import counters_status
-from ..probe.memory import tree_accounting
-from ..report.terminal import e
 from .argtypes import Commands
 from .printing import _console, _print_json
 
 
 def add_parser(sub: Commands) -> None:
-    pr = sub.add_parser("probe", help="what this host can build and run for each ABI")
+    pr = sub.add_parser("probe")
     pr.add_argument("--json", action="store_true")
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
+    # Imported when the command runs, not at the top: parsing its command line (a refusal,
+    # --help) does not pay for what only running it needs.
+    from ..paths import cache_dir
+    from ..probe import host, noise
+    from ..probe.abis import probe_all
+    from ..probe.counters import counters_status
+    from ..probe.memory import tree_accounting
+    from ..report.terminal import e
+
     statuses = probe_all()
     ctx = host.capture()
     counters = counters_status()

@@ -13,8 +13,7 @@ from .printing import _print_json, _say
 
 
 def add_parser(sub: Commands) -> None:
-    pu = sub.add_parser("push", help="upload what runs kept in the local spool while the shared "
-                        "PostgreSQL database (--db postgresql://...) could not be reached")
+    pu = sub.add_parser("push")
     pu.add_argument("--json", action="store_true")
     _db_option(pu)
 

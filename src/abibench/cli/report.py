@@ -4,30 +4,27 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from ..analyse import report as analysis
 from ..errors import EXIT_OK, UsageError
-from ..report import Output, write
-from ..store.sources import latest_fleet, load_sources
-from ..store.sql import SqlStore
-from .against import cmd_compare_against
 from .argtypes import Commands
 from .options import _against_options, _db_option, _deployment, _report_options
 from .printing import _print_terminal, _say
-from .system import report_system
+from .sources import _report_sources
+
+if TYPE_CHECKING:
+    from ..store.sql import SqlStore
 
 
 def add_parser(sub: Commands) -> None:
-    rp = sub.add_parser("report", help="show stored runs or result files; write HTML, Markdown, "
-                        "CSV or JSON")
+    rp = sub.add_parser("report")
     rp.add_argument("run", nargs="*", default=["latest"], metavar="RUN_OR_FILE",
                     help="run ids (default: latest) or exported .json files; two or more are "
                     "merged into one comparison")
     _report_options(rp)
     _db_option(rp)
 
-    cp = sub.add_parser("compare", help="merge result sets from different machines, kernels or "
-                        "days into one N-way comparison")
+    cp = sub.add_parser("compare")
     cp.add_argument("sources", nargs="*", metavar="RUN_OR_FILE",
                     help="two or more run ids or exported .json files (default: the runs of the "
                     "last `abibench fleet run`)")
@@ -36,15 +33,15 @@ def add_parser(sub: Commands) -> None:
     _db_option(cp)
 
 
-def _report_sources(args: argparse.Namespace) -> list[str]:
-    if args.command in ("explain", "advise"):
-        return [args.run]
-    sources: list[str] = args.run if args.command == "report" else args.sources
-    return sources
-
-
 def cmd_report(args: argparse.Namespace, store: SqlStore | None) -> int:
     """store: None when every source is an exported file and there is no database."""
+    # Imported when the command runs, not at the top: parsing its command line (a refusal,
+    # --help) does not pay for what only running it needs.
+    from ..analyse import report as analysis
+    from ..report import Output, write
+    from ..store.sources import latest_fleet, load_sources
+    from .against import cmd_compare_against
+
     if args.command == "compare" and (args.against or args.fail_on_slowdown is not None):
         return cmd_compare_against(args, store)
     sources = _report_sources(args)
@@ -59,6 +56,10 @@ def cmd_report(args: argparse.Namespace, store: SqlStore | None) -> int:
     # a system run has its own section, not samples (asked only of one: its module loads
     # the charts', a second of start-up a report of samples does without)
     if any(s.doc.run.config.system is not None for s in sets):
+        # `system`'s module, imported only for a system run's report: a report of samples
+        # does not import another command's module.
+        from .system import report_system
+
         shown = report_system(args, sets)
         if shown is not None:
             return shown
@@ -78,8 +79,3 @@ def cmd_report(args: argparse.Namespace, store: SqlStore | None) -> int:
         return EXIT_OK
     _print_terminal(rep)
     return EXIT_OK
-
-
-def _one_report(args: argparse.Namespace, store: SqlStore | None) -> analysis.Report:
-    sets = load_sources([args.run], store, columns=True)
-    return analysis.from_sets(sets, deployment=_deployment(args))

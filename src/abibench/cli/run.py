@@ -10,42 +10,27 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-from ..abi import get_abi
-from ..analyse import report as analysis
 from ..errors import EXIT_INTERRUPTED, EXIT_WORKLOAD, AbibenchError, UsageError
-from ..ids import ID_MAX, file_name, id_problem
-from ..outputs import write_atomic
-from ..paths import cache_dir
-from ..records import RunDoc, Sample
-from ..report import formatting as fmt
-from ..report import render, write_file
-from ..report.terminal import e
-from ..run.preflight import check_plan_numbers
-from ..run.progress import RunTracker
-from ..run.resume import request_of
-from ..run.schedule import Plan
-from ..run.signals import signals_as_interrupt
-from ..run.suite import Request, measure_suite
-from ..store.sql import SqlStore
-from ..store.url import is_url, sqlite_file
-from ..workloads.oneliner import parse_binary, parse_check, parse_metric, profile_text
-from ..workloads.profile import ID_RE, load_workloads
-from .against import _against, _baseline
 from .argtypes import Commands, _duration, _ident, _Parser
 from .options import _against_options, _asked_abis, _check_outputs, _db_option, _parse_sets, _plan_options
 from .printing import _console, _print_json, _print_terminal, _say
 
+# What a run needs (the suite, the builders, the analysis, rich's progress bar) is imported in
+# the functions that run it, not here: a start that parses `run` and refuses it, or prints its
+# --help, imports this module and the shared options alone (tests/invariants/test_lazy_imports.py).
 if TYPE_CHECKING:
+    from ..analyse import report as analysis
+    from ..records import RunDoc, Sample
+    from ..run.suite import Request
     from ..store.spool import SpooledSink
+    from ..store.sql import SqlStore
 
     # What a run writes to and reads back from: a store, or a shared one through its spool.
     RunStore = SqlStore | SpooledSink
 
 
 def add_parser(sub: Commands) -> None:
-    r = sub.add_parser("run", help="build and measure workloads per ABI")
+    r = sub.add_parser("run")
     _plan_options(r)
     _db_option(r)
     r.add_argument("--report", type=Path, default=None, help="also write a Markdown report")
@@ -82,6 +67,12 @@ def add_parser(sub: Commands) -> None:
 
 def _binary_profile(args: argparse.Namespace, store: RunStore) -> Path:
     """The profile a --binary command line stands for, written beside the results."""
+    from ..abi import get_abi
+    from ..ids import ID_MAX, file_name, id_problem
+    from ..outputs import write_atomic
+    from ..workloads.oneliner import parse_binary, parse_check, parse_metric, profile_text
+    from ..workloads.profile import ID_RE
+
     binaries = [parse_binary(b) for b in args.binary]
     for abi, _ in binaries:
         get_abi(abi)
@@ -122,6 +113,8 @@ def _run_parser() -> argparse.ArgumentParser:
 
 
 def _resume_request(args: argparse.Namespace, store: RunStore) -> tuple[Request, RunDoc]:
+    from ..run.resume import request_of
+
     defaults = _run_parser().parse_args(["run"])
     defaults.program_args = []
     given = [o for o in PLAN_OPTIONS if getattr(args, o, None) != getattr(defaults, o, None)]
@@ -133,6 +126,11 @@ def _resume_request(args: argparse.Namespace, store: RunStore) -> tuple[Request,
 
 
 def cmd_run(args: argparse.Namespace, store: RunStore) -> int:
+    from ..abi import get_abi
+    from ..run.preflight import check_plan_numbers
+    from ..workloads.oneliner import parse_binary
+    from ..workloads.profile import load_workloads
+
     check_plan_numbers(args.warmup, args.min_rounds, args.max_rounds)
     if args.resume is not None:
         req, resumed = _resume_request(args, store)
@@ -150,6 +148,11 @@ def cmd_run(args: argparse.Namespace, store: RunStore) -> int:
                              "after -- go with --binary")
         abis = _asked_abis(args)
     workloads = load_workloads(selection or None, args.suite, _parse_sets(args.set))
+    # The run's machinery (the scheduler, the suite, with numpy and the browser driver) is
+    # imported once the plan's values and the workloads are checked: a refused run never does.
+    from ..run.schedule import Plan
+    from ..run.suite import Request
+
     budget = args.budget if args.budget is not None else \
         DEFAULT_BUDGET_PER_WORKLOAD_S * len(workloads)
     plan = Plan(min_rounds=args.min_rounds, max_rounds=args.max_rounds,
@@ -168,18 +171,24 @@ def cmd_run(args: argparse.Namespace, store: RunStore) -> int:
 
 
 def _measure(args: argparse.Namespace, store: RunStore, req: Request, resume: RunDoc | None) -> int:
+    from ..analyse import report as analysis
+    from ..paths import cache_dir
+    from ..report import formatting as fmt
+    from ..report import render, write_file
+    from ..report.terminal import e
+    from ..run.progress import RunTracker
+    from ..run.signals import signals_as_interrupt
+    from ..run.suite import measure_suite
+    from .against import _against, _baseline
+
     workloads, abis, plan = req.workloads, req.abis, req.plan
     _check_outputs(("--report", args.report), ("--html", args.html))
     baseline = _baseline(args, store)  # a wrong name fails before anything is measured
     err = sys.stderr
-    show = err.isatty() and os.environ.get("CI") != "true"
-    con = _console(err)
     # A progress bar on a terminal: what is building or running, and the time left (the
     # measuring part; builds are extra). Plain lines when not a terminal, nothing in CI.
     tracker = RunTracker([w.id for w in workloads], plan, targets=len(abis))
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[left]}"),
-                   TimeElapsedColumn(), console=con, transient=True) if show else None
-    task = bar.add_task("starting", total=1.0, left="") if bar is not None else None
+    bar, task = _progress_bar(err)
 
     def refresh() -> None:
         if bar is not None and task is not None:
@@ -239,9 +248,22 @@ def _measure(args: argparse.Namespace, store: RunStore, req: Request, resume: Ru
     return result.exit_code or slow
 
 
+def _progress_bar(err: Any) -> tuple[Any, Any]:
+    """rich's progress bar and its task on a terminal outside CI, else (None, None)."""
+    if not err.isatty() or os.environ.get("CI") == "true":
+        return None, None
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[left]}"),
+                   TimeElapsedColumn(), console=_console(err), transient=True)
+    return bar, bar.add_task("starting", total=1.0, left="")
+
+
 def _write_run_html(args: argparse.Namespace, store: RunStore, doc: RunDoc,
                     rep: analysis.Report, out: Any, baseline: RunDoc | None = None) -> None:
     from ..analyse.baseline import against
+    from ..ids import file_name
+    from ..report import write_file
     from ..report.baselinehtml import page
 
     try:
@@ -259,6 +281,7 @@ def _write_run_html(args: argparse.Namespace, store: RunStore, doc: RunDoc,
 def _with_run_store(args: argparse.Namespace, ref: str) -> int:
     """`run` writes a SQLite file, or a shared server through its local spool (store/spool.py)."""
     from ..store.spool import SpoolingSink, journaled
+    from ..store.url import is_url, sqlite_file
 
     if not is_url(ref):
         # Through a journal: a file deleted or replaced mid-run loses nothing (exit 11).

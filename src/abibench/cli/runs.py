@@ -12,7 +12,7 @@ from .printing import _print_json, _say
 
 
 def add_parser(sub: Commands) -> None:
-    rs = sub.add_parser("runs", help="list stored runs")
+    rs = sub.add_parser("runs")
     rs.add_argument("--json", action="store_true")
     _db_option(rs)
 

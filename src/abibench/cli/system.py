@@ -37,8 +37,7 @@ FORMATS = ("json", "html", "markdown")
 
 
 def add_parser(sub: Commands) -> None:
-    sysp = sub.add_parser("system", help="whole Debian systems booted per kernel/userspace "
-                          "combination (QEMU TCG): what each costs in memory; no speed")
+    sysp = sub.add_parser("system")
     sys_run = sysp.add_subparsers(dest="system_command", required=True).add_parser(
         "run", help="build SYSTEM's disks, boot every combination --boots times, measure memory; "
         "each boot is stored as a run's the moment it ends")

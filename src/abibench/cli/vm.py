@@ -8,25 +8,18 @@ import math
 import sys
 from pathlib import Path
 
-from ..abi import ABIS, parse_abi_list, vm_kernel_abi
 from ..errors import EXIT_OK, EXIT_WORKLOAD
-from ..obtain.build import DEFAULT_CFLAGS, build
-from ..outputs import check_output, write_output
-from ..paths import cache_dir
-from ..probe.abis import compiler_for
-from ..records import emulated_words
-from ..report import formatting as fmt
-from ..run import vm
-from ..run.signals import signals_as_interrupt
-from ..workloads.profile import load_workloads
 from .argtypes import Commands
 from .options import _parse_sets
 from .printing import _say
 
 
 def add_parser(sub: Commands) -> None:
-    vmp = sub.add_parser("vm", help="programs run in a booted guest (Debian's kernel under "
-                        "full-system emulation): outputs compared, peak memory; no speed")
+    # Here and in cmd_vm, not at the top: a start imports only the command it runs, and vm's
+    # parser needs the builder's default flags alone.
+    from ..obtain.build import DEFAULT_CFLAGS
+
+    vmp = sub.add_parser("vm")
     vm_run = vmp.add_subparsers(dest="vm_command", required=True).add_parser(
         "run", help="build WORKLOAD... statically per ABI and run each in a booted guest")
     vm_run.add_argument("workloads", nargs="+", metavar="WORKLOAD")
@@ -45,6 +38,17 @@ def add_parser(sub: Commands) -> None:
 
 def cmd_vm(args: argparse.Namespace) -> int:
     """`abibench vm run`: the formatting of run/vm.py's answer; the work is there."""
+    from ..abi import ABIS, parse_abi_list, vm_kernel_abi
+    from ..obtain.build import build
+    from ..outputs import check_output, write_output
+    from ..paths import cache_dir
+    from ..probe.abis import compiler_for
+    from ..records import emulated_words
+    from ..report import formatting as fmt
+    from ..run import vm
+    from ..run.signals import signals_as_interrupt
+    from ..workloads.profile import load_workloads
+
     abis = parse_abi_list(args.abi) if args.abi else \
         [a for a in ABIS.values() if vm_kernel_abi(a) is not None]
     workloads = load_workloads(args.workloads, None, _parse_sets(args.set))

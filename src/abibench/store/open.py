@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from ..outputs import protect_database
 from ..paths import default_db
-from .sql import SqlStore
 from .url import is_url, sqlite_file
+
+if TYPE_CHECKING:
+    # Only named here: the store's classes are imported by open_store, so that a command that
+    # names the database without opening it (every parse of --db) does not import them.
+    from .sql import SqlStore
 
 DB_ENV = "ABIBENCH_DB"
 

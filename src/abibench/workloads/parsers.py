@@ -9,8 +9,6 @@ import json
 import re
 from collections.abc import Callable
 
-import numpy as np
-
 # Named parsers for programs whose output holds many figures (openssl speed, speedtest1, ...):
 # name -> function(stdout) -> {key: value}. Profiles pick values with parse = {builtin, key}.
 BuiltinParser = Callable[[str], dict[str, float]]
@@ -208,6 +206,10 @@ def close_enough(reference: bytes, data: bytes, max_diff: int, max_fraction: flo
     element difference, fraction of elements that differ). Different lengths are never close
     (a different image size or a shorter decoded stream is not a rounding difference).
     """
+    # numpy is imported here, not at the top: every start of the command line imports this
+    # module (the workloads' output checks), and only comparing outputs computes with numpy.
+    import numpy as np
+
     width, dtype, never = (2, "<i2", 65536) if fmt == "s16le" else (1, "u1", 256)
     if len(reference) != len(data) or len(data) % width:
         return False, never, 1.0
