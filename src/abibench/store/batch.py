@@ -274,24 +274,29 @@ class Batches:
             elif not _scalar_ok(f, col):
                 return None
             by_field[f.name] = col
-        if not check.quick_columns(by_field, n):
+        texts = _texts(layout, given, metrics, n)
+        # the checker's rules last: they take the samples' places when they pass
+        if texts is None or not check.quick_columns(by_field, n):
             return None
-        return _finish(layout, given, by_field, metrics, n)
+        columns = tuple(_stored(name, by_field[name], metrics[0] if metrics is not None
+                                and name == "metrics" else None) for name in _ROW_FIELDS)
+        return Rows(n, columns, texts)
 
 
-def _finish(layout: _Layout, given: list[Column], by_field: dict[str, Column],
-            metrics: tuple[list[str], list[str]] | None, n: int) -> Rows | None:
-    metrics_key = next(f.key for f in _FIELDS if f.name == "metrics")
+def _texts(layout: _Layout, given: list[Column], metrics: tuple[list[str], list[str]] | None,
+           n: int) -> list[str] | None:
+    """Each sample's canonical text (the digest's part), or None when a value is not one
+    `_canonical` writes."""
     canon: list[list[str]] = []
     for i in layout.order:
-        if layout.keys[i] == metrics_key and metrics is not None:
+        if layout.keys[i] == _METRICS_KEY and metrics is not None:
             canon.append(metrics[1])
             continue
         text = _canonical(given[i])
         if text is None:
             return None
         canon.append(text)
-    texts = list(map(layout.template.__mod__, zip(*canon, strict=True))) if canon else ["{}"] * n
-    columns = tuple(_stored(name, by_field[name], metrics[0] if metrics is not None
-                            and name == "metrics" else None) for name in _ROW_FIELDS)
-    return Rows(n, columns, texts)
+    return list(map(layout.template.__mod__, zip(*canon, strict=True))) if canon else ["{}"] * n
+
+
+_METRICS_KEY = next(f.key for f in _FIELDS if f.name == "metrics")
