@@ -50,8 +50,16 @@ class Rows:
     columns: tuple[Column, ...]  # the samples table's columns after run_id and seq
     texts: list[str]  # each sample's canonical JSON, in order
 
-    def rows(self, first: int, run_id: str) -> Iterator[tuple[Any, ...]]:
-        return zip(repeat(run_id, self.n), range(first, first + self.n), *self.columns,
+    def nulls(self) -> frozenset[int]:
+        """The columns (indexes into `columns`) that are null in every row."""
+        return frozenset(i for i, col in enumerate(self.columns)
+                         if col[0] is None and list(col).count(None) == self.n)
+
+    def rows(self, first: int, run_id: str, keep: Sequence[int] | None = None
+             ) -> Iterator[tuple[Any, ...]]:
+        """The rows, each (run_id, seq, the columns...); `keep`: only these columns."""
+        columns = self.columns if keep is None else tuple(self.columns[i] for i in keep)
+        return zip(repeat(run_id, self.n), range(first, first + self.n), *columns,
                    strict=True)
 
 
@@ -62,8 +70,13 @@ class Single:
     values: tuple[Any, ...]
     n = 1
 
-    def rows(self, first: int, run_id: str) -> Iterator[tuple[Any, ...]]:
-        return iter((fields_row(self.values, first, run_id),))
+    def nulls(self) -> frozenset[int]:
+        return frozenset()
+
+    def rows(self, first: int, run_id: str, keep: Sequence[int] | None = None
+             ) -> Iterator[tuple[Any, ...]]:
+        row = fields_row(self.values, first, run_id)
+        return iter((row if keep is None else (*row[:2], *(row[2 + i] for i in keep)),))
 
 
 def _values(col: Column, typ: type, optional: bool) -> Column | None:
