@@ -108,6 +108,9 @@ def _bend(sample: dict[str, Any], how: str) -> None:
         sample["max_rss_kb"] = 1 << 63
     elif how == "infinite":
         sample["metrics"] = {**sample.get("metrics", {}), "rate": 1e999}
+    elif how == "negative zero":
+        sample["sys_s"] = -0.0 if sample["round"] % 2 else 0.0
+        sample["metrics"] = {**sample.get("metrics", {}), "time": -0.0}
     elif how == "null check":
         sample["check"] = None
     elif how == "optional floats":
@@ -120,7 +123,8 @@ _HOW = ("same place", "no primary", "built-in name", "unknown workload", "unknow
         "discarded", "warm-up", "failed", "counters", "baseline", "built-in primary",
         "wall primary", "no metrics", "whole number", "error text", "instructions",
         "unknown key", "no started_at", "key order", "metric int", "metric order", "emulated",
-        "bad time", "negative", "repeat 0", "huge", "infinite", "null check", "optional floats")
+        "bad time", "negative", "repeat 0", "huge", "infinite", "null check", "optional floats",
+        "negative zero")
 
 
 @st.composite

@@ -174,7 +174,9 @@ def _metrics(f: Field, col: Column) -> tuple[list[str], list[str]] | None:
 
 
 def _canonical(col: Column) -> list[str] | None:
-    """Each value of a scalar column as the canonical encoder writes it."""
+    """Each value of a scalar column as the canonical encoder writes it. A text or a whole
+    number that repeats is written once (equal texts, and equal ints, are written alike;
+    not floats: 0.0 == -0.0)."""
     kinds = set(map(type, col))
     if kinds <= {str, _NONE}:
         write: Callable[[Any], str] = _STR
@@ -186,6 +188,11 @@ def _canonical(col: Column) -> list[str] | None:
         write = _BOOL.__getitem__
     else:
         return None
+    if write is not float.__repr__:
+        distinct = set(col)
+        if 4 * len(distinct) <= len(col):
+            table = {v: "null" if v is None else write(v) for v in distinct}
+            return list(map(table.__getitem__, col))
     if _NONE in kinds:
         return [write(v) if v is not None else "null" for v in col]
     return list(map(write, col))
@@ -238,7 +245,8 @@ _ROW_FIELDS = tuple(c.field for c in SAMPLE_COLUMNS if c.name != "run_id")
 def _stored(field: str, col: Column, metrics_text: list[str] | None) -> Column:
     """A field's column as the samples table stores it (Column.to_sql of each value)."""
     column = _CONVERT[field]
-    if column.plain:
+    if column.plain or (col[0] is None and list(col).count(None) == len(col)
+                        and column.to_sql(None) is None):
         return col
     if metrics_text is not None:
         return metrics_text
