@@ -29,7 +29,7 @@ from typing import Any
 from ..codec import INT_MAX, INT_MIN, Field, Invalid, check_label, check_time, optional_of, spec
 from ..records import Sample
 from ..runcheck import SampleChecker
-from .schema import SAMPLE_COLUMNS, fields_row
+from .schema import SAMPLE_COLUMNS, fields_row, sample_row
 
 _NONE = type(None)
 _isfinite = math.isfinite
@@ -63,6 +63,10 @@ class Rows:
                    strict=True)
 
 
+def _kept(row: tuple[Any, ...], keep: Sequence[int] | None) -> tuple[Any, ...]:
+    return row if keep is None else (*row[:2], *(row[2 + i] for i in keep))
+
+
 @dataclasses.dataclass(frozen=True)
 class Single:
     """One sample's fields (in the record's order), as one row: the sample path's."""
@@ -75,8 +79,22 @@ class Single:
 
     def rows(self, first: int, run_id: str, keep: Sequence[int] | None = None
              ) -> Iterator[tuple[Any, ...]]:
-        row = fields_row(self.values, first, run_id)
-        return iter((row if keep is None else (*row[:2], *(row[2 + i] for i in keep)),))
+        return iter((_kept(fields_row(self.values, first, run_id), keep),))
+
+
+@dataclasses.dataclass(frozen=True)
+class Record:
+    """One sample record, as one row (`schema.sample_row`)."""
+
+    sample: Sample
+    n = 1
+
+    def nulls(self) -> frozenset[int]:
+        return frozenset()
+
+    def rows(self, first: int, run_id: str, keep: Sequence[int] | None = None
+             ) -> Iterator[tuple[Any, ...]]:
+        return iter((_kept(sample_row(self.sample, first, run_id), keep),))
 
 
 def _values(col: Column, typ: type, optional: bool) -> Column | None:
