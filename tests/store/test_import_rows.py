@@ -108,15 +108,20 @@ def _bend(sample: dict[str, Any], how: str) -> None:
         sample["max_rss_kb"] = 1 << 63
     elif how == "infinite":
         sample["metrics"] = {**sample.get("metrics", {}), "rate": 1e999}
+    elif how == "bad design":
+        sample["design"] = "interleaved"
     elif how == "negative zero":
         sample["sys_s"] = -0.0 if sample["round"] % 2 else 0.0
         sample["metrics"] = {**sample.get("metrics", {}), "time": -0.0}
+    elif how == "other metrics":  # another key set in some samples, valid
+        sample["metrics"] = {**sample.get("metrics", {}), "extra": 1.5} if sample["round"] % 2 \
+            else sample.get("metrics", {})
     elif how == "null check":
         sample["check"] = None
     elif how == "optional floats":
         sample.update(cpu=1, foreign_cpu_s=0.25, steal_s=0.0, covariate=1e9, clock_mhz=1800.5,
                       temp_c=-3.5, tree_peak_rss_kb=4096, tree_memory="cgroup-v2",
-                      minflt=10, majflt=0, design="interleaved")
+                      minflt=10, majflt=0, design="simultaneous")
 
 
 _HOW = ("same place", "no primary", "built-in name", "unknown workload", "unknown target",
@@ -124,7 +129,7 @@ _HOW = ("same place", "no primary", "built-in name", "unknown workload", "unknow
         "wall primary", "no metrics", "whole number", "error text", "instructions",
         "unknown key", "no started_at", "key order", "metric int", "metric order", "emulated",
         "bad time", "negative", "repeat 0", "huge", "infinite", "null check", "optional floats",
-        "negative zero")
+        "negative zero", "other metrics", "bad design")
 
 
 @st.composite
@@ -261,11 +266,20 @@ def test_a_batch_is_the_sample_path_or_no_answer(doc: Doc) -> None:
 
 
 @SETTINGS
-@given(rounds=st.integers(1, 4), hostile=st.booleans())
-def test_a_run_as_abibench_writes_it_takes_the_batch_path(rounds: int, hostile: bool) -> None:
+@given(rounds=st.integers(1, 4), hostile=st.booleans(),
+       bend=st.sampled_from(["", "other metrics", "error text", "null check", "key order",
+                             "optional floats", "negative zero", "unknown key"]))
+def test_a_run_as_abibench_writes_it_takes_the_batch_path(rounds: int, hostile: bool,
+                                                          bend: str) -> None:
     """Not vacuous: the samples of a run as abibench writes them are answered by the batch
-    path (the equality above is then about them)."""
+    path (the equality above is then about them), also with metrics that differ between
+    samples, optional fields given in some, and keys in another order in every one."""
     doc = synthetic_doc(rounds=rounds)
+    for sample in doc["samples"] if bend else ():
+        if bend in ("key order", "optional floats", "unknown key") or sample["round"] % 2:
+            _bend(sample, bend)
+        if bend == "unknown key":
+            sample["later_field"] = "text"
     if hostile:
         doc = rewrite_strings(doc, lambda s: s + HOSTILE)
     items = json.loads(json.dumps(doc["samples"]))

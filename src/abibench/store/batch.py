@@ -24,12 +24,13 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import MISSING
 from itertools import chain, repeat
-from typing import Any
+from typing import Any, cast
 
 from ..codec import INT_MAX, INT_MIN, Field, Invalid, check_label, check_time, optional_of, spec
+from ..jsontext import encoder
 from ..records import Sample
 from ..runcheck import SampleChecker
-from .schema import SAMPLE_COLUMNS, fields_row, sample_row
+from .schema import SAMPLE_COLUMNS, fields_row, sample_row, to_json
 
 _NONE = type(None)
 _isfinite = math.isfinite
@@ -175,20 +176,28 @@ class _Metrics:
 
 def _metrics(f: Field, col: Column) -> tuple[list[str], list[str]] | None:
     """A metrics column checked (shapes._metrics_check: names are identifiers of the field's
-    kind, values finite floats) and its two texts; None when not sure."""
+    kind, values finite floats) and its two texts; None when not sure. Samples whose names
+    differ (workloads with other metrics) get each text by its own encoder, per sample."""
     if set(map(type, col)) != {dict}:
         return None
     shapes = set(map(tuple, col))
-    if len(shapes) != 1:
-        return None
-    (keys,) = shapes
     try:
         if f.rule.keys is not None:
-            for k in keys:
+            for k in set(chain.from_iterable(shapes)):
                 check_label(f.rule.keys, k)
     except Invalid:
         return None
-    return _Metrics(keys).texts(col)
+    if len(shapes) == 1:
+        (keys,) = shapes
+        return _Metrics(keys).texts(col)
+    values = list(chain.from_iterable(map(dict.values, col)))
+    if set(map(type, values)) - {float} or not all(map(_isfinite, values)):
+        return None
+    return cast(list[str], list(map(to_json, col))), list(map(_NESTED, col))  # dicts: text
+
+
+# the canonical text of a nested value: what jsontext.canonical writes inside a sample
+_NESTED = encoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def _canonical(col: Column) -> list[str] | None:
