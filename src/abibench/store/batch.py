@@ -106,6 +106,8 @@ def _values(col: Column, typ: type, optional: bool) -> Column | None:
         if not optional:
             return None
         kinds.discard(_NONE)
+        if not kinds:
+            return ()
         col = [v for v in col if v is not None]
     return col if kinds <= {typ} else None
 
@@ -205,6 +207,8 @@ def _canonical(col: Column) -> list[str] | None:
     number that repeats is written once (equal texts, and equal ints, are written alike;
     not floats: 0.0 == -0.0)."""
     kinds = set(map(type, col))
+    if kinds == {_NONE}:
+        return ["null"] * len(col)
     if kinds <= {str, _NONE}:
         write: Callable[[Any], str] = _STR
     elif kinds <= {int, _NONE}:
