@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain, repeat
 from typing import Any
 
 from .codec import Invalid, parse_time
@@ -83,6 +85,51 @@ class SampleChecker:
             if key in self._places:
                 return False
             self._places.add(key)
+        return True
+
+
+    def quick_columns(self, c: Mapping[str, Sequence[Any]], n: int) -> bool:
+        """`quick` of n samples at once, given as one column per field (store/batch.py):
+        True when every one passes (their places are then taken), False when none is taken
+        and each must go through `quick` or the record, one by one, in order."""
+        workloads = self._doc.workloads
+        ws, kinds, discarded = c["workload"], c["kind"], c["discarded"]
+        for w, t in set(zip(ws, c["target"], strict=True)):
+            meta = workloads.get(w)
+            if meta is None or t not in meta.targets:
+                return False
+        if list(c["counters"]).count(None) != n or not BUILTIN_METRICS.keys().isdisjoint(
+                chain.from_iterable(c["metrics"])):
+            return False
+        for w in set(ws):
+            if not self._primaries(c, w):
+                return False
+        keys: Iterable[tuple[Any, ...]] = zip(ws, c["target"], c["round"], c["position"],
+                                              strict=True)
+        if list(kinds).count("timed") != n or list(discarded).count(None) != n:
+            keys = (k for k, kind, d in zip(keys, kinds, discarded, strict=True)
+                    if kind == "timed" and d is None)
+        places = list(keys)
+        if len(set(places)) != len(places) or not self._places.isdisjoint(places):
+            return False
+        self._places.update(places)
+        return True
+
+    def _primaries(self, c: Mapping[str, Sequence[Any]], w: str) -> bool:
+        """Whether every counted sample of workload `w` among the columns' has its primary
+        metric (as Sample.value reads it)."""
+        primary = self._doc.workloads[w].primary
+        name = _BUILTIN_FIELDS.get(primary)
+        values: Sequence[Any] = c[name] if name is not None else \
+            list(map(dict.get, c["metrics"], repeat(primary)))
+        if None not in values:
+            return True
+        for wi, value, status, warmup, kind, d in zip(
+                c["workload"], values, c["status"], c["warmup"], c["kind"], c["discarded"],
+                strict=True):
+            if wi == w and value is None and status == "ok" and not warmup and \
+                    kind == "timed" and d is None:
+                return False
         return True
 
 

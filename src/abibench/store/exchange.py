@@ -12,6 +12,7 @@ The document is the one ``abibench export`` writes (``"format": "abibench-run"``
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import json
 import os
@@ -36,9 +37,10 @@ from ..records import (
     TargetStatus,
 )
 from ..runcheck import check_document, sample_checker
+from .batch import Batches, Single
 from .jsonstream import ObjectStream, StreamError, TooBig
 from .rowstream import export_dicts
-from .schema import SAMPLE_FIELDS, fields_row
+from .schema import SAMPLE_FIELDS
 from .shapes import ShapeDecoder
 from .sql import SqlStore
 
@@ -208,7 +210,9 @@ def _read(path: Path) -> tuple[str, Any]:
 # them first); a file with its samples before them has the samples held until the head is read.
 _HEAD = frozenset({"format", "version", "run", "host"})
 _SAMPLE = ShapeDecoder(Sample)  # the general strict decoder, with a plan per shape
+_BATCHES: Batches | None = Batches()  # a list of samples at once, by columns
 _END = object()
+_HELD_LIST = 2000  # held samples checked this many at a time (about what a scan gives)
 # Given a document's checked head and its checked samples (an iterator to read to its end;
 # records, or each sample's fields when `_stream(..., fields=True)`): where they went (a run
 # id) and how many there were.
@@ -271,68 +275,81 @@ def _members(stream: ObjectStream, source: str, take: Take, fields: bool,
         head["samples"] = []
     doc = document(head, source)  # the whole head: what came after the samples too
     if held is not None:
-        taken = take(doc, _checked(iter(held), doc, source, parts, later, fields))
+        lists = (held[k:k + _HELD_LIST] for k in range(0, len(held), _HELD_LIST))
+        taken = take(doc, _checked(lists, doc, source, parts, later, fields))
     if later:
         raise later[0]
     del head["samples"]
     return _Read(source, doc, digest=parts.of(head), taken=taken or ("", 0))
 
 
-def _held(items: Iterator[Any], stream: ObjectStream, source: str) -> list[Any]:
+def _held(batches: Iterator[list[Any]], stream: ObjectStream, source: str) -> list[Any]:
     """Samples that came before the head: kept, within what a whole-file read allowed."""
     out: list[Any] = []
     start = stream.consumed()
     while True:
         with _parsing(source):
-            x = next(items, _END)
+            x: Any = next(batches, _END)
         if x is _END:
             return out
-        out.append(x)
+        out.extend(x)
         if stream.consumed() - start > MAX_FILE_BYTES:
             raise SchemaError(f"{source}: $.samples: over {MAX_FILE_BYTES >> 20} MiB of samples "
                               f"before the run they belong to: {_FIX}")
 
 
-def _checked(items: Iterator[Any], head: RunDoc, source: str, parts: _Digest,
+def _checked(batches: Iterator[list[Any]], head: RunDoc, source: str, parts: _Digest,
              later: list[SchemaError], fields: bool = False) -> Iterator[Any]:
-    """Each sample as it is read, checked as it would be in a whole document. The first that is
-    not what a run writes ends the samples: its refusal (one line, its `$.samples[i]` path) goes
-    into `later`, and the rest of the array is still read, as JSON only, so that text which is
-    not JSON further on is refused as `json.loads` refuses it (the whole read decodes before it
-    checks: its syntax error wins over any sample's).
+    """Each sample as it is read (the stream gives them in lists), checked as it would be in a
+    whole document. The first that is not what a run writes ends the samples: its refusal
+    (one line, its `$.samples[i]` path) goes into `later`, and the rest of the array is still
+    read, as JSON only, so that text which is not JSON further on is refused as `json.loads`
+    refuses it (the whole read decodes before it checks: its syntax error wins over any
+    sample's).
 
-    `fields`: each sample as its fields (schema.fields_row's), made without the record when
-    the shape's plan is sure of them and the checker's `quick` rules pass them; any other
-    sample is made and checked as a record, so its refusal is the record path's."""
+    `fields`: the samples as rows to store (`batch.Rows`, `batch.Single`): a whole list at
+    once where store/batch.py is sure of it, else each sample's fields (schema.fields_row's),
+    made without the record when the shape's plan is sure of them and the checker's `quick`
+    rules pass them; any other sample is made and checked as a record, so its refusal is the
+    record path's."""
     check = sample_checker(head)
     quick = check.quick
     plain = _SAMPLE.fields if fields else None
+    columns = _BATCHES if fields else None
     i = 0
     while True:
-        x = _next(items, source)
-        if x is _END:
+        batch = _next(batches, source)
+        if batch is _END:
             return
-        if i >= MAX_SAMPLES:
-            raise SchemaError(f"{source}: $.samples: more than {MAX_SAMPLES:,} samples, the most "
-                              "a run document can hold: split the run")
-        try:
-            out: Any = plain(x) if plain is not None else None
-            if out is None or not quick(out):
-                try:
-                    sample: Sample = _SAMPLE(x)
-                except Invalid as exc:
-                    raise exc.at(f"[{i}]").at(".samples") from None
-                check(i, sample)
-                out = SAMPLE_FIELDS(sample) if fields else sample
-        except Invalid as exc:
-            later.append(SchemaError(f"{source}: {exc.path}: {exc.message}: {exc.fix or _FIX}"))
-            while True:
-                with _parsing(source):
-                    if next(items, _END) is _END:
-                        return
-        parts.add(x)
-        yield out
-        i += 1
+        if columns is not None and i + len(batch) <= MAX_SAMPLES:
+            rows = columns(batch, check)
+            if rows is not None:
+                parts.add_texts(rows.texts)
+                yield rows
+                i += rows.n
+                continue
+        for x in batch:
+            if i >= MAX_SAMPLES:
+                raise SchemaError(f"{source}: $.samples: more than {MAX_SAMPLES:,} samples, the "
+                                  "most a run document can hold: split the run")
+            try:
+                out: Any = plain(x) if plain is not None else None
+                if out is None or not quick(out):
+                    try:
+                        sample: Sample = _SAMPLE(x)
+                    except Invalid as exc:
+                        raise exc.at(f"[{i}]").at(".samples") from None
+                    check(i, sample)
+                    out = SAMPLE_FIELDS(sample) if fields else sample
+            except Invalid as exc:
+                later.append(SchemaError(f"{source}: {exc.path}: {exc.message}: "
+                                         f"{exc.fix or _FIX}"))
+                while _next(batches, source) is not _END:
+                    pass
+                return
+            parts.add(x)
+            yield Single(out) if fields else out
+            i += 1
 
 
 def stream_file(path: Path, take: Take, fields: bool = False, digest: bool = True
@@ -386,7 +403,13 @@ class _Digest:
 
     def add(self, sample: Any) -> None:
         self._texts.append(_CANONICAL(sample))
-        if len(self._texts) == self._BATCH:
+        if len(self._texts) >= self._BATCH:
+            self._flush()
+
+    def add_texts(self, texts: list[str]) -> None:
+        """Samples' canonical texts, made elsewhere (store/batch.py), in order."""
+        self._texts.extend(texts)
+        if len(self._texts) >= self._BATCH:
             self._flush()
 
     def _flush(self) -> None:
@@ -484,6 +507,21 @@ def import_doc(store: SqlStore, doc: RunDoc, source: str) -> Imported:
     return Imported(run.id, True, len(doc.samples))
 
 
+@contextlib.contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """The cyclic garbage collector paused while an import streams: it makes millions of
+    tuples (columns, rows) and dicts that hold no cycle, and the collector walked the young
+    ones after every 700 allocations (about 5% of an import's CPU). Reference counting
+    frees them as before; whatever cycle is left is collected once it is back on."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 class _AlreadyStored(Exception):
     """The document read to its end is one already stored: what was written is rolled back."""
 
@@ -501,11 +539,11 @@ def import_file(store: SqlStore, path: Path) -> tuple[Imported, RunDoc]:
     def write(head: RunDoc, checked: Iterator[Any]) -> tuple[str, int]:
         run = _noted(head.run, _free_id(store, head.run.id), source, "")
         store.create_run(run, head.host, owned=False)  # nobody here writes an imported run
-        return run.id, store.add_samples(run.id, checked, fields_row)  # fields, not records
+        return run.id, store.add_sample_rows(run.id, checked)  # rows, not records
 
     read: _Read | None = None
     try:
-        with store.transaction():
+        with store.transaction(), _no_cycle_collection():
             read = _stream(path, write, fields=True)
             if read.doc is None:
                 document(read.whole, source)  # not an object: this raises

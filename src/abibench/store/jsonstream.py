@@ -58,6 +58,9 @@ class ObjectStream:
         self._dropped = 0  # characters dropped from the buffer
         self.item_limit, self.head_limit = item_limit, head_limit
         self.head_chars = 0
+        self._marker: str | None = None  # between two object items: `_learn`
+        self._comma = 0
+        self._retry = 0  # where `_many` may try again (characters from the start)
 
     # ------------------------------------------------------------------ the buffer
 
@@ -152,8 +155,8 @@ class ObjectStream:
 
     def members(self, streamed: str) -> Iterator[tuple[str, Any]]:
         """(key, value) of each member in the file's order; the member named `streamed`, when
-        its value is an array, comes as (key, an iterator of its items), which must be read to
-        its end before the next member."""
+        its value is an array, comes as (key, an iterator of lists of its items, in order, each
+        list one or more), which must be read to its end before the next member."""
         self._expect("{", "Expecting value")
         if self._skip_ws() == "}":
             self._pos += 1
@@ -176,23 +179,68 @@ class ObjectStream:
                 self._end()
                 return
 
-    def _items(self, key: str) -> Iterator[Any]:
+    def _items(self, key: str) -> Iterator[list[Any]]:
         if self._skip_ws() == "]":
             self._pos += 1
             return
         while True:
+            many = self._many()
+            if many is not None:  # whole items, each followed by a `,`
+                yield many
+                continue
             done = self._quick()
             if done is not None:  # an item well inside the text read, and its separator
                 value, after, last = done
-                yield value
+                yield [value]
                 self._pos = after
                 if last:
                     return
                 continue
             self._skip_ws()
-            yield self._value(self.item_limit, f"an item of {key}")
+            yield [self._value(self.item_limit, f"an item of {key}")]
             if self._expect(",]", "Expecting ',' delimiter") == "]":
                 return
+
+    def _many(self) -> list[Any] | None:
+        """The items from here to the last place in the text read where one object item ends
+        and the next begins (`_marker`, learnt from two items `_quick` read), parsed by one
+        call of the scanner as the array `[` + that text + `]`; None when there is no such
+        place or that is not a whole array of it (then `_quick` and `_value` read item by
+        item, as they always did, until past the place tried).
+
+        Why it means what the items read one by one mean: the text is followed by a `,`, and
+        a JSON value's end does not depend on what follows it when a `,` does; so when the
+        text is a whole array's items, they are the items here, each followed by a `,`.
+        Neither a cut inside a string nor one at a nested object's end can pass (an open
+        string, or brackets that do not balance, fail the scan or leave text unread)."""
+        marker = self._marker
+        buf, pos = self._buf, self._pos
+        if marker is None or self._dropped + pos < self._retry:
+            return None
+        cut = buf.rfind(marker, pos, pos + self.item_limit)
+        if cut <= pos:
+            return None
+        text = "[" + buf[pos:cut + 1] + "]"
+        try:
+            value, end = self._scan(text, 0)
+        except (StopIteration, json.JSONDecodeError, RecursionError):
+            end = -1
+        if end != len(text) or type(value) is not list or not value:
+            self._retry = self._dropped + cut + 1  # item by item up to there: linear
+            return None
+        self._pos = cut + self._comma
+        return value
+
+    def _learn(self, buf: str, end: int, after: int) -> None:
+        """The text between two object items (`}`, the `,` and white space, `{"`), when the
+        item that ends at `end` is one and the next begins like one: where `_many` cuts. The
+        same text elsewhere (in a string, between nested objects) makes a cut that `_many`'s
+        scan refuses."""
+        space = _SPACE(buf, after)
+        start = space.end() if space else after
+        if buf[end - 1] == "}" and buf.startswith('{"', start):
+            self._marker = buf[end - 1:start + 2]
+            self._comma = after - (end - 1)  # from the marker's start to past its `,`
 
     def _quick(self) -> tuple[Any, int, bool] | None:
         """The item that starts here, where it and the separator after it are whole in the
@@ -218,6 +266,8 @@ class ObjectStream:
         c = buf[after]
         if c not in ",]":
             return None
+        if self._marker is None and c == ",":
+            self._learn(buf, end, after + 1)
         self._pos = end
         return value, after + 1, c == "]"
 

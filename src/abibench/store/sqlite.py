@@ -193,6 +193,11 @@ class Store(SqlStore):
     def has_column(self, table: str, column: str) -> bool:
         return any(r["name"] == column for r in self.db.execute(f"PRAGMA table_info({table})"))
 
+    def null_columns(self, table: str) -> frozenset[str]:
+        # read from the database itself (a column's default is what its creation said)
+        return frozenset(r["name"] for r in self.db.execute(f"PRAGMA table_info({table})")
+                         if not r["notnull"] and r["dflt_value"] is None and not r["pk"])
+
     def after_commit(self) -> None:
         if self._fd is None:  # read-only, or still opening (the migration)
             return
