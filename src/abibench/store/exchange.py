@@ -228,11 +228,13 @@ class _Read:
     taken: tuple[str, int] = ("", 0)
 
 
-def _stream(path: Path, take: Take, fields: bool = False, digest: bool = True) -> _Read:
+def _stream(path: Path, take: Take, fields: bool = False, digest: bool = True,
+            storable: bool = True) -> _Read:
     """Read one exported document as it streams: its head checked as a whole document's, each
     sample checked as it comes (codec and runcheck.sample_checker, the same rules) and handed
     to `take`; its digest (unless not wanted: "" then). A file that is not a JSON object is
-    read whole, as before."""
+    read whole, as before. `storable` (with `fields`): the import's storable rows (`batch.Rows`,
+    `batch.Single`); without it each sample's field values, one tuple a sample."""
     source = str(path)
     with _opening(source):
         fd = open_regular(path, None)
@@ -241,13 +243,14 @@ def _stream(path: Path, take: Take, fields: bool = False, digest: bool = True) -
         with _parsing(source):
             is_object = stream.starts_object()
         if is_object:
-            return _members(stream, source, take, fields, _Digest() if digest else _NoDigest())
+            return _members(stream, source, take, fields, _Digest() if digest else _NoDigest(),
+                            storable)
     _, whole = _read(path)
     return _Read(source, None, whole)
 
 
 def _members(stream: ObjectStream, source: str, take: Take, fields: bool,
-             parts: _Digest) -> _Read:
+             parts: _Digest, storable: bool = True) -> _Read:
     head: dict[str, Any] = {}
     taken: tuple[str, int] | None = None
     held: list[Any] | None = None
@@ -266,7 +269,7 @@ def _members(stream: ObjectStream, source: str, take: Take, fields: bool,
             head[key] = value
         elif head.keys() >= _HEAD:
             early = document({**head, "samples": []}, source)
-            taken = take(early, _checked(value, early, source, parts, later, fields))
+            taken = take(early, _checked(value, early, source, parts, later, fields, storable))
         else:
             held = _held(value, stream, source)
     if later:  # a sample was refused; the rest of the text has been read: it is JSON
@@ -276,7 +279,7 @@ def _members(stream: ObjectStream, source: str, take: Take, fields: bool,
     doc = document(head, source)  # the whole head: what came after the samples too
     if held is not None:
         lists = (held[k:k + _HELD_LIST] for k in range(0, len(held), _HELD_LIST))
-        taken = take(doc, _checked(lists, doc, source, parts, later, fields))
+        taken = take(doc, _checked(lists, doc, source, parts, later, fields, storable))
     if later:
         raise later[0]
     del head["samples"]
@@ -299,7 +302,8 @@ def _held(batches: Iterator[list[Any]], stream: ObjectStream, source: str) -> li
 
 
 def _checked(batches: Iterator[list[Any]], head: RunDoc, source: str, parts: _Digest,
-             later: list[SchemaError], fields: bool = False) -> Iterator[Any]:
+             later: list[SchemaError], fields: bool = False, storable: bool = True
+             ) -> Iterator[Any]:
     """Each sample as it is read (the stream gives them in lists), checked as it would be in a
     whole document. The first that is not what a run writes ends the samples: its refusal
     (one line, its `$.samples[i]` path) goes into `later`, and the rest of the array is still
@@ -315,7 +319,7 @@ def _checked(batches: Iterator[list[Any]], head: RunDoc, source: str, parts: _Di
     check = sample_checker(head)
     quick = check.quick
     plain = _SAMPLE.fields if fields else None
-    columns = _BATCHES if fields else None
+    columns = _BATCHES if fields and storable else None
     i = 0
     while True:
         batch = _next(batches, source)
@@ -348,7 +352,7 @@ def _checked(batches: Iterator[list[Any]], head: RunDoc, source: str, parts: _Di
                     pass
                 return
             parts.add(x)
-            yield Single(out) if fields else out
+            yield Single(out) if fields and storable else out
             i += 1
 
 
@@ -358,7 +362,9 @@ def stream_file(path: Path, take: Take, fields: bool = False, digest: bool = Tru
     checked head (no samples), its digest ("" when not wanted: it is about a third of the
     reading) and what `take` returned, or `load_file`'s refusal of a file that is not a JSON
     object."""
-    read = _stream(path, take, fields, digest)
+    # Each sample's field values (store/filecolumns.py keeps them in columns), not the
+    # import's rows: those are the stored form (metrics as JSON text).
+    read = _stream(path, take, fields, digest, storable=False)
     if read.doc is None:
         document(read.whole, read.source)  # not an object: this raises
         raise SchemaError(f"{read.source}: not a run document: {_FIX}")
