@@ -241,11 +241,12 @@ def sweep_kept(parent: Path | None = None, now: float | None = None,
     return gone
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def fleet_workdir() -> Iterator[Path]:
     """The hosts' work directories' parent. It persists (abibench's cache, like the Debian
     sysroots) under a key of what makes the hosts' virtual environments (fleet_key), held
-    under its lock for the session: made once per machine and key, not per
+    under its lock while the fleet's module runs (not the worker's whole session: another
+    gate's fleet waits no longer than it must): made once per machine and key, not per
     checkout or session. ABIBENCH_TEST_FLEET_DIR puts it elsewhere."""
     given = os.environ.get("ABIBENCH_TEST_FLEET_DIR")
     if given:
