@@ -73,6 +73,8 @@ PKGS+=("${ARCH_PKGS[@]}")
 # (a security update not yet there) cannot install it until it catches up.
 OPTIONAL_PKGS=()
 [ "$(uname -m)" = x86_64 ] && OPTIONAL_PKGS=(libstd-rust-dev:i386)
+# ABIBENCH_SETUP_OPTIONAL="pkg ...": try these instead (tests/test_setup_optional.py).
+if [ -n "${ABIBENCH_SETUP_OPTIONAL:-}" ]; then read -ra OPTIONAL_PKGS <<< "$ABIBENCH_SETUP_OPTIONAL"; fi
 # The default gcc's major version (gcc -> gcc-12 on Debian 12): its multilib packages.
 gcc_major() {
   apt-cache depends gcc 2>/dev/null | sed -n 's/^ *Depends: gcc-\([0-9][0-9]*\)$/\1/p' | head -1
@@ -202,15 +204,38 @@ system_setup() {
   optional_setup
 }
 
+# An optional package that could not be installed is not tried again until apt's package lists
+# change (an apt-get update that brought anything new): the same lists give the same answer, and
+# each try is an apt-get install holding dpkg's lock (about 4 CPU s, 35 s under load). The stamp
+# holds the lists' signature; a failure to get dpkg's lock is not remembered (it says nothing
+# about the package).
+apt_lists_signature() {
+  local lists=/var/lib/apt/lists/
+  eval "$(apt-config shell lists Dir::State::lists/d 2>/dev/null || true)"
+  find "$lists" -maxdepth 1 -type f -printf '%f %s %T@\n' 2>/dev/null | LC_ALL=C sort | sha256sum | cut -d' ' -f1
+}
+
 optional_setup() {
-  local p
+  local p stamp sig=""
+  local stamps="${ABIBENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/abibench}/setup-optional"
   for p in "${OPTIONAL_PKGS[@]}"; do
     installed "$p" && continue
+    [ -n "$sig" ] || sig=$(apt_lists_signature)
+    stamp="$stamps/${p//[^A-Za-z0-9.+-]/_}.failed"
+    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$sig" ]; then
+      say "not trying $p again (optional): it could not be installed, and apt's package lists are unchanged since (rm $stamp to try)"
+      continue
+    fi
     say "installing (optional): $p"
-    if ! DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -q \
+    if DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -q \
         --no-install-recommends "$p" >/tmp/abibench-apt-optional.log 2>&1; then
+      rm -f "$stamp"
+    else
       say "could not install $p (optional; log: /tmp/abibench-apt-optional.log): $(grep -m1 -E '^ |^E:' /tmp/abibench-apt-optional.log | sed 's/^ *//')"
       say "  its tests skip, naming the fix; a rustup user runs: rustup target add i686-unknown-linux-gnu"
+      if ! grep -q 'Could not get lock' /tmp/abibench-apt-optional.log; then
+        mkdir -p "$stamps" && printf '%s\n' "$sig" > "$stamp"
+      fi
     fi
   done
 }

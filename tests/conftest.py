@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import os
 import re
 import shutil
@@ -163,13 +162,13 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 # Session fixtures that hold state outside the test's own files (the fleet's hosts keep their
-# work directories in abibench's cache, one per checkout), or that cost more to make once per
+# work directories in abibench's cache, one per key, locked), or that cost more to make once per
 # worker than their tests gain from running in parallel (the fault harness's reference run):
 # every test that uses one runs on one worker, in turn. The groups are by module, so that the
 # controller of pytest-xdist, which sees only test ids, can keep them together
 # (pytest_xdist_make_scheduler below); tests/invariants/test_shared_state.py checks that every
 # test using such a fixture is in its fixture's module group.
-ONE_WORKER_FIXTURES = {"ssh_fleet": "fleet", "warmed": "faults"}
+ONE_WORKER_FIXTURES = {"ssh_fleet": "fleet", "fleet_workdir": "fleet", "warmed": "faults"}
 ONE_WORKER_MODULES = {"tests/fleet/test_fleet.py": "fleet", "tests/faults/test_faults.py": "faults"}
 
 
@@ -520,20 +519,16 @@ def ssh_fleet() -> Iterator[SshFleet]:
 
 
 @pytest.fixture
-def fleet_env(ssh_fleet: SshFleet, cli_env: dict[str, str]) -> dict[str, str]:
+def fleet_env(ssh_fleet: SshFleet, cli_env: dict[str, str], fleet_workdir: Path) -> dict[str, str]:
     """The environment tests/fleet/inventory.ini reads: each host's port, the test key, and the
-    hosts' work directories. Those persist (abibench's own cache, like the Debian sysroots), so
-    the virtual environment setup.sh makes on each "host" is made once per checkout, not per
-    session; ABIBENCH_TEST_FLEET_DIR puts them elsewhere."""
-    workdir = os.environ.get("ABIBENCH_TEST_FLEET_DIR") or str(
-        cache_dir() / "test-fleet" / hashlib.sha256(str(TESTS.parent).encode()).hexdigest()[:12])
+    hosts' work directories (fleet_workdir, tests/owned.py)."""
     for name, host in ssh_fleet.hosts.items():
         host.start()  # a test that stopped one has it back
         # What a host stored belongs to the test that stored it: each test starts with none.
         # (The virtual environment setup.sh made there is kept: it is the costly part.)
-        shutil.rmtree(Path(workdir, name, "data"), ignore_errors=True)
-        Path(workdir, name).mkdir(parents=True, exist_ok=True)
-    return {**cli_env, **ssh_fleet.env(), "ABIBENCH_TEST_WORKDIR": workdir}
+        shutil.rmtree(fleet_workdir / name / "data", ignore_errors=True)
+        (fleet_workdir / name).mkdir(parents=True, exist_ok=True)
+    return {**cli_env, **ssh_fleet.env(), "ABIBENCH_TEST_WORKDIR": str(fleet_workdir)}
 
 
 # --------------------------------------------------------------------------- counted runs

@@ -21,11 +21,20 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
+import hashlib
 import os
 import shutil
 import stat
 import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
+
+from abibench.locks import exclusive, lock_path
+from abibench.paths import cache_dir
 
 ROOT_PREFIX = "abibench-tests-"
 
@@ -114,10 +123,146 @@ def release(base: Path | None = None) -> None:
         mine.rmdir()
 
 
+# ----------------------------------------------------------------- the fleet hosts' kept dirs
+# The fleet tests' two hosts each get a work directory whose virtual environment setup.sh makes
+# (`pip install -e .[dev]`, about 30 CPU s a host). It is kept between test runs under a key of
+# what determines its content, not of the checkout that made it: CI's every gate is a new clone
+# on this machine, and a key per checkout rebuilt both environments every gate and left 1.1 GB
+# behind per clone that nothing removed (docs/method.md, section 10, Round 6).
+KEEP_DAYS = 3    # a key unused this long belongs to a pyproject.toml/setup.sh nobody tests now
+KEEP_COUNT = 4   # 1.1 GB each: at most about 4.4 GB kept, whatever the number of branches
+# The PATH sshd gives a root session (its compiled-in default): where the hosts' setup.sh looks
+# for python3.11 / python3, the interpreter the environment is made with.
+HOST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+USED = ".used"
+REPO = Path(__file__).resolve().parents[1]
+
+
+def host_python(path: str = HOST_PATH) -> Path | None:
+    """The interpreter setup.sh's python_setup picks on the hosts' PATH (the first python3.11,
+    else python3; its version check is setup.sh's)."""
+    for name in ("python3.11", "python3"):
+        found = shutil.which(name, path=path)
+        if found:
+            return Path(found).resolve()
+    return None
+
+
+def fleet_key(repo: Path, python: Path | None = None) -> str:
+    """What the hosts' environment is made from: pyproject.toml (the dependencies, the entry
+    points), setup.sh (how it is made, and when made again) and the interpreter's build (its
+    path, size and time: a Debian upgrade replaces it). Not the sources: the install is
+    editable, and the playbook unpacks them afresh into each host's src/ on every run."""
+    digest = hashlib.sha256()
+    for name in ("pyproject.toml", "setup.sh"):
+        digest.update(name.encode() + b"\0" + (repo / name).read_bytes() + b"\0")
+    python = python if python is not None else host_python()
+    if python is not None:
+        st = python.stat()
+        digest.update(f"{python}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+    return digest.hexdigest()[:16]
+
+
+def kept_root() -> Path:
+    return cache_dir() / "test-fleet"
+
+
+@contextlib.contextmanager
+def kept_dir(key: str, parent: Path | None = None) -> Iterator[Path]:
+    """The kept directory of `key`, held under its lock (abibench.locks) while the block runs:
+    a second test run of the same key waits rather than share a half-made environment, and the
+    sweep never removes it meanwhile. Its `.used` stamp dates the last use, for the sweep."""
+    where = (parent or kept_root()) / key
+    with exclusive(where):
+        where.mkdir(parents=True, exist_ok=True)
+        (where / USED).touch()
+        yield where
+
+
+def last_used(where: Path) -> float:
+    """When a test run last used the directory: its `.used` stamp, or the latest change of it
+    or of a host's directory in it (one made before the stamp existed, perhaps in use now by a
+    test run of older code, which holds no lock: the newest are kept)."""
+    times = [where.stat().st_mtime]
+    for p in [where / USED, *where.iterdir()]:
+        with contextlib.suppress(OSError):
+            times.append(p.stat().st_mtime)
+    return max(times)
+
+
+def kept_victims(ages: dict[str, float], keep_days: float = KEEP_DAYS,
+                 keep_count: int = KEEP_COUNT, current: str | None = None) -> set[str]:
+    """The keys to remove, given each key's seconds since its last use: all but the
+    `keep_count` most recently used, and any unused for more than `keep_days`; never `current`
+    (this run's own: it is about to be used)."""
+    newest = sorted(ages, key=lambda k: ages[k])
+    return {k for i, k in enumerate(newest)
+            if k != current and (i >= keep_count or ages[k] > keep_days * 86400)}
+
+
+@contextlib.contextmanager
+def _unless_held(where: Path) -> Iterator[bool]:
+    """Take the directory's lock without waiting: yields False when a live test run holds it."""
+    path = lock_path(where)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
+
+
+def sweep_kept(parent: Path | None = None, now: float | None = None,
+               current: str | None = None) -> list[Path]:
+    """Remove the kept fleet directories kept_victims names, each under its lock taken without
+    waiting: one a live test run holds is left alone. Returns those removed."""
+    parent = parent or kept_root()
+    try:
+        dirs = {p.name: p for p in parent.iterdir() if p.is_dir() and not p.is_symlink()}
+    except OSError:
+        return []
+    now = time.time() if now is None else now
+    ages = {}
+    for name, p in dirs.items():
+        with contextlib.suppress(OSError):  # removed by another sweep meanwhile
+            ages[name] = now - last_used(p)
+    gone = []
+    for name in sorted(kept_victims(ages, current=current)):
+        with _unless_held(dirs[name]) as free:
+            if free:
+                shutil.rmtree(dirs[name], ignore_errors=True)
+                if not dirs[name].exists():
+                    gone.append(dirs[name])
+    return gone
+
+
+@pytest.fixture(scope="module")
+def fleet_workdir() -> Iterator[Path]:
+    """The hosts' work directories' parent. It persists (abibench's cache, like the Debian
+    sysroots) under a key of what makes the hosts' virtual environments (fleet_key), held
+    under its lock while the fleet's module runs (not the worker's whole session: another
+    gate's fleet waits no longer than it must): made once per machine and key, not per
+    checkout or session. ABIBENCH_TEST_FLEET_DIR puts it elsewhere."""
+    given = os.environ.get("ABIBENCH_TEST_FLEET_DIR")
+    if given:
+        yield Path(given)
+        return
+    with kept_dir(fleet_key(REPO)) as where:
+        yield where
+
+
 # As a pytest plugin (tests/conftest.py): every test process, the controller and each xdist
 # worker, sweeps as it starts and releases its own parent as it ends.
 def pytest_configure(config: object) -> None:
     sweep()
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:  # once a run: the controller's
+        with contextlib.suppress(OSError):
+            sweep_kept(current=fleet_key(REPO))
 
 
 def pytest_unconfigure(config: object) -> None:

@@ -40,6 +40,22 @@ def _table(stdout: str) -> dict[str, list[str]]:
     return rows
 
 
+def _hosts_run_this_code(workdir: Path) -> None:
+    """The hosts' environments are kept between test runs and checkouts (tests/owned.py), so a
+    kept one must run the sources this run pushed: its install is editable, pointing into the
+    host's src/, and that holds this checkout's package, file for file."""
+    ours = {p.relative_to(REPO / "src"): p.read_bytes()
+            for p in (REPO / "src" / "abibench").rglob("*.py")}
+    for host in ("hostA", "hostB"):
+        src = workdir / host / "src" / "src"
+        found = subprocess.run([str(workdir / host / "venv" / "bin" / "python"), "-c",
+                                "import abibench; print(abibench.__file__)"],
+                               capture_output=True, text=True, check=True, timeout=60)
+        assert Path(found.stdout.strip()).is_relative_to(src), found.stdout
+        theirs = {p.relative_to(src): p.read_bytes() for p in (src / "abibench").rglob("*.py")}
+        assert theirs == ours, host
+
+
 @NEEDS_FLEET
 def test_fleet_run_into_postgresql(fleet_env: dict[str, str], pg_server: PgCluster,
                                    tmp_path: Path) -> None:
@@ -70,6 +86,7 @@ def test_fleet_run_into_postgresql(fleet_env: dict[str, str], pg_server: PgClust
     labels = ("hostA k64 i386", "hostA k64 x86_64", "hostB k64 i386", "hostB k64 x86_64")
     assert any(all(x in line for x in labels) for line in c.stdout.splitlines()), c.stdout
     assert all(f"  {x} = " in c.stdout for x in labels), c.stdout
+    _hosts_run_this_code(Path(fleet_env["ABIBENCH_TEST_WORKDIR"]))
     print(f"fleet wall time (2 hosts, parallel): {wall:.1f}s")
 
 
