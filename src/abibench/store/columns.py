@@ -18,17 +18,19 @@ definition gives").
 
 from __future__ import annotations
 
-import itertools
-import json
 import operator
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from ..records import RunDoc, Sample
 from ..walked import Walked
 from .finite import check_columns, check_sample
+from .rowstream import field_columns
+from .rowstream import metrics_column as _metrics
 from .schema import SAMPLE_COLUMNS, sample_reader
 from .sql import SqlStore, guarded
+
+T = TypeVar("T")
 
 # Sample.counted, in SQL: the one rule, on the stored columns (warmup is stored as 0/1).
 COUNTED = "status='ok' AND warmup=0 AND kind='timed' AND discarded IS NULL"
@@ -41,34 +43,6 @@ FIELDS = ("round", "design", "covariate", "repeat", "foreign_cpu_s", "steal_s", 
           "sys_s", "max_rss_kb", "minflt", "majflt", "tree_peak_rss_kb", "metrics")
 
 _BY_FIELD = {c.field: c for c in SAMPLE_COLUMNS}
-_FLOATS = frozenset({float})
-_DICTS = frozenset({dict})
-_SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
-_FIRST = operator.itemgetter(0)
-_SECOND = operator.itemgetter(1)
-
-
-def _metrics(texts: Sequence[Any], convert: Any) -> tuple[Any, ...]:
-    """The metrics column as the reader makes it (`convert`: the column's own from_sql,
-    `parse(schema.loads(text))`). Each text is scanned by the C scanner schema.loads ends in,
-    in one pass (`map`); a text it does not take whole (space around it, junk after it, not
-    JSON) goes through `convert`, which decides or refuses. A dictionary of floats is already
-    what the lax decoder makes of it (`float(x) is x` for a float); anything else goes through
-    `convert` too."""
-    try:
-        scanned = list(map(_SCAN, texts, itertools.repeat(0)))
-    except TypeError:  # a text that is not a str
-        return tuple(map(convert, texts))
-    if len(scanned) != len(texts):  # the scanner's StopIteration (no JSON there) ends a map
-        return tuple(map(convert, texts))
-    values = list(map(_FIRST, scanned))
-    whole = list(map(_SECOND, scanned)) == list(map(len, texts))
-    if whole and _DICTS.issuperset(map(type, values)) and _FLOATS.issuperset(
-            map(type, itertools.chain.from_iterable(map(dict.values, values)))):
-        return tuple(values)  # the common case: every text one dictionary of floats
-    return tuple(v if type(v) is dict and n == len(t) and _FLOATS.issuperset(
-        map(type, v.values())) else convert(t) for v, n, t in zip(
-        values, map(_SECOND, scanned), texts, strict=True))
 
 
 def _convert(field: str, raw: Sequence[Any], shared: dict[Any, Any]) -> tuple[Any, ...]:
@@ -142,13 +116,13 @@ def _others(store: SqlStore, run_id: str, have: set[str],
     return by, ids
 
 
-def _read(store: SqlStore, run_id: str) -> Iterator[Sample]:
-    """store.iter_samples, each failure of the engine a StoreError (as `guarded` makes it):
-    the records are read after load_columns has returned, while a view walks them."""
-    rows = store.iter_samples(run_id)
+def translated(store: SqlStore, items: Iterator[T]) -> Iterator[T]:
+    """`items` (read from the store), each failure of the engine a StoreError (as `guarded`
+    makes it): records and columns are read after load_columns has returned, while a view
+    walks them."""
     while True:
         try:
-            s = next(rows)
+            item = next(items)
         except StopIteration:
             return
         except Exception as exc:
@@ -156,21 +130,35 @@ def _read(store: SqlStore, run_id: str) -> Iterator[Sample]:
             if error is None:
                 raise
             raise error from exc
-        yield s
+        yield item
 
 
 class StoredSamples(Walked[Sample]):
     """A stored run's samples as records, read from the store when they are walked (in the
-    order of the run: store.iter_samples); nothing is held."""
+    order of the run: store.iter_samples); nothing is held. They can be read as columns too
+    (walked.Columnar: the JSON report's and the samples CSV's rows, no record made)."""
 
-    def __init__(self, store: SqlStore, run_id: str, n: int) -> None:
-        self._store, self._run_id, self._n = store, run_id, n
+    def __init__(self, store: SqlStore, run_id: str, cols: Columns) -> None:
+        self._store, self._run_id, self._cols = store, run_id, cols
 
     def __len__(self) -> int:
-        return self._n
+        return self._cols.total
 
     def __iter__(self) -> Iterator[Sample]:
-        return _read(self._store, self._run_id)
+        return translated(self._store, self._store.iter_samples(self._run_id))
+
+    def field_columns(self, size: int) -> Iterator[list[tuple[Any, ...]]]:
+        return translated(self._store, field_columns(self._store, self._run_id, size))
+
+    def metric_names(self) -> set[str]:
+        """From the columns already read: the counted samples' metrics and the others'."""
+        cols = self._cols
+        names: set[str] = set()
+        for group in cols.groups.values():
+            names.update(*group["metrics"])
+        for others in cols.others.values():
+            names.update(*(s.metrics for s in others))
+        return names
 
 
 class ColumnDoc(RunDoc):
@@ -244,7 +232,7 @@ def load_columns(store: SqlStore, run_id: str) -> ColumnDoc:
     head = RunDoc.from_dict(store.load_run_dict(run_id, with_samples=False))
     cols = Columns(store, run_id)
     doc = ColumnDoc(run=head.run, host=head.host,
-                    samples=StoredSamples(store, run_id, cols.total),  # type: ignore[arg-type]
+                    samples=StoredSamples(store, run_id, cols),  # type: ignore[arg-type]
                     artifacts=head.artifacts, statuses=head.statuses, warnings=head.warnings,
                     outcomes=head.outcomes, system_boots=head.system_boots)
     doc.__dict__["_columnar"] = cols
