@@ -136,17 +136,19 @@ def _convert(c: Column, raw: tuple[Any, ...], n: int) -> tuple[Any, ...]:
 Columns = list[tuple[Any, ...]]  # a batch of samples: one tuple of values per field
 
 
-def _column_reader(names: Sequence[str]) -> Callable[[list[tuple[Any, ...]]], Columns]:
-    """From a batch of rows holding the sample columns `names` (in the order of SAMPLE_COLUMNS)
-    to the batch's fields as columns; a column the database predates is its default (each
-    value its own object, as the reader makes it)."""
-    have = {n: j for j, n in enumerate(names)}
+def _column_reader(names: Sequence[str],
+                   ) -> Callable[[list[tuple[Any, ...]]], tuple[tuple[Any, ...], Columns]]:
+    """From a batch of rows holding the row id and then the sample columns `names` (in the
+    order of SAMPLE_COLUMNS) to the ids and the batch's fields as columns; a column the
+    database predates is its default (each value its own object, as the reader makes it)."""
+    have = {n: j for j, n in enumerate(names, 1)}
 
-    def read(rows: list[tuple[Any, ...]]) -> Columns:
+    def read(rows: list[tuple[Any, ...]]) -> tuple[tuple[Any, ...], Columns]:
         raw = list(zip(*rows, strict=True))
         n = len(rows)
-        return [_convert(c, raw[have[c.name]], n) if c.name in have
-                else tuple(c.from_sql(c.default) for _ in range(n)) for c in SAMPLE_COLUMNS]
+        return raw[0], [_convert(c, raw[have[c.name]], n) if c.name in have
+                        else tuple(c.from_sql(c.default) for _ in range(n))
+                        for c in SAMPLE_COLUMNS]
     return read
 
 
@@ -165,10 +167,17 @@ def field_columns(store: SqlStore, run_id: str, size: int = BATCH) -> Iterator[C
     """A run's samples in the order written (store.iter_samples's), `size` at a time, each
     batch as one tuple per field of Sample: the values of the records the reader would make,
     never a record (tests/report/test_report_rows.py holds the two equal)."""
+    return (cols for _, cols in id_field_columns(store, run_id, size))
+
+
+def id_field_columns(store: SqlStore, run_id: str, size: int = BATCH,
+                     ) -> Iterator[tuple[tuple[int, ...], Columns]]:
+    """`field_columns`, each batch with its rows' ids."""
     have = {d[0] for d in store.execute("SELECT * FROM samples WHERE 0=1").description}
     names = [c.name for c in SAMPLE_COLUMNS if c.name in have]
     read = _column_reader(names)
-    rows = iter(store.tuples(f"SELECT {', '.join(names)} FROM {store.samples_of(run_id)} "
+    rows = iter(store.tuples(f"SELECT id, {', '.join(names)} FROM {store.samples_of(run_id)} "
                              "WHERE run_id=? ORDER BY id", (run_id,)))
     while batch := list(itertools.islice(rows, size)):
-        yield check_fields(read(batch))  # type: ignore[arg-type]
+        ids, cols = read(batch)  # type: ignore[arg-type]
+        yield ids, check_fields(cols)
