@@ -12,6 +12,7 @@ import io
 import itertools
 import math
 import operator
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -208,30 +209,89 @@ _CSV_FROM = [(_OWN.index(c), -1) if c in _OWN else (-1, FIELD_NAMES.index(c))
              for c in SAMPLE_COLUMNS]
 
 
+def _cell_columns(group: Group, cols: Columns, metrics: list[str]) -> list[Any]:
+    """The batch's CSV columns as cells (`_fast_cells`' values, column by column)."""
+    tag, _, host, bits, labels, _ = group
+    own = (_fast_cell(tag), _fast_cell(host), _fast_cell(bits))
+    targets = cols[samplerows.TARGET]
+    series = {t: _fast_cell(labels.get(t, t)) for t in set(targets)}
+    n = len(targets)
+    out: list[Any] = []
+    for mine, field in _CSV_FROM:
+        if mine == 3:
+            out.append(tuple(map(series.__getitem__, targets)))
+        elif mine >= 0:
+            out.append((own[mine],) * n)
+        else:
+            out.append(_cells(cols[field]))
+    got = cols[samplerows.METRICS]
+    return out + [_cells(tuple(map(dict.get, got, itertools.repeat(m)))) for m in metrics]
+
+
+def _odd_rows(cols: Columns, names: frozenset[str]) -> list[int]:
+    """The rows with a metric name that cleaning changes (not a column): the general way."""
+    got = cols[samplerows.METRICS]
+    if all(map(names.issuperset, got)):
+        return []
+    return [i for i, d in enumerate(got) if not names.issuperset(d)]
+
+
 def _csv_rows(group: Group, cols: Columns, metrics: list[str],
               names: frozenset[str]) -> list[Any]:
     """The batch's rows as cells (`_fast_cells`'), uncleaned; a row whose metric names
     cleaning changes, the general way."""
-    tag, _, host, bits, labels, _ = group
-    own = (_fast_cell(tag), _fast_cell(host), _fast_cell(bits))
-    series = {t: _fast_cell(labels.get(t, t)) for t in set(cols[samplerows.TARGET])}
-    n = len(cols[0])
-    out: list[Any] = []
-    for mine, field in _CSV_FROM:
-        if mine == 3:
-            out.append(tuple(map(series.__getitem__, cols[samplerows.TARGET])))
-        elif mine >= 0:
-            out.append(itertools.repeat(own[mine], n))
-        else:
-            out.append(_cells(cols[field]))
-    got = cols[samplerows.METRICS]
-    out += [_cells(tuple(map(dict.get, got, itertools.repeat(m)))) for m in metrics]
-    rows: list[Any] = list(zip(*out, strict=True))
-    if not all(map(names.issuperset, got)):  # a name that is cleaned: that row the general way
-        for i, d in enumerate(got):
-            if not names.issuperset(d):
-                rows[i] = _general_cells(group, cols, i, metrics)
+    rows: list[Any] = list(zip(*_cell_columns(group, cols, metrics), strict=True))
+    for i in _odd_rows(cols, names):
+        rows[i] = _general_cells(group, cols, i, metrics)
     return rows
+
+
+# A cell's text as the csv module writes it (a float by its repr, None as nothing), when it
+# needs no quotes: no delimiter, quote or line break in it.
+_TEXT_OF: dict[type, Any] = {str: str, int: int.__repr__, float: float.__repr__,
+                             type(None): {None: ""}.__getitem__}
+_QUOTED = re.compile(r'[,"\r\n]')
+
+
+def _csv_column(col: Sequence[Any]) -> str | Iterator[str] | None:
+    """A column of cells as the csv module writes each, or the one text of all when they are
+    equal; None: a cell it would quote, or a value of another type (the csv module writes it)."""
+    kinds = set(map(type, col))
+    if not kinds <= _TEXT_OF.keys():
+        return None
+    if str in kinds and _QUOTED.search("".join(
+            col if len(kinds) == 1 else [v for v in col if type(v) is str])):
+        return None
+    if len(kinds) == 1:
+        kind = kinds.pop()
+        if kind is not float and len(set(col)) == 1:  # (floats: -0.0 == 0.0, written apart)
+            return str(_TEXT_OF[kind](col[0]))
+        return map(_TEXT_OF[kind], col)
+    return map(operator.call, map(_TEXT_OF.__getitem__, map(type, col)), col)
+
+
+def _csv_lines(group: Group, cols: Columns, metrics: list[str],
+               names: frozenset[str]) -> str | None:
+    """`_csv_text(_csv_rows(...))` without the csv module: a template holding the columns
+    that are the same in every row and a `%s` for each other, filled from the columns zipped;
+    None when a cell needs quotes (the csv module writes that batch)."""
+    parts: list[str] = []
+    args: list[Iterator[str]] = []
+    for col in _cell_columns(group, cols, metrics):
+        text = _csv_column(col if isinstance(col, tuple | list) else tuple(col))
+        if text is None:
+            return None
+        if isinstance(text, str):
+            parts.append(text.replace("%", "%%"))
+        else:
+            parts.append("%s")
+            args.append(text)
+    template = ",".join(parts)
+    lines = (list(map(template.__mod__, zip(*args, strict=True))) if args
+             else [template % ()] * len(cols[0]))
+    for i in _odd_rows(cols, names):
+        lines[i] = _csv_text([_general_cells(group, cols, i, metrics)])[:-1]
+    return "\n".join(lines) + "\n"
 
 
 def _general_cells(group: Group, cols: Columns, i: int, metrics: list[str]) -> list[object]:
@@ -244,7 +304,9 @@ def csv_batches(groups: Sequence[Group], metrics: list[str]) -> Iterator[str]:
     names = frozenset(metrics)
     for group in groups:
         for cols in samplerows.columns_of(group[5], samplerows.BATCH):
-            text = _csv_text(_csv_rows(group, cols, metrics, names))
+            text = _csv_lines(group, cols, metrics, names)
+            if text is None:
+                text = _csv_text(_csv_rows(group, cols, metrics, names))
             if needs_clean(text):  # something to clean: the batch the general way
                 text = _csv_text([_general_cells(group, cols, i, metrics)
                                   for i in range(len(cols[0]))])
