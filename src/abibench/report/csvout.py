@@ -12,7 +12,6 @@ import io
 import itertools
 import math
 import operator
-import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -37,6 +36,7 @@ SAMPLE_COLUMNS = (
     "instructions", "env_pad", "started_at", "check", "stdout_digest", "error")
 
 _RISKY = ("=", "+", "-", "@", "\t", "\r", "\n")
+assert all(len(p) == 1 for p in _RISKY)  # _cells tests a column's first characters
 
 
 def cell(value: object) -> str:
@@ -187,20 +187,23 @@ def _fast_cell(v: object) -> object:
 _INTS = frozenset({int, type(None)})
 _TEXTS = frozenset({str, type(None)})
 _FLOATS = frozenset({float, type(None)})
-_risky = operator.methodcaller("startswith", _RISKY)
+_first = operator.itemgetter(slice(0, 1))  # a text's first character ("" for "")
+_BOOLS = {True: "true", False: "false"}  # cell() of a boolean
 
 
 def _cells(col: Sequence[Any]) -> Sequence[Any] | Iterator[Any]:
     """`map(_fast_cell, col)`, a column passed as it is when the csv module writes each of its
-    values as `cell` does: whole numbers and None, texts that cannot start a formula, finite
-    floats (csv writes a float's repr)."""
+    values as `cell` does: whole numbers and None, texts that cannot start a formula (each
+    prefix in _RISKY is one character), finite floats (csv writes a float's repr)."""
     kinds = set(map(type, col))
     if kinds <= _INTS:
         return col
-    if kinds <= _TEXTS and not any(map(_risky, filter(None, col))):
+    if kinds <= _TEXTS and set(map(_first, filter(None, col))).isdisjoint(_RISKY):
         return col
     if kinds <= _FLOATS and all(map(math.isfinite, filter(None, col))):
         return col
+    if kinds == {bool}:
+        return map(_BOOLS.__getitem__, col)
     return map(_fast_cell, col)
 
 
@@ -250,7 +253,7 @@ def _csv_rows(group: Group, cols: Columns, metrics: list[str],
 # needs no quotes: no delimiter, quote or line break in it.
 _TEXT_OF: dict[type, Any] = {str: str, int: int.__repr__, float: float.__repr__,
                              type(None): {None: ""}.__getitem__}
-_QUOTED = re.compile(r'[,"\r\n]')
+_QUOTED = (",", '"', "\r", "\n")
 
 
 def _csv_column(col: Sequence[Any]) -> str | Iterator[str] | None:
@@ -259,9 +262,10 @@ def _csv_column(col: Sequence[Any]) -> str | Iterator[str] | None:
     kinds = set(map(type, col))
     if not kinds <= _TEXT_OF.keys():
         return None
-    if str in kinds and _QUOTED.search("".join(
-            col if len(kinds) == 1 else [v for v in col if type(v) is str])):
-        return None
+    if str in kinds:
+        texts = "".join(col if len(kinds) == 1 else [v for v in col if type(v) is str])
+        if any(map(texts.__contains__, _QUOTED)):
+            return None
     if len(kinds) == 1:
         kind = kinds.pop()
         if kind is not float and len(set(col)) == 1:  # (floats: -0.0 == 0.0, written apart)
