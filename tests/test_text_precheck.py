@@ -17,7 +17,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from abibench.text import clean, json_needs_clean, needs_clean
+from abibench.text import _TOUCHED, clean, json_needs_clean, needs_clean
 
 # Every kind of character clean treats apart, and their neighbours that it must leave alone.
 SPECIAL = ("\x1b", "\x1b[2J", "\x1b]0;t\x07", "\x9b", "\x9c", "\x85", "\x00", "\x07", "\x08",
@@ -37,6 +37,13 @@ def test_nothing_to_clean_means_clean_changes_nothing(s: str) -> None:
         assert clean(s) == s
     if not json_needs_clean(json.dumps(s)):
         assert clean(s) == s
+
+
+@settings(max_examples=150, deadline=None)
+@given(STRINGS | st.text(st.characters(max_codepoint=127)))
+def test_the_ascii_shortcut_answers_as_the_search(s: str) -> None:
+    """needs_clean's pass over ASCII text is its one search's answer (text._TOUCHED)."""
+    assert needs_clean(s) == (_TOUCHED.search(s) is not None)
 
 
 @settings(max_examples=100, deadline=None)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 from abc import abstractmethod
 from collections.abc import Iterator, Sequence
-from typing import TypeVar, overload
+from typing import Any, Protocol, TypeVar, overload, runtime_checkable
 
 T = TypeVar("T")
 
@@ -39,3 +39,18 @@ class Walked(Sequence[T]):
         if not 0 <= i < n:
             raise IndexError(index)
         return next(itertools.islice(iter(self), i, None))
+
+
+@runtime_checkable
+class Columnar(Protocol):
+    """Samples that can also be read as columns of their fields, never as records (a stored
+    run's, store/columns.StoredSamples; a run renamed by names, analyse/parts): what the JSON
+    report and the samples CSV write from (report/samplerows.py). Each answer is the records'
+    own or None: then the records are walked (the general way)."""
+
+    def field_columns(self, size: int) -> Iterator[list[tuple[Any, ...]]] | None:
+        """The samples in order, `size` at a time, each batch one tuple per field of Sample
+        (store/rowstream.FIELD_NAMES) holding what the records' fields hold."""
+
+    def metric_names(self) -> set[str] | None:
+        """Every metric name any of the samples holds (not cleaned)."""

@@ -34,8 +34,8 @@ from abibench.records import ResultSet, RunDoc, Sample
 from abibench.report import render
 from abibench.store.columns import _BY_FIELD as SAMPLE_BY_FIELD
 from abibench.store.columns import FIELDS, ColumnDoc, load_columns
-from abibench.store.columns import _metrics as columns_metrics
 from abibench.store.exchange import import_doc
+from abibench.store.rowstream import metrics_column as columns_metrics
 from abibench.store.sqlite import Store
 from tests.documents import synthetic_doc
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from ..records import Artifact as ArtifactRecord
@@ -31,7 +31,11 @@ from ..records import (
     TargetStatus,
 )
 from ..sysrecords import SystemBoot
-from ..walked import Walked
+from ..walked import Columnar, Walked
+
+# Where a sample's workload, target and round are among its fields (records.Sample's order).
+_FIELDS = [f.name for f in fields(Sample)]
+_WORKLOAD, _TARGET, _ROUND = (_FIELDS.index(n) for n in ("workload", "target", "round"))
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,19 @@ class Part:
     def samples(self) -> Iterator[Sample]:
         return map(self.renamed, (s for s in self.doc.samples if self.keeps(s.workload)))
 
+    def renamed_columns(self, cols: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        """A batch of the document's samples as field columns, as `samples` gives them: the
+        kept workloads' only, each target renamed, each round moved."""
+        out = list(cols)
+        if self.keep is not None:
+            kept = [w in self.keep for w in cols[_WORKLOAD]]
+            if not all(kept):
+                out = [tuple(itertools.compress(c, kept)) for c in out]
+        out[_TARGET] = tuple(map(self.labels.get, out[_TARGET], out[_TARGET]))
+        if self.offset:
+            out[_ROUND] = tuple(r + self.offset for r in out[_ROUND])
+        return out
+
 
 class _Renamed(Walked[Sample]):
     """The parts' kept samples, renamed, made when they are read."""
@@ -75,6 +92,25 @@ class _Renamed(Walked[Sample]):
 
     def __iter__(self) -> Iterator[Sample]:
         return itertools.chain.from_iterable(p.samples() for p in self._parts)
+
+    def field_columns(self, size: int) -> Iterator[list[tuple[Any, ...]]] | None:
+        """walked.Columnar: each part's columns renamed, when every part's samples have them."""
+        inner = [p.doc.samples for p in self._parts]
+        got = [s.field_columns(size) if isinstance(s, Columnar) else None for s in inner]
+        if any(g is None for g in got):
+            return None
+        batches = (p.renamed_columns(c) for p, g in zip(self._parts, got, strict=True)
+                   if g is not None for c in g)
+        return (c for c in batches if c[0])  # a batch with no kept sample is none
+
+    def metric_names(self) -> set[str] | None:
+        if any(p.keep is not None for p in self._parts):
+            return None  # a part's names of every workload: more than the kept samples hold
+        inner = [p.doc.samples.metric_names() if isinstance(p.doc.samples, Columnar) else None
+                 for p in self._parts]
+        if any(n is None for n in inner):
+            return None
+        return set().union(*(n for n in inner if n is not None))
 
 
 class MergedDoc(RunDoc):

@@ -50,9 +50,9 @@ def cmd_report(args: argparse.Namespace, store: SqlStore | None) -> int:
     if args.command == "compare" and len(sources) < 2:
         raise UsageError("compare needs two or more result sets: pass run ids (`abibench runs`)"
                          " or exported .json files")
-    # Only the JSON report and the samples CSV show every sample (their records are read as
-    # before); every other view reads the run as columns (store/columns.py).
-    sets = load_sources(sources, store, columns=not (args.json or args.samples_csv))
+    # Every view reads a stored run as columns (store/columns.py); the JSON report and the
+    # samples CSV write every sample from them too, read in the same pass (rows).
+    sets = load_sources(sources, store, columns=True, rows=bool(args.json or args.samples_csv))
     # a system run has its own section, not samples (asked only of one: its module loads
     # the charts', a second of start-up a report of samples does without)
     if any(s.doc.run.config.system is not None for s in sets):

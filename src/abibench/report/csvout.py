@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import math
 import operator
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..analyse.report import CleanRows, Report, SampleRow, metric_names
-from ..jsontext import take
-from ..records import MEMORY_METRICS, Sample
+from ..records import MEMORY_METRICS
+from ..store.rowstream import FIELD_NAMES, Columns, make_sample
 from ..text import needs_clean
 from . import samplerows
-from .samplerows import _MAX_PLANS, Group, cleaned_row
+from .samplerows import Group, cleaned_row
 
 RESULT_COLUMNS = (
     "set", "host", "kernel_bits", "series", "target", "abi", "workload", "title", "metric",
@@ -35,6 +36,7 @@ SAMPLE_COLUMNS = (
     "instructions", "env_pad", "started_at", "check", "stdout_digest", "error")
 
 _RISKY = ("=", "+", "-", "@", "\t", "\r", "\n")
+assert all(len(p) == 1 for p in _RISKY)  # _cells tests a column's first characters
 
 
 def cell(value: object) -> str:
@@ -129,14 +131,14 @@ def render_samples(report: Report) -> str:
 
 def samples_chunks(report: Report) -> Iterator[str]:
     """`render_samples` in pieces, for a file written as it is made (10^6 rows are 250 MB)."""
-    metrics = metric_names(report.samples)
+    rows = report.samples
+    groups = rows.uncleaned_parts() if isinstance(rows, CleanRows) else None
+    metrics = metric_names(rows) if groups is None else samplerows.metric_names(groups)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow([*SAMPLE_COLUMNS, *(f"metric:{m}" for m in metrics)])
     yield buf.getvalue()
-    rows = report.samples
-    groups = rows.uncleaned_parts() if isinstance(rows, CleanRows) else None
-    if groups is not None:  # a report's own rows: written by a plan, cleaned where needed
+    if groups is not None:  # a report's own rows: written by columns, cleaned where needed
         yield from csv_batches(groups, metrics)
         return
     for start in range(0, len(rows), samplerows.BATCH):
@@ -160,7 +162,6 @@ def _sample_cells(r: SampleRow, metrics: list[str]) -> list[str]:
     return [cell(v) for v in values] + [cell(got.get(m)) for m in metrics]
 
 
-
 _PASS = (int, type(None))  # csv writes these as cell() does: str(int), and "" for None
 _THEIRS = [c for c in SAMPLE_COLUMNS if c not in _OWN]
 # the row's columns from its own values and then the sample's, in one call
@@ -176,74 +177,147 @@ def _fast_cells(r: SampleRow, metrics: list[str]) -> list[object]:
     rows."""
     values = _IN_ORDER((r.set, r.host, r.kernel_bits, r.series, *_FROM_SAMPLE(r.sample)))
     got = r.sample.metrics
-    return [v if type(v) in _PASS else cell(v)
-            for v in (*values, *(got.get(m) for m in metrics))]
+    return [_fast_cell(v) for v in (*values, *(got.get(m) for m in metrics))]
 
 
-CellPlan = Callable[[tuple[Any, ...]], list[Any]]
+def _fast_cell(v: object) -> object:
+    return v if type(v) in _PASS else cell(v)
 
 
-def _cell_plan(types: tuple[type, ...]) -> CellPlan:
-    """A row's cells (`_fast_cells`'s) for values of these types: a whole number or None
-    as it is (the csv module writes them as `cell` does), a text as it is unless it may start
-    a formula, a finite float as it is (csv writes its repr), anything else through `cell`."""
-    texts = [i for i, t in enumerate(types) if t is str]
-    floats = [i for i, t in enumerate(types) if t is float]
-    others = [i for i, t in enumerate(types) if t not in (str, float, int, type(None))]
-    get_t, get_f = take(texts), take(floats)
-    risky = operator.methodcaller("startswith", _RISKY)
-    isfinite, guard = math.isfinite, cell
-
-    def cells(values: tuple[Any, ...]) -> list[Any]:
-        out = list(values)
-        if any(map(risky, get_t(values))):
-            for i in texts:
-                out[i] = guard(out[i])
-        if not all(map(isfinite, get_f(values))):
-            for i in floats:
-                out[i] = guard(out[i])
-        for i in others:
-            out[i] = guard(out[i])
-        return out
-    return cells
+_INTS = frozenset({int, type(None)})
+_TEXTS = frozenset({str, type(None)})
+_FLOATS = frozenset({float, type(None)})
+_first = operator.itemgetter(slice(0, 1))  # a text's first character ("" for "")
+_BOOLS = {True: "true", False: "false"}  # cell() of a boolean
 
 
-def _general_cells(group: Group, s: Sample, metrics: list[str]) -> list[object]:
-    return _fast_cells(cleaned_row(group, s), metrics)
+def _cells(col: Sequence[Any]) -> Sequence[Any] | Iterator[Any]:
+    """`map(_fast_cell, col)`, a column passed as it is when the csv module writes each of its
+    values as `cell` does: whole numbers and None, texts that cannot start a formula (each
+    prefix in _RISKY is one character), finite floats (csv writes a float's repr)."""
+    kinds = set(map(type, col))
+    if kinds <= _INTS:
+        return col
+    if kinds <= _TEXTS and set(map(_first, filter(None, col))).isdisjoint(_RISKY):
+        return col
+    if kinds <= _FLOATS and all(map(math.isfinite, filter(None, col))):
+        return col
+    if kinds == {bool}:
+        return map(_BOOLS.__getitem__, col)
+    return map(_fast_cell, col)
+
+
+# Where each CSV column comes from: the row's own values (0-3) or the sample's field (4 + i).
+_CSV_FROM = [(_OWN.index(c), -1) if c in _OWN else (-1, FIELD_NAMES.index(c))
+             for c in SAMPLE_COLUMNS]
+
+
+def _cell_columns(group: Group, cols: Columns, metrics: list[str]) -> list[Any]:
+    """The batch's CSV columns as cells (`_fast_cells`' values, column by column)."""
+    tag, _, host, bits, labels, _ = group
+    own = (_fast_cell(tag), _fast_cell(host), _fast_cell(bits))
+    targets = cols[samplerows.TARGET]
+    series = {t: _fast_cell(labels.get(t, t)) for t in set(targets)}
+    n = len(targets)
+    out: list[Any] = []
+    for mine, field in _CSV_FROM:
+        if mine == 3:
+            out.append(tuple(map(series.__getitem__, targets)))
+        elif mine >= 0:
+            out.append((own[mine],) * n)
+        else:
+            out.append(_cells(cols[field]))
+    got = cols[samplerows.METRICS]
+    return out + [_cells(tuple(map(dict.get, got, itertools.repeat(m)))) for m in metrics]
+
+
+def _odd_rows(cols: Columns, names: frozenset[str]) -> list[int]:
+    """The rows with a metric name that cleaning changes (not a column): the general way."""
+    got = cols[samplerows.METRICS]
+    if all(map(names.issuperset, got)):
+        return []
+    return [i for i, d in enumerate(got) if not names.issuperset(d)]
+
+
+def _csv_rows(group: Group, cols: Columns, metrics: list[str],
+              names: frozenset[str]) -> list[Any]:
+    """The batch's rows as cells (`_fast_cells`'), uncleaned; a row whose metric names
+    cleaning changes, the general way."""
+    rows: list[Any] = list(zip(*_cell_columns(group, cols, metrics), strict=True))
+    for i in _odd_rows(cols, names):
+        rows[i] = _general_cells(group, cols, i, metrics)
+    return rows
+
+
+# A cell's text as the csv module writes it (a float by its repr, None as nothing), when it
+# needs no quotes: no delimiter, quote or line break in it.
+_TEXT_OF: dict[type, Any] = {str: str, int: int.__repr__, float: float.__repr__,
+                             type(None): {None: ""}.__getitem__}
+_QUOTED = (",", '"', "\r", "\n")
+
+
+def _csv_column(col: Sequence[Any]) -> str | Iterator[str] | None:
+    """A column of cells as the csv module writes each, or the one text of all when they are
+    equal; None: a cell it would quote, or a value of another type (the csv module writes it)."""
+    kinds = set(map(type, col))
+    if not kinds <= _TEXT_OF.keys():
+        return None
+    if str in kinds:
+        texts = "".join(col if len(kinds) == 1 else [v for v in col if type(v) is str])
+        if any(map(texts.__contains__, _QUOTED)):
+            return None
+    if len(kinds) == 1:
+        kind = kinds.pop()
+        if kind is not float and len(set(col)) == 1:  # (floats: -0.0 == 0.0, written apart)
+            return str(_TEXT_OF[kind](col[0]))
+        return map(_TEXT_OF[kind], col)
+    return map(operator.call, map(_TEXT_OF.__getitem__, map(type, col)), col)
+
+
+def _csv_lines(group: Group, cols: Columns, metrics: list[str],
+               names: frozenset[str]) -> str | None:
+    """`_csv_text(_csv_rows(...))` without the csv module: a template holding the columns
+    that are the same in every row and a `%s` for each other, filled from the columns zipped;
+    None when a cell needs quotes (the csv module writes that batch)."""
+    parts: list[str] = []
+    args: list[Iterator[str]] = []
+    for col in _cell_columns(group, cols, metrics):
+        text = _csv_column(col if isinstance(col, tuple | list) else tuple(col))
+        if text is None:
+            return None
+        if isinstance(text, str):
+            parts.append(text.replace("%", "%%"))
+        else:
+            parts.append("%s")
+            args.append(text)
+    template = ",".join(parts)
+    lines = (list(map(template.__mod__, zip(*args, strict=True))) if args
+             else [template % ()] * len(cols[0]))
+    for i in _odd_rows(cols, names):
+        lines[i] = _csv_text([_general_cells(group, cols, i, metrics)])[:-1]
+    return "\n".join(lines) + "\n"
+
+
+def _general_cells(group: Group, cols: Columns, i: int, metrics: list[str]) -> list[object]:
+    return _fast_cells(cleaned_row(group, make_sample(samplerows.row_values(cols, i))), metrics)
 
 
 def csv_batches(groups: Sequence[Group], metrics: list[str]) -> Iterator[str]:
     """Each batch of the samples CSV's rows as the cleaned rows' would read (`metrics`: the
     cleaned metric names, the CSV's columns)."""
     names = frozenset(metrics)
-    plans: dict[tuple[type, ...], CellPlan] = {}
     for group in groups:
-        tag, _, host, bits, labels, samples = group
-        for start in range(0, len(samples), samplerows.BATCH):
-            batch = samples[start:start + samplerows.BATCH]
-            rows = []
-            for s in batch:
-                got = s.metrics
-                if not names.issuperset(got):  # a name that is cleaned: the general way
-                    rows.append(_general_cells(group, s, metrics))
-                    continue
-                values = (*_IN_ORDER((tag, host, bits, labels.get(s.target, s.target),
-                                             *_FROM_SAMPLE(s))), *map(got.get, metrics))
-                kinds = tuple(map(type, values))
-                plan = plans.get(kinds)
-                if plan is None:
-                    if len(plans) >= _MAX_PLANS:
-                        rows.append(_general_cells(group, s, metrics))
-                        continue
-                    plan = plans[kinds] = _cell_plan(kinds)
-                rows.append(plan(values))
-            text = _csv_text(rows)
+        for cols in samplerows.columns_of(group[5], samplerows.BATCH):
+            text = _csv_lines(group, cols, metrics, names)
+            if text is None:
+                text = _csv_text(_csv_rows(group, cols, metrics, names))
             if needs_clean(text):  # something to clean: the batch the general way
-                text = _csv_text([_general_cells(group, s, metrics) for s in batch])
+                text = _csv_text([_general_cells(group, cols, i, metrics)
+                                  for i in range(len(cols[0]))])
             yield text
 
 
-def _csv_text(rows: list[list[Any]]) -> str:
+def _csv_text(rows: list[Any]) -> str:
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\n").writerows(rows)
     return buf.getvalue()

@@ -18,17 +18,23 @@ definition gives").
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import itertools
-import json
 import operator
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
+from ..jsontext import take
 from ..records import RunDoc, Sample
 from ..walked import Walked
 from .finite import check_columns, check_sample
+from .rowstream import FIELD_NAMES, field_columns, id_field_columns, make_sample
+from .rowstream import metrics_column as _metrics
 from .schema import SAMPLE_COLUMNS, sample_reader
 from .sql import SqlStore, guarded
+
+T = TypeVar("T")
 
 # Sample.counted, in SQL: the one rule, on the stored columns (warmup is stored as 0/1).
 COUNTED = "status='ok' AND warmup=0 AND kind='timed' AND discarded IS NULL"
@@ -41,34 +47,6 @@ FIELDS = ("round", "design", "covariate", "repeat", "foreign_cpu_s", "steal_s", 
           "sys_s", "max_rss_kb", "minflt", "majflt", "tree_peak_rss_kb", "metrics")
 
 _BY_FIELD = {c.field: c for c in SAMPLE_COLUMNS}
-_FLOATS = frozenset({float})
-_DICTS = frozenset({dict})
-_SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
-_FIRST = operator.itemgetter(0)
-_SECOND = operator.itemgetter(1)
-
-
-def _metrics(texts: Sequence[Any], convert: Any) -> tuple[Any, ...]:
-    """The metrics column as the reader makes it (`convert`: the column's own from_sql,
-    `parse(schema.loads(text))`). Each text is scanned by the C scanner schema.loads ends in,
-    in one pass (`map`); a text it does not take whole (space around it, junk after it, not
-    JSON) goes through `convert`, which decides or refuses. A dictionary of floats is already
-    what the lax decoder makes of it (`float(x) is x` for a float); anything else goes through
-    `convert` too."""
-    try:
-        scanned = list(map(_SCAN, texts, itertools.repeat(0)))
-    except TypeError:  # a text that is not a str
-        return tuple(map(convert, texts))
-    if len(scanned) != len(texts):  # the scanner's StopIteration (no JSON there) ends a map
-        return tuple(map(convert, texts))
-    values = list(map(_FIRST, scanned))
-    whole = list(map(_SECOND, scanned)) == list(map(len, texts))
-    if whole and _DICTS.issuperset(map(type, values)) and _FLOATS.issuperset(
-            map(type, itertools.chain.from_iterable(map(dict.values, values)))):
-        return tuple(values)  # the common case: every text one dictionary of floats
-    return tuple(v if type(v) is dict and n == len(t) and _FLOATS.issuperset(
-        map(type, v.values())) else convert(t) for v, n, t in zip(
-        values, map(_SECOND, scanned), texts, strict=True))
 
 
 def _convert(field: str, raw: Sequence[Any], shared: dict[Any, Any]) -> tuple[Any, ...]:
@@ -84,47 +62,145 @@ def _convert(field: str, raw: Sequence[Any], shared: dict[Any, Any]) -> tuple[An
 
 
 class Columns:
-    """One run's counted samples as columns per (workload, target), and its other samples."""
+    """One run's counted samples as columns per (workload, target), and its other samples;
+    `rows`: every sample's fields as columns in the order of the run, when it was read so
+    (`scanned`), else None."""
 
-    def __init__(self, store: SqlStore, run_id: str) -> None:
-        have = {d[0] for d in store.execute("SELECT * FROM samples WHERE 0=1").description}
-        present = [f for f in FIELDS if _BY_FIELD[f].name in have]
-        names = ", ".join(["id", *(_BY_FIELD[f].name for f in present)])
-        shared: dict[Any, Any] = {}
+    def __init__(self) -> None:
         self.groups: dict[tuple[str, str], dict[str, tuple[Any, ...]]] = {}
         self.first: dict[tuple[str, str], int] = {}
-        pairs = list(store.tuples("SELECT DISTINCT workload, target FROM samples WHERE run_id=?",
-                                  (run_id,)))
-        for workload, target in pairs:
-            rows = list(store.tuples(
-                f"SELECT {names} FROM samples WHERE run_id=? AND workload=? AND target=? AND "
-                f"{COUNTED} ORDER BY id", (run_id, workload, target)))
-            if not rows:
-                continue
-            raw = list(zip(*rows, strict=True))
-            del rows
-            cols = {"id": raw[0]}
-            for j, f in enumerate(present, 1):
-                cols[f] = _convert(f, raw[j], shared)
-            n = len(raw[0])
-            for f in FIELDS:
-                if f not in cols:  # a column this database predates: the field's default
-                    col = _BY_FIELD[f]
-                    cols[f] = tuple(col.from_sql(col.default) for _ in range(n))
-            check_columns(run_id, workload, target, cols)
-            self.groups[(workload, target)] = cols
-            self.first[(workload, target)] = raw[0][0]
         self.targets: dict[str, list[str]] = {}
+        self.others: dict[str, list[Sample]] = {}
+        self.other_ids: dict[str, list[int]] = {}
+        self.total = self.warmup = self.failed = 0
+        self.rows: list[tuple[Any, ...]] | None = None
+
+    def order_targets(self) -> None:
         for workload, target in sorted(self.first, key=self.first.__getitem__):
             self.targets.setdefault(workload, []).append(target)
-        self.others, self.other_ids = _others(store, run_id, have)
-        total, warmup, failed = next(iter(store.tuples(
-            # named: PostgreSQL's rows are mappings, where three unnamed sums are one key
-            "SELECT COUNT(*) AS total, "
-            "COALESCE(SUM(CASE WHEN warmup != 0 THEN 1 ELSE 0 END), 0) AS warmups, "
-            "COALESCE(SUM(CASE WHEN status != 'ok' THEN 1 ELSE 0 END), 0) AS failures "
-            "FROM samples WHERE run_id=?", (run_id,))))
-        self.total, self.warmup, self.failed = int(total), int(warmup), int(failed)
+
+
+def queried(store: SqlStore, run_id: str) -> Columns:
+    """The counted samples' columns by one query per (workload, target), through the index on
+    (run_id, workload, target): only the fields the questions read, of the counted rows."""
+    out = Columns()
+    have = {d[0] for d in store.execute("SELECT * FROM samples WHERE 0=1").description}
+    present = [f for f in FIELDS if _BY_FIELD[f].name in have]
+    pairs = list(store.tuples("SELECT DISTINCT workload, target FROM samples WHERE run_id=?",
+                              (run_id,)))
+    with paused_collector():
+        _query_groups(store, run_id, out, pairs, present)
+    out.order_targets()
+    out.others, out.other_ids = _others(store, run_id, have)
+    total, warmup, failed = next(iter(store.tuples(
+        # named: PostgreSQL's rows are mappings, where three unnamed sums are one key
+        "SELECT COUNT(*) AS total, "
+        "COALESCE(SUM(CASE WHEN warmup != 0 THEN 1 ELSE 0 END), 0) AS warmups, "
+        "COALESCE(SUM(CASE WHEN status != 'ok' THEN 1 ELSE 0 END), 0) AS failures "
+        "FROM samples WHERE run_id=?", (run_id,))))
+    out.total, out.warmup, out.failed = int(total), int(warmup), int(failed)
+    return out
+
+
+def _query_groups(store: SqlStore, run_id: str, out: Columns, pairs: list[Sequence[Any]],
+                  present: list[str]) -> None:
+    """`queried`'s columns: one query per (workload, target), the counted rows only."""
+    names = ", ".join(["id", *(_BY_FIELD[f].name for f in present)])
+    shared: dict[Any, Any] = {}
+    for workload, target in pairs:
+        rows = list(store.tuples(
+            f"SELECT {names} FROM samples WHERE run_id=? AND workload=? AND target=? AND "
+            f"{COUNTED} ORDER BY id", (run_id, workload, target)))
+        if not rows:
+            continue
+        raw = list(zip(*rows, strict=True))
+        del rows
+        cols = {"id": raw[0]}
+        for j, f in enumerate(present, 1):
+            cols[f] = _convert(f, raw[j], shared)
+        n = len(raw[0])
+        for f in FIELDS:
+            if f not in cols:  # a column this database predates: the field's default
+                col = _BY_FIELD[f]
+                cols[f] = tuple(col.from_sql(col.default) for _ in range(n))
+        check_columns(run_id, workload, target, cols)
+        out.groups[(workload, target)] = cols
+        out.first[(workload, target)] = raw[0][0]
+
+
+_AT = {f: i for i, f in enumerate(FIELD_NAMES)}
+_SHARED = frozenset(_AT[c.field] for c in SAMPLE_COLUMNS if c.plain and c.type == "TEXT")
+
+
+def scanned(store: SqlStore, run_id: str) -> Columns:
+    """Every sample's fields as columns in the order of the run, from one pass over its rows
+    (store/rowstream.id_field_columns: the values the reader converts, the non-finite refusal
+    on each batch), and from them the counted samples' columns per (workload, target) and the
+    other samples as records: what `queried` reads, and the rows the JSON report and the
+    samples CSV write, read once."""
+    ids: list[tuple[int, ...]] = []
+    parts: list[list[tuple[Any, ...]]] = [[] for _ in FIELD_NAMES]  # each field's batches
+    shared: dict[Any, Any] = {}
+    with paused_collector():
+        for batch_ids, cols in id_field_columns(store, run_id):
+            ids.append(batch_ids)
+            for at, col in enumerate(cols):
+                if at in _SHARED and len(set(col)) * 2 <= len(col):
+                    col = tuple(map(shared.setdefault, col, col))
+                parts[at].append(col)
+        full = [tuple(itertools.chain.from_iterable(p)) for p in parts]
+        del parts, shared
+        return _split(run_id, tuple(itertools.chain.from_iterable(ids)), full)
+
+
+@contextlib.contextmanager
+def paused_collector() -> Iterator[None]:
+    """The cyclic garbage collector paused while a run is read into columns: the read makes
+    millions of objects, none in a cycle (refcounting frees them), and the collector, which
+    counts a column of 10^6 values as one object, walked the growing columns again and again
+    (at 10^6 samples about a third of the read's time). Resumed as it was, on every path."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _split(run_id: str, ids: tuple[int, ...], full: list[tuple[Any, ...]]) -> Columns:
+    """`scanned`'s columns per (workload, target) of the counted rows (Sample.counted, the
+    rule COUNTED says in SQL), and the others as records."""
+    out = Columns()
+    out.rows = full
+    status, warmup, kind, discarded = (full[_AT[f]] for f in ("status", "warmup", "kind",
+                                                              "discarded"))
+    counted = list(map(_counted, status, warmup, kind, discarded))
+    where: dict[tuple[str, str] | None, list[int]] = {}
+    for i, pair in enumerate(zip(full[_AT["workload"]], full[_AT["target"]], strict=True)):
+        where.setdefault(pair if counted[i] else None, []).append(i)
+    for key, at in where.items():
+        if key is None:
+            continue
+        pick = take(at)
+        cols = {"id": pick(ids), **{f: pick(full[_AT[f]]) for f in FIELDS}}
+        check_columns(run_id, key[0], key[1], cols)
+        out.groups[key] = cols
+        out.first[key] = ids[at[0]]
+    out.order_targets()
+    for i in where.get(None, ()):
+        s = check_sample(make_sample(tuple(c[i] for c in full)))
+        out.others.setdefault(s.workload, []).append(s)
+        out.other_ids.setdefault(s.workload, []).append(ids[i])
+    out.total = len(ids)
+    out.warmup = sum(map(bool, warmup))
+    out.failed = len(ids) - status.count("ok")
+    return out
+
+
+def _counted(status: Any, warmup: Any, kind: Any, discarded: Any) -> bool:
+    """COUNTED (Sample.counted) on a row's converted values."""
+    return status == "ok" and not warmup and kind == "timed" and discarded is None
 
 
 def _others(store: SqlStore, run_id: str, have: set[str],
@@ -142,13 +218,13 @@ def _others(store: SqlStore, run_id: str, have: set[str],
     return by, ids
 
 
-def _read(store: SqlStore, run_id: str) -> Iterator[Sample]:
-    """store.iter_samples, each failure of the engine a StoreError (as `guarded` makes it):
-    the records are read after load_columns has returned, while a view walks them."""
-    rows = store.iter_samples(run_id)
+def translated(store: SqlStore, items: Iterator[T]) -> Iterator[T]:
+    """`items` (read from the store), each failure of the engine a StoreError (as `guarded`
+    makes it): records and columns are read after load_columns has returned, while a view
+    walks them."""
     while True:
         try:
-            s = next(rows)
+            item = next(items)
         except StopIteration:
             return
         except Exception as exc:
@@ -156,21 +232,38 @@ def _read(store: SqlStore, run_id: str) -> Iterator[Sample]:
             if error is None:
                 raise
             raise error from exc
-        yield s
+        yield item
 
 
 class StoredSamples(Walked[Sample]):
     """A stored run's samples as records, read from the store when they are walked (in the
-    order of the run: store.iter_samples); nothing is held."""
+    order of the run: store.iter_samples); nothing is held. They can be read as columns too
+    (walked.Columnar: the JSON report's and the samples CSV's rows, no record made)."""
 
-    def __init__(self, store: SqlStore, run_id: str, n: int) -> None:
-        self._store, self._run_id, self._n = store, run_id, n
+    def __init__(self, store: SqlStore, run_id: str, cols: Columns) -> None:
+        self._store, self._run_id, self._cols = store, run_id, cols
 
     def __len__(self) -> int:
-        return self._n
+        return self._cols.total
 
     def __iter__(self) -> Iterator[Sample]:
-        return _read(self._store, self._run_id)
+        return translated(self._store, self._store.iter_samples(self._run_id))
+
+    def field_columns(self, size: int) -> Iterator[list[tuple[Any, ...]]]:
+        rows = self._cols.rows
+        if rows is not None:  # read already (`scanned`)
+            return ([c[i:i + size] for c in rows] for i in range(0, self._cols.total, size))
+        return translated(self._store, field_columns(self._store, self._run_id, size))
+
+    def metric_names(self) -> set[str]:
+        """From the columns already read: the counted samples' metrics and the others'."""
+        cols = self._cols
+        names: set[str] = set()
+        for group in cols.groups.values():
+            names.update(*group["metrics"])
+        for others in cols.others.values():
+            names.update(*(s.metrics for s in others))
+        return names
 
 
 class ColumnDoc(RunDoc):
@@ -238,13 +331,15 @@ class ColumnDoc(RunDoc):
 
 
 @guarded
-def load_columns(store: SqlStore, run_id: str) -> ColumnDoc:
+def load_columns(store: SqlStore, run_id: str, rows: bool = False) -> ColumnDoc:
     """A stored run as a `ColumnDoc`: its head as `load_run` reads it, its samples as columns
-    (and as records read on demand while the store is open)."""
+    (and as records read on demand while the store is open). rows: every sample's fields are
+    read too, in one pass (`scanned`), for a view that writes every sample (the JSON report,
+    the samples CSV); else only what the questions read (`queried`)."""
     head = RunDoc.from_dict(store.load_run_dict(run_id, with_samples=False))
-    cols = Columns(store, run_id)
+    cols = scanned(store, run_id) if rows else queried(store, run_id)
     doc = ColumnDoc(run=head.run, host=head.host,
-                    samples=StoredSamples(store, run_id, cols.total),  # type: ignore[arg-type]
+                    samples=StoredSamples(store, run_id, cols),  # type: ignore[arg-type]
                     artifacts=head.artifacts, statuses=head.statuses, warnings=head.warnings,
                     outcomes=head.outcomes, system_boots=head.system_boots)
     doc.__dict__["_columnar"] = cols

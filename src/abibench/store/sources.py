@@ -24,14 +24,15 @@ def is_file_ref(ref: str) -> bool:
 
 
 def load_sources(refs: list[str], store: SqlStore | None,
-                 columns: bool = False) -> list[ResultSet]:
+                 columns: bool = False, rows: bool = False) -> list[ResultSet]:
     """Each ref is a path to an exported JSON file or a run id (prefix, `latest`) in the DB.
 
     store: None when there is no database; then every ref must be a file. columns: stored runs
     as columns (store/columns.py) for the views that show no sample, their records read while
-    the store is open only if something walks them; exported files likewise
-    (store/filecolumns.py), their records read again from the file if something walks them. A
-    run or a file named twice is read once.
+    the store is open only if something walks them; rows: with every sample's fields as
+    columns too (store/columns.scanned: the views that write every sample). Exported files
+    likewise as columns (store/filecolumns.py), their records read again from the file if
+    something walks them. A run or a file named twice is read once.
     """
     sets = []
     loaded: dict[str, RunDoc] = {}
@@ -48,7 +49,7 @@ def load_sources(refs: list[str], store: SqlStore | None,
         else:
             run_id = store.resolve_run(ref)
             if run_id not in loaded:
-                loaded[run_id] = (load_columns(store, run_id) if columns
+                loaded[run_id] = (load_columns(store, run_id, rows) if columns
                                   else store.load_run(run_id))
             sets.append(ResultSet(loaded[run_id], f"run {run_id}"))
     return sets
