@@ -260,7 +260,11 @@ def test_a_batch_is_the_sample_path_or_no_answer(doc: Doc) -> None:
     assert want is not None
     assert (list(got.rows(5, "r")), got.texts) == want
     again = sample_checker(head)  # each sample's plan and `quick` pass it too
-    for values in map(exchange._SAMPLE.fields, items):
+    # A decoder of this example's own: the module's one holds at most 64 shapes' plans, and
+    # after the examples before this one (the key-order mutations make new shapes) it answers
+    # None for a new shape, which is right for it and says nothing of this document.
+    plans = ShapeDecoder(Sample)
+    for values in map(plans.fields, items):
         assert values is not None and again.quick(values)
     assert check._places == again._places
 
