@@ -18,8 +18,6 @@ definition gives").
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import itertools
 import operator
 from collections.abc import Iterator, Sequence
@@ -29,6 +27,7 @@ from ..jsontext import take
 from ..records import RunDoc, Sample
 from ..walked import Walked
 from .finite import check_columns, check_sample
+from .gcpause import paused_collector
 from .rowstream import FIELD_NAMES, field_columns, id_field_columns, make_sample
 from .rowstream import metrics_column as _metrics
 from .schema import SAMPLE_COLUMNS, sample_reader
@@ -151,21 +150,6 @@ def scanned(store: SqlStore, run_id: str) -> Columns:
         full = [tuple(itertools.chain.from_iterable(p)) for p in parts]
         del parts, shared
         return _split(run_id, tuple(itertools.chain.from_iterable(ids)), full)
-
-
-@contextlib.contextmanager
-def paused_collector() -> Iterator[None]:
-    """The cyclic garbage collector paused while a run is read into columns: the read makes
-    millions of objects, none in a cycle (refcounting frees them), and the collector, which
-    counts a column of 10^6 values as one object, walked the growing columns again and again
-    (at 10^6 samples about a third of the read's time). Resumed as it was, on every path."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _split(run_id: str, ids: tuple[int, ...], full: list[tuple[Any, ...]]) -> Columns:

@@ -12,7 +12,6 @@ The document is the one ``abibench export`` writes (``"format": "abibench-run"``
 from __future__ import annotations
 
 import contextlib
-import gc
 import hashlib
 import json
 import os
@@ -38,6 +37,7 @@ from ..records import (
 )
 from ..runcheck import check_document, sample_checker
 from .batch import Batches, Single
+from .gcpause import paused_collector
 from .jsonstream import ObjectStream, StreamError, TooBig
 from .rowstream import export_dicts
 from .schema import SAMPLE_FIELDS
@@ -513,21 +513,6 @@ def import_doc(store: SqlStore, doc: RunDoc, source: str) -> Imported:
     return Imported(run.id, True, len(doc.samples))
 
 
-@contextlib.contextmanager
-def _no_cycle_collection() -> Iterator[None]:
-    """The cyclic garbage collector paused while an import streams: it makes millions of
-    tuples (columns, rows) and dicts that hold no cycle, and the collector walked the young
-    ones after every 700 allocations (about 5% of an import's CPU). Reference counting
-    frees them as before; whatever cycle is left is collected once it is back on."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 class _AlreadyStored(Exception):
     """The document read to its end is one already stored: what was written is rolled back."""
 
@@ -549,7 +534,7 @@ def import_file(store: SqlStore, path: Path) -> tuple[Imported, RunDoc]:
 
     read: _Read | None = None
     try:
-        with store.transaction(), _no_cycle_collection():
+        with store.transaction(), paused_collector():
             read = _stream(path, write, fields=True)
             if read.doc is None:
                 document(read.whole, source)  # not an object: this raises
