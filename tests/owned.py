@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import fcntl
 import hashlib
 import os
 import shutil
@@ -33,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from abibench.locks import exclusive, lock_path
+from abibench.locks import exclusive, exclusive_if_free
 from abibench.paths import cache_dir
 
 ROOT_PREFIX = "abibench-tests-"
@@ -200,23 +199,6 @@ def kept_victims(ages: dict[str, float], keep_days: float = KEEP_DAYS,
             if k != current and (i >= keep_count or ages[k] > keep_days * 86400)}
 
 
-@contextlib.contextmanager
-def _unless_held(where: Path) -> Iterator[bool]:
-    """Take the directory's lock without waiting: yields False when a live test run holds it."""
-    path = lock_path(where)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        yield True
-    finally:
-        os.close(fd)
-
-
 def sweep_kept(parent: Path | None = None, now: float | None = None,
                current: str | None = None) -> list[Path]:
     """Remove the kept fleet directories kept_victims names, each under its lock taken without
@@ -233,7 +215,7 @@ def sweep_kept(parent: Path | None = None, now: float | None = None,
             ages[name] = now - last_used(p)
     gone = []
     for name in sorted(kept_victims(ages, current=current)):
-        with _unless_held(dirs[name]) as free:
+        with exclusive_if_free(dirs[name]) as free:
             if free:
                 shutil.rmtree(dirs[name], ignore_errors=True)
                 if not dirs[name].exists():

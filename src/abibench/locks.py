@@ -35,12 +35,30 @@ def lock_path(entry: Path) -> Path:
 @contextlib.contextmanager
 def exclusive(entry: Path) -> Iterator[None]:
     """Hold the entry's lock while the block runs (waiting for a holder in another process)."""
+    with _locked(entry, wait=True):
+        yield
+
+
+@contextlib.contextmanager
+def exclusive_if_free(entry: Path) -> Iterator[bool]:
+    """Hold the entry's lock while the block runs if no other process holds it: yields True
+    then, else False at once (for a sweep that must leave an entry in use alone)."""
+    with _locked(entry, wait=False) as held:
+        yield held
+
+
+@contextlib.contextmanager
+def _locked(entry: Path, wait: bool) -> Iterator[bool]:
     path = lock_path(entry)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
     finally:
         os.close(fd)  # closing the only descriptor releases the lock
 
