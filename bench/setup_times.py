@@ -9,6 +9,14 @@ number).
     nice -n 10 .venv/bin/python bench/setup_times.py                  # both: about 25 minutes
     nice -n 10 .venv/bin/python bench/setup_times.py --only test -- --durations=20
     nice -n 10 .venv/bin/python bench/setup_times.py --cache cold     # nothing cached either
+    .venv/bin/python bench/setup_times.py --only test --neighbours 1  # beside a neighbour's load
+
+`--neighbours N` runs N busy loops (each a whole core's demand at the same priority: the load a
+second user's job puts beside the gate) while each command runs, stopped by the PIDs started here
+on every way out; their CPU seconds are reported beside the command's. Each command's CPU seconds
+are its process tree's user+sys (the children reaped: a sandbox's processes that bwrap reaps are
+missed, as /usr/bin/time misses them); `setup.sh test` also writes its per-test record by the
+cgroup meter (tests/cputime.py) beside the JSON, and its sum is reported.
 
 `--cache warm` (the default) keeps abibench's own cache (~/.cache/abibench: Debian sysroots and
 sources, the fleet hosts' environments are keyed by the clone's path and so made anew): what CI
@@ -24,11 +32,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -71,11 +82,43 @@ class LoadWatch:
         self.thread.join()
 
 
-def timed(argv: list[str], cwd: Path, env: dict[str, str], log: Path) -> dict[str, Any]:
-    """Run one command to its end, its output to `log`; wall time, exit code, load averages."""
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _ticks(pid: int) -> float:
+    """utime + stime of a live process of ours, in seconds (/proc/PID/stat)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@contextmanager
+def neighbours(n: int) -> Iterator[list[float]]:
+    """N busy loops while the block runs; yields a list that holds their CPU seconds after."""
+    hogs = [subprocess.Popen(["sh", "-c", "while :; do :; done"], stdin=subprocess.DEVNULL)
+            for _ in range(n)]
+    spent: list[float] = []
+    try:
+        yield spent
+    finally:
+        spent.append(sum(_ticks(h.pid) for h in hogs))
+        for h in hogs:  # ours, by PID, on every way out
+            h.terminate()
+            h.wait()
+
+
+def timed(argv: list[str], cwd: Path, env: dict[str, str], log: Path,
+          hogs: int = 0) -> dict[str, Any]:
+    """Run one command to its end, its output to `log`; wall time, CPU seconds, exit code, load
+    averages, beside `hogs` busy loops."""
     before = load()
+    cpu0 = _children_cpu()
     start = time.monotonic()
-    with LoadWatch() as watch, log.open("w") as out:
+    with neighbours(hogs) as hog_cpu, LoadWatch() as watch, log.open("w") as out:
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL)
         try:
@@ -85,8 +128,10 @@ def timed(argv: list[str], cwd: Path, env: dict[str, str], log: Path) -> dict[st
             proc.wait()
             raise
     wall = time.monotonic() - start
+    cpu = _children_cpu() - cpu0 - hog_cpu[0]
     tail = log.read_text(errors="replace").strip().splitlines()[-3:]
-    return {"argv": argv, "exit_code": code, "wall_s": round(wall, 1), "load_before": before,
+    return {"argv": argv, "exit_code": code, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
+            "neighbours": hogs, "neighbours_cpu_s": round(hog_cpu[0], 1), "load_before": before,
             "load_after": load(), "load_1min_mean": round(sum(watch.seen) / len(watch.seen), 2),
             "load_1min_max": max(watch.seen), "tail": tail, "log": str(log)}
 
@@ -105,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", choices=("run", "test"), help="time only this command")
     ap.add_argument("--cache", choices=("warm", "cold"), default="warm")
     ap.add_argument("--keep", action="store_true", help="keep the clone (its logs) afterwards")
+    ap.add_argument("--neighbours", type=int, default=0, metavar="N",
+                    help="N busy loops beside each command (default 0: quiet)")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(args_in)
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -119,12 +166,21 @@ def main(argv: list[str] | None = None) -> int:
                               "clone": str(src), "steps": {}}
     try:
         for step in steps:
-            cmd = ["bash", "setup.sh", step, *(extra if step == "test" else [])]
+            record = args.out.parent / f"setup_times-{step}-cpu.json"
+            cmd = ["bash", "setup.sh", step,
+                   *([f"--cpu-json={record}", *extra] if step == "test" else [])]
             print(f"setup_times: {' '.join(cmd)} in a fresh clone of {commit[:12]} "
                   f"(load {load()[0]:.2f})", flush=True)
-            r = timed(cmd, src, env, args.out.parent / f"setup_times-{step}.log")
+            r = timed(cmd, src, env, args.out.parent / f"setup_times-{step}.log",
+                      args.neighbours)
+            if step == "test" and record.exists():
+                r["tests_cpu_s"] = round(sum(v[0] for v in json.loads(record.read_text())
+                                             .values()), 1)
             result["steps"][step] = r
-            print(f"  {step}: {minutes(r['wall_s'])} wall, exit {r['exit_code']}; load average "
+            meter = f", tests {r['tests_cpu_s']} CPU s by the meter" if "tests_cpu_s" in r else ""
+            print(f"  {step}: {minutes(r['wall_s'])} wall, {r['cpu_s']} CPU s{meter}; "
+                  f"{args.neighbours} neighbour(s) ran {r['neighbours_cpu_s']} CPU s; exit "
+                  f"{r['exit_code']}; load average "
                   f"(1 min) {r['load_before'][0]:.2f} before, mean {r['load_1min_mean']:.2f}, "
                   f"max {r['load_1min_max']:.2f} during, {r['load_after'][0]:.2f} after",
                   flush=True)
