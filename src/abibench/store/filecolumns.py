@@ -24,6 +24,7 @@ document on generated files, refusals and exit codes included.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import operator
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -138,11 +139,15 @@ class _Taker:
         cols = batch.columns
         keys = list(zip(*(cols[name] for name in _KEY_NAMES), strict=True))
         places: dict[tuple[Any, ...], list[int]] = {}
-        if len(set(keys)) == 1:
+        first: dict[tuple[Any, ...], int] = {}
+        # each sample's key as the place of its key's first sample (a pass in C), then each
+        # key's places by comparing small ints (a series of a batch: one pass in C each)
+        codes = list(map(first.setdefault, keys, itertools.count()))
+        if len(first) == 1:
             places[keys[0]] = list(range(batch.n))
         else:
-            for j, key in enumerate(keys):
-                places.setdefault(key, []).append(j)
+            for key, code in first.items():
+                places[key] = list(itertools.compress(range(batch.n), map(code.__eq__, codes)))
         others: list[tuple[int, Sample]] = []
         for key, at in places.items():  # in the order of each key's first sample
             series = where.get(key, _UNSEEN)
@@ -187,7 +192,10 @@ def _picked(col: Sequence[Any], at: list[int], n: int) -> Sequence[Any]:
     """The values of `col` at the places `at` (all n of them: the column itself)."""
     if len(at) == n:
         return col
-    return [col[j] for j in at]
+    if len(at) == 1:
+        return [col[at[0]]]
+    got: tuple[Any, ...] = operator.itemgetter(*at)(col)
+    return got
 
 
 class FileColumns(Columns):
