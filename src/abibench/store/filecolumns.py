@@ -36,6 +36,7 @@ from ..walked import Walked
 from .batch import Fields
 from .columns import FIELDS, ColumnDoc, Columns
 from .exchange import SchemaError, stream_file
+from .gcpause import paused_collector
 from .schema import positional
 
 _INDEX = {f.name: i for i, f in enumerate(dataclasses.fields(Sample))}
@@ -292,8 +293,9 @@ def load_file_columns(path: Path) -> ColumnDoc:
     file on demand)."""
     taker = _Taker()
     identity = _identity(path)  # before the reading: a change during it is one after this
-    head, _, _ = stream_file(path, taker.take, fields=True, digest=False)  # no digest checked
-    cols = FileColumns(taker)
+    with paused_collector():  # millions of values, no cycle among them (store/gcpause.py)
+        head, _, _ = stream_file(path, taker.take, fields=True, digest=False)  # no digest
+        cols = FileColumns(taker)
     doc = ColumnDoc(run=head.run, host=head.host,
                     samples=FileSamples(path, cols.total, identity),  # type: ignore[arg-type]
                     artifacts=head.artifacts, statuses=head.statuses, warnings=head.warnings,
