@@ -24,16 +24,22 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from abibench.codec import Invalid
 from abibench.errors import AbibenchError
 from abibench.records import ResultSet, RunDoc, Sample
+from abibench.runcheck import sample_checker
+from abibench.store import exchange, filecolumns
+from abibench.store.batch import Batches
 from abibench.store.columns import ColumnDoc, load_columns
 from abibench.store.exchange import SchemaError, load_file
 from abibench.store.filecolumns import load_file_columns
+from abibench.store.schema import SAMPLE_FIELDS
+from abibench.store.shapes import ShapeDecoder
 from abibench.store.sources import load_sources
-from tests.documents import synthetic_doc
+from tests.documents import HOSTILE, rewrite_strings, synthetic_doc
 from tests.invariants.test_columnar import SCALE, _answers, _head, _views, samples, stored
 from tests.store.test_import_generated import VALID, broken
-from tests.store.test_import_rows import mutated
+from tests.store.test_import_rows import _bend, mutated
 
 SETTINGS = settings(max_examples=8 * SCALE, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -166,3 +172,72 @@ def test_a_file_changed_before_its_samples_are_walked_is_refused() -> None:
         assert fast.samples[1] == load_file(path).samples[1]  # kept: not read again
         with pytest.raises(SchemaError, match="changed while it was read"):
             list(fresh.samples)
+
+
+def _sample_path_fields(head: RunDoc, items: list[Any]
+                        ) -> tuple[list[tuple[Any, ...]], list[str]] | None:
+    """Each sample's fields as the sample path gives them (the shape's plan when `quick`
+    passes them, else the record's), and its canonical text; None when one is refused."""
+    check = sample_checker(head)
+    plans = ShapeDecoder(Sample)  # this example's own (the module's holds 64 shapes at most)
+    out = []
+    for i, x in enumerate(items):
+        values = plans.fields(x)
+        if values is None or not check.quick(values):
+            try:
+                record = plans(x)
+                check(i, record)
+            except Invalid:
+                return None
+            values = SAMPLE_FIELDS(record)
+        out.append(values)
+    return out, [exchange._CANONICAL(x) for x in items]
+
+
+@SETTINGS
+@given(doc=mutated())
+def test_a_list_read_as_fields_is_the_sample_path_or_no_answer(doc: Doc) -> None:
+    """store/batch.py's `Batches.fields` (a file's list of samples, by columns): each sample's
+    fields exactly as the sample path gives them (types too: repr), the canonical texts when
+    asked; or None, and no place taken. Hostile strings, extremes, missing metrics, keys
+    moved or added: `mutated`'s."""
+    items = json.loads(json.dumps(doc["samples"]))
+    head = exchange.document({**doc, "samples": []}, "f.json")
+    want = _sample_path_fields(head, items)
+    for texts in (False, True):
+        check = sample_checker(head)
+        got = Batches().fields(items, check, texts)
+        if got is None:
+            assert not check._places
+            continue
+        assert want is not None and got.n == len(items)
+        rows = [filecolumns._row(got.columns, j) for j in range(got.n)]
+        assert repr(rows) == repr(want[0]) and rows == want[0]
+        assert got.texts == (want[1] if texts else None)
+
+
+@settings(SETTINGS, max_examples=2 * SCALE)
+@given(rounds=st.integers(1, 4), hostile=st.booleans(),
+       bend=st.sampled_from(["", "other metrics", "error text", "null check", "key order",
+                             "optional floats", "negative zero", "unknown key"]))
+def test_a_run_as_abibench_writes_it_is_read_by_lists(rounds: int, hostile: bool,
+                                                      bend: str) -> None:
+    """Not vacuous: a run's file as abibench writes it reaches filecolumns as lists checked
+    by columns (`batch.Fields`), every sample of it, and reads as its records."""
+    doc = synthetic_doc(rounds=rounds)
+    for sample in doc["samples"] if bend else ():
+        if bend in ("key order", "optional floats", "unknown key") or sample["round"] % 2:
+            _bend(sample, bend)
+    if hostile:
+        doc = rewrite_strings(doc, lambda s: s + HOSTILE)
+    text = json.dumps(doc)
+    kinds: list[tuple[str, int]] = []
+
+    def take(head: RunDoc, checked: Iterator[Any]) -> tuple[str, int]:
+        kinds.extend((type(x).__name__, getattr(x, "n", 1)) for x in checked)
+        return head.run.id, 0
+    with written(text) as path:
+        exchange.stream_file(path, take, fields=True, digest=False)
+    assert {k for k, _ in kinds} == {"Fields"}
+    assert sum(n for _, n in kinds) == len(doc["samples"])
+    assert same_reading(text) == "read"

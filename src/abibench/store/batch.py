@@ -64,6 +64,16 @@ class Rows:
                    strict=True)
 
 
+@dataclasses.dataclass(frozen=True)
+class Fields:
+    """A batch checked, as its records' fields: one column per Sample field (by name), each
+    value as the record holds it (a field the samples leave out: its default, repeated)."""
+
+    n: int
+    columns: dict[str, Column]
+    texts: list[str] | None  # each sample's canonical JSON, when a digest is wanted
+
+
 def _kept(row: tuple[Any, ...], keep: Sequence[int] | None) -> tuple[Any, ...]:
     return row if keep is None else (*row[:2], *(row[2 + i] for i in keep))
 
@@ -166,8 +176,7 @@ class _Metrics:
         per_key = list(zip(*map(dict.values, col), strict=True))
         if not per_key:  # {} in every sample
             return ["{}"] * len(col), ["{}"] * len(col)
-        if set(map(type, chain.from_iterable(per_key))) != {float} or \
-                not all(map(_isfinite, chain.from_iterable(per_key))):
+        if not _floats(list(chain.from_iterable(per_key))):
             return None
         reprs = [list(map(float.__repr__, values)) for values in per_key]
         stored = list(map(self.stored.__mod__, zip(*reprs, strict=True)))
@@ -176,10 +185,14 @@ class _Metrics:
         return stored, canonical
 
 
-def _metrics(f: Field, col: Column) -> tuple[list[str], list[str]] | None:
-    """A metrics column checked (shapes._metrics_check: names are identifiers of the field's
-    kind, values finite floats) and its two texts; None when not sure. Samples whose names
-    differ (workloads with other metrics) get each text by its own encoder, per sample."""
+def _floats(values: list[Any]) -> bool:
+    """Every value is a finite float (shapes._metrics_check's rule on a metric's value)."""
+    return set(map(type, values)) <= {float} and all(map(_isfinite, values))
+
+
+def _metric_shapes(f: Field, col: Column) -> set[tuple[str, ...]] | None:
+    """The metrics column's key sets when every value is a mapping whose names are
+    identifiers of the field's kind (shapes._metrics_check); None when not sure."""
     if set(map(type, col)) != {dict}:
         return None
     shapes = set(map(tuple, col))
@@ -189,11 +202,26 @@ def _metrics(f: Field, col: Column) -> tuple[list[str], list[str]] | None:
                 check_label(f.rule.keys, k)
     except Invalid:
         return None
+    return shapes
+
+
+def _metrics_ok(f: Field, col: Column) -> bool:
+    """`_metrics`'s checks without its texts (a reader that keeps the mappings)."""
+    return _metric_shapes(f, col) is not None and \
+        _floats(list(chain.from_iterable(map(dict.values, col))))
+
+
+def _metrics(f: Field, col: Column) -> tuple[list[str], list[str]] | None:
+    """A metrics column checked (shapes._metrics_check: names are identifiers of the field's
+    kind, values finite floats) and its two texts; None when not sure. Samples whose names
+    differ (workloads with other metrics) get each text by its own encoder, per sample."""
+    shapes = _metric_shapes(f, col)
+    if shapes is None:
+        return None
     if len(shapes) == 1:
         (keys,) = shapes
         return _Metrics(keys).texts(col)
-    values = list(chain.from_iterable(map(dict.values, col)))
-    if set(map(type, values)) - {float} or not all(map(_isfinite, values)):
+    if not _floats(list(chain.from_iterable(map(dict.values, col)))):
         return None
     return cast(list[str], list(map(to_json, col))), list(map(_NESTED, col))  # dicts: text
 
@@ -307,6 +335,31 @@ class Batches:
         return self._layouts[keys]
 
     def __call__(self, items: list[Any], check: SampleChecker) -> Rows | None:
+        """The import's: the batch as the samples table's rows and its canonical texts."""
+        got = self._checked(items, check, True)
+        if got is None:
+            return None
+        by_field, metrics, texts = got
+        assert texts is not None
+        columns = tuple(_stored(name, by_field[name], metrics[0] if metrics is not None
+                                and name == "metrics" else None) for name in _ROW_FIELDS)
+        return Rows(len(items), columns, texts)
+
+    def fields(self, items: list[Any], check: SampleChecker, texts: bool) -> Fields | None:
+        """A reader's that keeps the records' fields (store/filecolumns.py): the batch as one
+        column per field, the values as the record holds them; the canonical texts only when
+        `texts` (a digest is wanted)."""
+        got = self._checked(items, check, texts)
+        if got is None:
+            return None
+        return Fields(len(items), got[0], got[2])
+
+    def _checked(self, items: list[Any], check: SampleChecker, texts: bool
+                 ) -> tuple[dict[str, Column], tuple[list[str], list[str]] | None,
+                            list[str] | None] | None:
+        """Every check of the batch, by columns: each field's column (by name, a default's
+        repeated), the metrics' two texts and the samples' canonical texts (when `texts`);
+        None when not sure. The checker's rules last: they take the samples' places."""
         layout = self._layout_of(items)
         if layout is None:
             return None
@@ -320,19 +373,19 @@ class Batches:
                 continue
             col = given[i]
             if optional_of(f.type)[1] == _METRICS:
-                metrics = _metrics(f, col)
-                if metrics is None:
+                if texts:
+                    metrics = _metrics(f, col)
+                    if metrics is None:
+                        return None
+                elif not _metrics_ok(f, col):
                     return None
             elif not _scalar_ok(f, col):
                 return None
             by_field[f.name] = col
-        texts = _texts(layout, given, metrics, n)
-        # the checker's rules last: they take the samples' places when they pass
-        if texts is None or not check.quick_columns(by_field, n):
+        canonical = _texts(layout, given, metrics, n) if texts else None
+        if (texts and canonical is None) or not check.quick_columns(by_field, n):
             return None
-        columns = tuple(_stored(name, by_field[name], metrics[0] if metrics is not None
-                                and name == "metrics" else None) for name in _ROW_FIELDS)
-        return Rows(n, columns, texts)
+        return by_field, metrics, canonical
 
 
 def _texts(layout: _Layout, given: list[Column], metrics: tuple[list[str], list[str]] | None,

@@ -36,7 +36,7 @@ from ..records import (
     TargetStatus,
 )
 from ..runcheck import check_document, sample_checker
-from .batch import Batches, Single
+from .batch import Batches, Fields, Rows, Single
 from .gcpause import paused_collector
 from .jsonstream import ObjectStream, StreamError, TooBig
 from .rowstream import export_dicts
@@ -315,20 +315,23 @@ def _checked(batches: Iterator[list[Any]], head: RunDoc, source: str, parts: _Di
     once where store/batch.py is sure of it, else each sample's fields (schema.fields_row's),
     made without the record when the shape's plan is sure of them and the checker's `quick`
     rules pass them; any other sample is made and checked as a record, so its refusal is the
-    record path's."""
+    record path's. Without `storable`, the same with a list given as its records' fields by
+    column (`batch.Fields`, by the same checks) and a sample as its fields' tuple."""
     check = sample_checker(head)
     quick = check.quick
     plain = _SAMPLE.fields if fields else None
-    columns = _BATCHES if fields and storable else None
+    columns = _BATCHES if fields else None
     i = 0
     while True:
         batch = _next(batches, source)
         if batch is _END:
             return
         if columns is not None and i + len(batch) <= MAX_SAMPLES:
-            rows = columns(batch, check)
+            rows: Rows | Fields | None = columns(batch, check) if storable else \
+                columns.fields(batch, check, parts.wanted)
             if rows is not None:
-                parts.add_texts(rows.texts)
+                if rows.texts is not None:
+                    parts.add_texts(rows.texts)
                 yield rows
                 i += rows.n
                 continue
@@ -362,8 +365,9 @@ def stream_file(path: Path, take: Take, fields: bool = False, digest: bool = Tru
     checked head (no samples), its digest ("" when not wanted: it is about a third of the
     reading) and what `take` returned, or `load_file`'s refusal of a file that is not a JSON
     object."""
-    # Each sample's field values (store/filecolumns.py keeps them in columns), not the
-    # import's rows: those are the stored form (metrics as JSON text).
+    # The samples' field values (store/filecolumns.py keeps them in columns): `batch.Fields`
+    # for a list the import's batch path is sure of, else one tuple a sample; not the import's
+    # rows, which are the stored form (metrics as JSON text).
     read = _stream(path, take, fields, digest, storable=False)
     if read.doc is None:
         document(read.whole, read.source)  # not an object: this raises
@@ -402,6 +406,7 @@ class _Digest:
     texts are hashed a batch at a time (the same bytes in the same order: the same hash)."""
 
     _BATCH = 1000
+    wanted = True  # the samples' canonical texts are wanted
 
     def __init__(self) -> None:
         self._samples = hashlib.sha256()
@@ -433,7 +438,12 @@ class _Digest:
 class _NoDigest(_Digest):
     """No digest: for a reader that does not check one (the samples are checked the same)."""
 
+    wanted = False
+
     def add(self, sample: Any) -> None:
+        pass
+
+    def add_texts(self, texts: list[str]) -> None:
         pass
 
     def of(self, head: dict[str, Any]) -> str:

@@ -24,22 +24,25 @@ document on generated files, refusals and exit codes included.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import operator
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..records import RunDoc, Sample
 from ..walked import Walked
+from .batch import Fields
 from .columns import FIELDS, ColumnDoc, Columns
 from .exchange import SchemaError, stream_file
+from .gcpause import paused_collector
 from .schema import positional
 
 _INDEX = {f.name: i for i, f in enumerate(dataclasses.fields(Sample))}
 # What decides where a sample goes: its series, and what Sample.counted reads.
-_KEY = operator.itemgetter(*(_INDEX[n] for n in (
-    "workload", "target", "status", "warmup", "kind", "discarded")))
+_KEY_NAMES = ("workload", "target", "status", "warmup", "kind", "discarded")
+_KEY = operator.itemgetter(*(_INDEX[n] for n in _KEY_NAMES))
 _KEEP = operator.itemgetter(*(_INDEX[f] for f in FIELDS))  # a counted sample's columns
 _MAKE: Callable[[Any], Sample] = positional(Sample)  # Sample(*fields): the plan's own maker
 # Fields whose values repeat (texts, round numbers): one object for each value, as the stored
@@ -73,6 +76,16 @@ class _Series:
                            else values)
         self.rows = []
 
+    def extend(self, ids: list[int], cols: list[Sequence[Any]]) -> None:
+        """Samples given as columns (`FIELDS`' order), after those held as rows. Their
+        metrics' keys are not made again: one scan of the stream made a list's samples, and
+        it gives equal keys one object."""
+        self.flush()
+        self.ids.extend(ids)
+        for f, col, values in zip(FIELDS, self.cols, cols, strict=True):
+            col.extend(map(self._shared.setdefault, values, values) if f in _SHARED
+                       else values)
+
     def _keys_shared(self, m: dict[str, Any]) -> dict[str, Any]:
         """The same mapping (keys in the same order, the same values), its keys shared."""
         return dict(zip(map(self._shared.setdefault, m, m), m.values(), strict=True))
@@ -96,23 +109,58 @@ class _Taker:
         self.total = self.warmup = self.failed = 0
         self._shared: dict[Any, Any] = {}
 
-    def take(self, head: RunDoc, checked: Iterator[tuple[Any, ...]]) -> tuple[str, int]:
+    def take(self, head: RunDoc, checked: Iterator[Any]) -> tuple[str, int]:
         where: dict[tuple[Any, ...], _Series | None] = {}  # by _KEY; None: does not count
         n = 0
-        for n, values in enumerate(checked, 1):
+        for values in checked:
+            if type(values) is Fields:
+                self._batch(values, n, where)
+                n += values.n
+                continue
             key = _KEY(values)
             series = where.get(key, _UNSEEN)
             if series is _UNSEEN:
-                series = where[key] = self._series(values, n - 1)
+                series = where[key] = self._series(values, n)
             if series is None:
-                self.others.append((n - 1, _MAKE(values)))
-                continue
-            series.ids.append(n - 1)
-            series.rows.append(_KEEP(values))
-            if len(series.rows) == _CHUNK:
-                series.flush()
+                self.others.append((n, _MAKE(values)))
+            else:
+                series.ids.append(n)
+                series.rows.append(_KEEP(values))
+                if len(series.rows) == _CHUNK:
+                    series.flush()
+            n += 1
         self.total = n
         return head.run.id, n
+
+    def _batch(self, batch: Fields, n: int, where: dict[tuple[Any, ...], _Series | None]
+               ) -> None:
+        """A list of samples checked by columns (store/batch.py), the first the n-th of the
+        file: each key's samples into its series' columns or, when they do not count, made
+        into records, in the file's order."""
+        cols = batch.columns
+        keys = list(zip(*(cols[name] for name in _KEY_NAMES), strict=True))
+        places: dict[tuple[Any, ...], list[int]] = {}
+        first: dict[tuple[Any, ...], int] = {}
+        # each sample's key as the place of its key's first sample (a pass in C), then each
+        # key's places by comparing small ints (a series of a batch: one pass in C each)
+        codes = list(map(first.setdefault, keys, itertools.count()))
+        if len(first) == 1:
+            places[keys[0]] = list(range(batch.n))
+        else:
+            for key, code in first.items():
+                places[key] = list(itertools.compress(range(batch.n), map(code.__eq__, codes)))
+        others: list[tuple[int, Sample]] = []
+        for key, at in places.items():  # in the order of each key's first sample
+            series = where.get(key, _UNSEEN)
+            if series is _UNSEEN:
+                series = where[key] = self._series(_row(cols, at[0]), n + at[0])
+            if series is None:
+                others.extend((n + j, _MAKE(_row(cols, j))) for j in at)
+            else:
+                series.extend([n + j for j in at], [_picked(cols[f], at, batch.n)
+                                                     for f in FIELDS])
+        others.sort(key=operator.itemgetter(0))
+        self.others.extend(others)
 
     def _series(self, values: tuple[Any, ...], i: int) -> _Series | None:
         """The series of the samples of `values`'s key (`values` the first of them, the i-th
@@ -133,6 +181,22 @@ class _Taker:
 
 
 _UNSEEN: Any = object()
+_NAMES = tuple(f.name for f in dataclasses.fields(Sample))
+
+
+def _row(cols: dict[str, Sequence[Any]], j: int) -> tuple[Any, ...]:
+    """The j-th sample of a list given by columns, as its fields' tuple (the record's order)."""
+    return tuple(cols[name][j] for name in _NAMES)
+
+
+def _picked(col: Sequence[Any], at: list[int], n: int) -> Sequence[Any]:
+    """The values of `col` at the places `at` (all n of them: the column itself)."""
+    if len(at) == n:
+        return col
+    if len(at) == 1:
+        return [col[at[0]]]
+    got: tuple[Any, ...] = operator.itemgetter(*at)(col)
+    return got
 
 
 class FileColumns(Columns):
@@ -229,8 +293,9 @@ def load_file_columns(path: Path) -> ColumnDoc:
     file on demand)."""
     taker = _Taker()
     identity = _identity(path)  # before the reading: a change during it is one after this
-    head, _, _ = stream_file(path, taker.take, fields=True, digest=False)  # no digest checked
-    cols = FileColumns(taker)
+    with paused_collector():  # millions of values, no cycle among them (store/gcpause.py)
+        head, _, _ = stream_file(path, taker.take, fields=True, digest=False)  # no digest
+        cols = FileColumns(taker)
     doc = ColumnDoc(run=head.run, host=head.host,
                     samples=FileSamples(path, cols.total, identity),  # type: ignore[arg-type]
                     artifacts=head.artifacts, statuses=head.statuses, warnings=head.warnings,
