@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from abibench.locks import exclusive, lock_path
+from abibench.locks import exclusive, exclusive_if_free, lock_path
 from abibench.probe import noise
 from abibench.probe.noise import CpuNoise, NoiseProfile, PairNoise
 
@@ -61,3 +61,21 @@ def test_a_run_that_starts_while_the_noise_is_measured_waits_and_measures_nothin
     assert not waiter.is_alive()
     assert len(got) == 1 and isinstance(got[0], NoiseProfile), got
     assert got[0].to_dict() == profile.to_dict()
+
+
+def test_calibrate_measures_under_the_lock_a_run_waits_for(tmp_path: Path) -> None:
+    # `abibench calibrate` (noise.remeasure) holds the same lock while it measures: a run that
+    # starts meanwhile waits for its profile (the test above) instead of measuring beside it.
+    held: list[bool] = []
+    profile = NoiseProfile(time.time(), 5.0, noise.boot_id(),
+                           (CpuNoise(0, 0.03, {"1": 0.01}, 0.25, 2000),), None)
+
+    def measuring(root: Path, seconds: float) -> NoiseProfile:
+        with exclusive_if_free(noise.cache_file(root)) as free:
+            held.append(not free)
+        return profile
+
+    assert noise.remeasure(tmp_path, 5.0, measured=measuring).to_dict() == profile.to_dict()
+    assert held == [True]
+    cached = noise.cached(tmp_path)
+    assert cached is not None and cached.to_dict() == profile.to_dict()

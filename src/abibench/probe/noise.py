@@ -39,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import HostError
-from ..locks import made_once
+from ..locks import exclusive, made_once
 from ..records import JSONDict
 from ..tools import native_tool
 from ..workspace import owned_dir
@@ -435,6 +435,16 @@ def store(cache_root: Path, profile: NoiseProfile) -> None:
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     tmp.write_text(json.dumps(profile.to_dict(), indent=1))
     os.replace(tmp, path)
+
+
+def remeasure(cache_root: Path, duration_s: float = FULL_S,
+              measured: Callable[[Path, float], NoiseProfile] | None = None) -> NoiseProfile:
+    """A new profile, measured and kept under the profile's lock (`abibench calibrate`): a run
+    that starts meanwhile waits and reads it rather than measure beside it."""
+    with exclusive(cache_file(cache_root)):
+        profile = (measured or measure)(cache_root, duration_s)
+        store(cache_root, profile)
+        return profile
 
 
 def current(cache_root: Path, duration_s: float = BRIEF_S,
