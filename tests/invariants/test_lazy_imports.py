@@ -110,3 +110,21 @@ def test_each_start_imports_its_own_commands_module_alone_and_prints_the_whole_h
         assert costly == [], (argv, costly)
         if argv in helps:
             assert got["answers"] == [as_fresh(answer(whole(), argv))], argv
+
+
+# The same family within a run: the browser's driver (websockets and the DevTools session,
+# 50-150 ms of every run's start) is imported by the one branch that runs a [browser] sample.
+BROWSER_ONLY = ("websockets", "abibench.run.browser", "abibench.run.cdp", "abibench.run.webserver")
+
+
+def test_a_run_imports_the_browser_driver_only_for_a_browser_sample() -> None:
+    code = (
+        "import sys\n"
+        "import abibench.cli.run, abibench.run.suite, abibench.run.schedule\n"
+        f"loaded = sorted(m for m in sys.modules if m.startswith({BROWSER_ONLY!r}))\n"
+        "assert not loaded, loaded\n"
+        "from abibench.run.browser import run_browser_sample\n"
+        "assert 'websockets' in sys.modules\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]

@@ -3,8 +3,10 @@ and x86_64, one-line errors, a disk test that leaves nothing behind, and the sui
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from abibench.analyse.xbench import group_of, xbench_index
+from abibench.locks import made_once
 from abibench.paths import MICRO_DIR
 from abibench.store.exchange import document
 from abibench.workloads.profile import builtin_profiles, load_profile
@@ -35,20 +38,38 @@ TINY = {"gcd_ops": "20000", "fp_reps": "2000", "fft_size": "1024", "fft_reps": "
         "nodes": "10000", "elements": "10000", "times": "3"}
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Path]:
-    """Each program for each ABI, with warnings as errors: the sources must stay clean."""
-    out = tmp_path_factory.mktemp("micro")
-    bins = {}
+def _build_all(out: Path) -> None:
     for prog, libs in PROGRAMS.items():
         for abi, flag in ABI_FLAGS.items():
-            exe = out / f"{prog}-{abi}"
             r = subprocess.run(["gcc", flag, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror",
-                                "-o", str(exe), str(MICRO_DIR / f"{prog}.c"), *libs],
-                               capture_output=True, text=True, check=False)
+                                "-o", str(out / f"{prog}-{abi}"), str(MICRO_DIR / f"{prog}.c"),
+                                *libs], capture_output=True, text=True, check=False)
             assert r.returncode == 0, f"{prog} for {abi}:\n{r.stderr}"
-            bins[(prog, abi)] = exe
-    return bins
+    (out / ".complete").touch()
+
+
+@pytest.fixture(scope="session")
+def built(shared_cache: Path) -> dict[tuple[str, str], Path]:
+    """Each program for each ABI, with warnings as errors: the sources must stay clean.
+
+    Built once per test run, for every worker (15 compiles, about 2.4 CPU s): a module fixture
+    was built again by each worker each time the scheduler handed it this module's tests, six
+    times in a gate. Made under its entry's lock (abibench.locks), keyed by the sources and the
+    flags, in the run's shared cache; a test only runs the programs, never changes them."""
+    recipe = json.dumps([PROGRAMS, ABI_FLAGS, {p: hashlib.sha256(
+        (MICRO_DIR / f"{p}.c").read_bytes()).hexdigest() for p in PROGRAMS}], sort_keys=True)
+    entry = shared_cache / "micro-tests" / hashlib.sha256(recipe.encode()).hexdigest()[:16]
+
+    def make() -> Path:
+        work = entry.with_name(f"{entry.name}.part{os.getpid()}")
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        _build_all(work)
+        os.replace(work, entry)
+        return entry
+
+    made = made_once(entry, lambda: entry if (entry / ".complete").is_file() else None, make)
+    return {(prog, abi): made / f"{prog}-{abi}" for prog in PROGRAMS for abi in ABI_FLAGS}
 
 
 def _run(exe: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -243,8 +264,11 @@ def test_micro_suite_end_to_end(cli: Cli, cli_env: dict[str, str], tmp_path: Pat
     tmp.mkdir()
     env = dict(cli_env, TMPDIR=str(tmp))
     sets = [x for k, v in TINY.items() for x in ("--set", f"{k}={v}")]
+    # Read for its samples, artifacts and score index, never for the HTML report a run writes
+    # by default: --no-html spares the 20 workloads' charts (matplotlib). The run's HTML report
+    # is tested where it is read (tests/report).
     r = cli("run", "--suite", "micro", "--abi", "i386,x86_64", "--rounds", "2", "--json", *sets,
-            env=env)
+            "--no-html", env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     doc = json.loads(r.stdout)
     # Work directories, disk files, sample dirs: all gone; abibench's private root stays, empty.

@@ -32,8 +32,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if not args.json:
         print(f"abibench: measuring this machine's noise for {duration:g} s (a fixed loop on "
               "one CPU alone, then on every CPU at once)", file=sys.stderr)
-    profile = noise.measure(cache_dir(), duration)
-    noise.store(cache_dir(), profile)
+    profile = noise.remeasure(cache_dir(), duration)
     if args.json:
         _print_json(profile.to_dict())
         return EXIT_OK

@@ -16,7 +16,7 @@ from pathlib import Path
 from ..abi import abi_of_elf, machine_bits
 from ..elf import read_elf
 from ..records import HostContext, JSONDict
-from . import board
+from . import board, dpkgowner
 
 
 def _read(path: str) -> str | None:
@@ -352,23 +352,14 @@ def context_warnings(ctx: HostContext) -> list[str]:
     return warnings
 
 
-def runtime_library(loader: str) -> str | None:
+def runtime_library(loader: str, cache_root: Path | None = None) -> str | None:
     """The Debian package (and version) that provides an ABI's C library on this host.
 
     Programs of different ABIs are linked against different libc builds (libc6:amd64 vs
     libc6-i386 here): when their versions differ, the comparison includes that difference.
+    With `cache_root`, dpkg is asked once per state of its database (probe/dpkgowner.py).
     """
-    if shutil.which("dpkg") is None or not Path(loader).exists():
-        return None
-    # dpkg knows the path as packaged, which may be the unresolved symlink; try both.
-    for path in (loader, os.path.realpath(loader)):
-        proc = subprocess.run(["dpkg", "-S", path], capture_output=True, text=True, check=False)
-        if proc.returncode == 0 and ":" in proc.stdout:
-            pkg = proc.stdout.split(": ", 1)[0].split(",")[0].strip()
-            ver = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], capture_output=True,
-                                 text=True, check=False).stdout.strip()
-            return f"{pkg} {ver}".strip()
-    return None
+    return dpkgowner.owner(loader, cache_root)
 
 
 def library_skew(libs: dict[str, str | None]) -> str | None:

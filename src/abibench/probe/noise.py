@@ -31,6 +31,7 @@ import os
 import subprocess
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -38,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import HostError
+from ..locks import exclusive, made_once
 from ..records import JSONDict
 from ..tools import native_tool
 from ..workspace import owned_dir
@@ -435,11 +437,26 @@ def store(cache_root: Path, profile: NoiseProfile) -> None:
     os.replace(tmp, path)
 
 
-def current(cache_root: Path, duration_s: float = BRIEF_S) -> NoiseProfile:
-    """The cached profile, or a brief new measurement (at the start of a run)."""
-    found = cached(cache_root)
-    if found is not None:
-        return found
-    profile = measure(cache_root, duration_s)
-    store(cache_root, profile)
-    return profile
+def remeasure(cache_root: Path, duration_s: float = FULL_S,
+              measured: Callable[[Path, float], NoiseProfile] | None = None) -> NoiseProfile:
+    """A new profile, measured and kept under the profile's lock (`abibench calibrate`): a run
+    that starts meanwhile waits and reads it rather than measure beside it."""
+    with exclusive(cache_file(cache_root)):
+        profile = (measured or measure)(cache_root, duration_s)
+        store(cache_root, profile)
+        return profile
+
+
+def current(cache_root: Path, duration_s: float = BRIEF_S,
+            measured: Callable[[Path, float], NoiseProfile] | None = None) -> NoiseProfile:
+    """The cached profile, or a brief new measurement (at the start of a run).
+
+    Measured under the profile's lock: two runs that start together (two terminals, a test
+    run's workers) measure once, the second reading the first's profile, rather than each
+    measuring the machine while the other loads it."""
+    def make() -> NoiseProfile:
+        profile = (measured or measure)(cache_root, duration_s)
+        store(cache_root, profile)
+        return profile
+
+    return made_once(cache_file(cache_root), lambda: cached(cache_root), make)

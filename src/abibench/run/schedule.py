@@ -24,7 +24,6 @@ from ..probe.noise import NoiseProfile
 from ..records import Artifact, Sample, Target
 from ..workloads.profile import Workload, substitute
 from ..workspace import owned_dir
-from .browser import run_browser_sample
 from .counted import baseline_samples, count_target, now_iso
 from .designs import Design, choose, repeats_for
 from .launcher import How, Job, RawResult, run_sample, run_together
@@ -337,6 +336,10 @@ class Session:
                 prep = self._prepare(target, pos, number, srv)
                 started = now_iso()
                 if self.wl.browser is not None:
+                    # Imported here: the browser's driver (websockets, the DevTools session)
+                    # costs every run's start 50-150 ms, and only a [browser] workload uses it.
+                    from .browser import run_browser_sample
+
                     raw = run_browser_sample(pl, prep.argv, prep.env, self.wl.timeout,
                                              self.launch, how, self._tree())
                 else:

@@ -147,8 +147,9 @@ def _preflight(req: Request, cache_root: Path) -> dict[str, AbiStatus]:
 def _host_context(req: Request, probes: dict[str, AbiStatus], cache_root: Path,
                   progress: Progress) -> tuple[HostContext, dict[str, JSON], NoiseProfile | None]:
     """Where the run is measured: the host, each ABI's C library and emulator, the noise."""
-    runtime_libc: dict[str, JSON] = {a.name: host.runtime_library(_loader(a, probes[a.name]))
-                                     for a in req.abis if probes[a.name].can_run}
+    runtime_libc: dict[str, JSON] = {
+        a.name: host.runtime_library(_loader(a, probes[a.name]), cache_root)
+        for a in req.abis if probes[a.name].can_run}
     emulators: dict[str, JSON] = {n: p.emulator.version for n, p in probes.items()
                                   if p.emulator is not None}
     ctx = host.capture().with_extra(probe=[s.to_dict() for s in probes.values()],
