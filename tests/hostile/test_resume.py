@@ -17,8 +17,8 @@ import pytest
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
 # Any number of rounds above one tests "exactly the asked rounds"; the kill lands half-way
-# through ptrtree's 2 x ROUNDS samples, by condition, with nbody still to come. A sample stays
-# many polls (50 ms) long, so the run is still going when the signal lands.
+# through ptrtree's 2 x ROUNDS samples, by condition, with nbody still to come: what is left
+# (14 samples of 0.05-0.1 CPU s each) lasts many polls (50 ms), so the signal lands mid-run.
 ROUNDS = 4
 SIZES = ("--set", "nodes=75000", "--set", "steps=750000")
 
