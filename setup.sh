@@ -77,7 +77,8 @@ OPTIONAL_PKGS=()
 if [ -n "${ABIBENCH_SETUP_OPTIONAL:-}" ]; then read -ra OPTIONAL_PKGS <<< "$ABIBENCH_SETUP_OPTIONAL"; fi
 # The default gcc's major version (gcc -> gcc-12 on Debian 12): its multilib packages.
 gcc_major() {
-  apt-cache depends gcc 2>/dev/null | sed -n 's/^ *Depends: gcc-\([0-9][0-9]*\)$/\1/p' | head -1
+  local deps; deps=$(apt-cache depends gcc 2>/dev/null) || return 1
+  sed -n 's/^ *Depends: gcc-\([0-9][0-9]*\)$/\1/p' <<< "$deps" | sed -n 1p
 }
 # (Not for `setup.sh missing PKG...`, which asks about those alone: apt-cache takes seconds.)
 if [ "$(uname -m)" = x86_64 ] && { [ "${1:-}" != missing ] || [ "$#" -le 1 ]; }; then
@@ -105,7 +106,15 @@ CONFLICTING=(gcc-multilib g++-multilib)
 say() { printf 'setup: %s\n' "$*" >&2; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 3; }
 
-installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+# A command's answer is read whole before it is searched, never `cmd | grep -q`: under pipefail
+# a reader that stops at its first match can end cmd by SIGPIPE, failing the pipeline with the
+# answer found (dpkg writes a line at a time: `dpkg --print-foreign-architectures | grep -qx
+# i386` failed 34 times in 200, so set-up added i386 again and ran apt-get update). Invariant in
+# docs/reliability.md; tests/test_shell_pipes.py.
+installed() {
+  local status; status=$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null) || return 1
+  [[ $status == *"install ok installed"* ]]
+}
 
 # One listing of what is installed, under its name, name:arch and every name it provides (a
 # vendor's nodejs provides npm and conflicts with Debian's npm package): a package of PKGS found
@@ -158,9 +167,10 @@ ensure_deb_src() {
 
 system_setup() {
   local changed=0
-  local a
+  local a foreign
+  foreign=$(dpkg --print-foreign-architectures)
   for a in $FOREIGN_ARCH ${SYSTEM_ARCHES:-}; do
-    if ! dpkg --print-foreign-architectures | grep -qx "$a"; then
+    if ! grep -qx -- "$a" <<< "$foreign"; then
       say "adding the $a architecture"
       "${SUDO[@]}" dpkg --add-architecture "$a"
       changed=1

@@ -87,7 +87,9 @@ mirror=$(host_mirror)
 
 added=()
 for p in qemu-user-static debootstrap; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+  # read whole, then searched: under pipefail `cmd | grep -q` can fail on a match (SIGPIPE)
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) || status=""
+  if [[ $status != *"install ok installed"* ]]; then
     added+=("$p")
   fi
 done
@@ -97,7 +99,7 @@ cleanup() {
   # The namespace took its mounts with it; never delete through a mount that is still there.
   if [ "$keep" = 1 ]; then
     say "kept the root: $root"
-  elif findmnt -rn -o TARGET | grep -q "^$work"; then
+  elif grep -q "^$work" <<< "$(findmnt -rn -o TARGET)"; then
     say "something is still mounted under $work: not deleting it"
   else
     rm -rf --one-file-system "$work"

@@ -17,8 +17,8 @@ for name in "${names[@]}"; do
   readme=$here/examples/$name/README.md
   # The README's command lines (continuations joined), its `abibench run` the measured one.
   cmd=$(awk '/^```sh/{f=1;next} /^```/{f=0} f' "$readme" | sed -e ':a' -e '/\\$/N; s/\\\n//; ta' \
-        | grep '^abibench run' | head -1)
-  pre=$(awk '/^```sh/{f=1;next} /^```/{f=0} f' "$readme" | grep '^sh ' | head -1 || true)
+        | grep '^abibench run' | sed -n 1p)
+  pre=$(awk '/^```sh/{f=1;next} /^```/{f=0} f' "$readme" | grep '^sh ' | sed -n 1p || true)
   [ -n "$cmd" ] || { echo "$name: no abibench run command in its README" >&2; continue; }
   work=$(mktemp -d "/tmp/abibench-zero-$name.XXXXXX")
   load=$(cut -d' ' -f1 /proc/loadavg)
@@ -31,7 +31,7 @@ for name in "${names[@]}"; do
   set -e
   end=$(date +%s.%N)
   cpu=$(awk '{printf "%.1f", $1 + $2}' "$work/time" 2>/dev/null || echo "?")
-  verdict=$(grep -E '→|faster|slower|no significant|no verdict' "$out/$name.txt" | head -2 \
+  verdict=$(grep -E '→|faster|slower|no significant|no verdict' "$out/$name.txt" | sed -n 1,2p \
             | tr -s ' ' | tr '\n' ' ' | cut -c1-220)
   printf '%s\t%.0f\t%s\t%s\t%s\t%s\n' "$name" "$(echo "$end - $start" | bc)" "$cpu" "$load" \
     "$rc" "$verdict" | tee -a "$out/summary.tsv"

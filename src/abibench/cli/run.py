@@ -127,6 +127,7 @@ def _resume_request(args: argparse.Namespace, store: RunStore) -> tuple[Request,
 
 def cmd_run(args: argparse.Namespace, store: RunStore) -> int:
     from ..abi import get_abi
+    from ..obtain.prebuilt import identify
     from ..run.preflight import check_plan_numbers
     from ..workloads.oneliner import parse_binary
     from ..workloads.profile import load_workloads
@@ -134,6 +135,7 @@ def cmd_run(args: argparse.Namespace, store: RunStore) -> int:
     check_plan_numbers(args.warmup, args.min_rounds, args.max_rounds)
     if args.resume is not None:
         req, resumed = _resume_request(args, store)
+        _check_outputs(("--report", args.report), ("--html", args.html))
         return _measure(args, store, req, resumed)
     selection = [*args.workloads, *args.workload]
     if args.binary:
@@ -148,6 +150,12 @@ def cmd_run(args: argparse.Namespace, store: RunStore) -> int:
                              "after -- go with --binary")
         abis = _asked_abis(args)
     workloads = load_workloads(selection or None, args.suite, _parse_sets(args.set))
+    # What the options and the workloads alone refuse is refused before the run's machinery is
+    # imported and the host probed: outputs over an input of the run, a wrong prebuilt program.
+    _check_outputs(("--report", args.report), ("--html", args.html))
+    for wl in workloads:
+        for name, path in wl.binaries.items():
+            identify(get_abi(name), path)
     # The run's machinery (the scheduler, the suite, with numpy and the browser driver) is
     # imported once the plan's values and the workloads are checked: a refused run never does.
     from ..run.schedule import Plan
@@ -182,7 +190,6 @@ def _measure(args: argparse.Namespace, store: RunStore, req: Request, resume: Ru
     from .against import _against, _baseline
 
     workloads, abis, plan = req.workloads, req.abis, req.plan
-    _check_outputs(("--report", args.report), ("--html", args.html))
     baseline = _baseline(args, store)  # a wrong name fails before anything is measured
     err = sys.stderr
     # A progress bar on a terminal: what is building or running, and the time left (the

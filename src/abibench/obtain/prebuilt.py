@@ -11,16 +11,17 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ..abi import Abi, describe
-from ..elf import read_elf, section_sizes
+from ..elf import ElfInfo, read_elf, section_sizes
 from ..errors import UsageError
 from ..hashing import sha256_file
 from ..records import Artifact
 from .libraries import inspect_artifacts
 
 
-def obtain(workload: str, abi: Abi, path: Path) -> Artifact:
-    """The artifact of a prebuilt program; a file that is not a runnable program of this ABI is
-    refused (exit 2): comparing it would compare the wrong thing."""
+def identify(abi: Abi, path: Path) -> ElfInfo:
+    """The ELF identity of a prebuilt program; a file that is not a runnable program of this ABI
+    is refused (exit 2): comparing it would compare the wrong thing. `run` asks this before it
+    imports its machinery or probes the host, so a wrong file costs no more than a bad option."""
     if not path.is_file():
         raise UsageError(f"prebuilt program for {abi.name} {path} does not exist: give the path "
                          "of the program file")
@@ -35,6 +36,12 @@ def obtain(workload: str, abi: Abi, path: Path) -> Artifact:
     if not abi.matches(info):
         raise UsageError(f"prebuilt program for {abi.name} {path} is {describe(info)}, not "
                          f"{abi.name}: name the program built for {abi.name}")
+    return info
+
+
+def obtain(workload: str, abi: Abi, path: Path) -> Artifact:
+    """The artifact of a prebuilt program, refused as `identify` says."""
+    info = identify(abi, path)
     real = path.resolve()
     name = real.name
     return Artifact(
