@@ -126,7 +126,11 @@ def leftovers(pid: int, mark: str, cache: Path) -> list[str]:
     for d in Path("/proc").iterdir():
         if d.name.isdigit() and int(d.name) not in (os.getpid(), pid):
             environ = _environ(int(d.name))
-            kind = "browser" if tag in environ else "helper" if marked in environ else None
+            # The browser's HOME is in its scratch directory; other processes may carry the
+            # tag elsewhere (gcc's COLLECT_GCC_OPTIONS names the probe's directory).
+            home = any(v.startswith(b"HOME=") and tag in v for v in environ.split(b"\0"))
+            kind = "browser" if home else "helper" if marked in environ or tag in environ \
+                else None
             if kind is not None:
                 try:
                     found.append(f"{kind} {d.name} {(d / 'comm').read_text().strip()}")
