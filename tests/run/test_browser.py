@@ -205,12 +205,12 @@ def test_a_page_that_times_out_leaves_nothing(env: dict[str, str], debian_cache:
     profile = tmp_path / "slow-dom.toml"
     builtin = Path(__file__).parents[2] / "src/abibench/workloads/profiles/chromium-dom.toml"
     text = builtin.read_text().replace('id = "chromium-dom"', 'id = "slow-dom"') \
-        .replace('timeout = "600s"', 'timeout = "8s"')
+        .replace('timeout = "600s"', 'timeout = "5s"')
     profile.write_text(text)
     pid, code, out, err = _run(env, "run", str(profile), "--provenance", "debian", "--abi",
                                "x86_64", "--rounds", "1", "--warmup", "0", "--no-html",
                                "--set", "n=200000", "--set", "tests=table_build")
-    assert code == EXIT_TIMEOUT and "timed out after 8s" in out, err + out
+    assert code == EXIT_TIMEOUT and "timed out after 5s" in out, err + out
     assert settled(pid, env[MARK], debian_cache) == []
 
 
