@@ -107,3 +107,24 @@ def test_a_debs_kept_facts_are_the_ones_it_says(tmp_path: Path, monkeypatch: pyt
     os.utime(deb, ns=(1, deb.stat().st_mtime_ns + 1))
     assert ownlibs.contents(deb) == {f"/{p}" for p in [*paths, "usr/share/added"]}
     assert ownlibs.source_of(deb) == "other"
+
+
+def test_a_programs_stripped_size_is_kept_by_its_content(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stripped size kept for a content is the one `strip` gives; read back without
+    stripping; measured again when the strip installed changes."""
+    from abibench import elf
+    from abibench.hashing import sha256_file
+
+    exe = tmp_path / "true"
+    shutil.copy("/usr/bin/true", exe)
+    digest = sha256_file(exe)
+    want = elf.section_sizes(exe)
+    assert want.stripped is not None
+    assert elf.section_sizes(exe, debian.kept_stripped_size(tmp_path, digest)) == want
+    with monkeypatch.context() as m:
+        m.setattr(debian, "stripped_size", lambda *a: pytest.fail("stripped again"))
+        assert elf.section_sizes(exe, debian.kept_stripped_size(tmp_path, digest)) == want
+        m.setattr(debian, "_strips", lambda machine: "another binutils")
+        with pytest.raises(pytest.fail.Exception, match="stripped again"):
+            elf.section_sizes(exe, debian.kept_stripped_size(tmp_path, digest))
