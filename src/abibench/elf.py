@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,7 +76,8 @@ _CROSS_STRIP = {
 }
 
 
-def section_sizes(path: Path) -> Sizes:
+def section_sizes(path: Path,
+                  stripped: Callable[[Path, str], int | None] | None = None) -> Sizes:
     text = data = bss = 0
     with path.open("rb") as fh:
         elf = ELFFile(fh)
@@ -92,13 +94,18 @@ def section_sizes(path: Path) -> Sizes:
             else:
                 text += size
     return Sizes(file=path.stat().st_size, text=text, data=data, bss=bss,
-                 stripped=stripped_size(path, machine))
+                 stripped=(stripped or stripped_size)(path, machine))
+
+
+def strip_tools(machine: str = "") -> tuple[str, ...]:
+    """The strips stripped_size tries, in order: the host's, then the binutils of `machine`."""
+    return ("strip", *_CROSS_STRIP.get(machine, ()))
 
 
 def stripped_size(path: Path, machine: str = "") -> int | None:
     """The file's size after `strip`: the host's, else the binutils of its machine; None when
     no strip here knows the file's format."""
-    for name in ("strip", *_CROSS_STRIP.get(machine, ())):
+    for name in strip_tools(machine):
         strip = shutil.which(name)
         if strip is None:
             continue

@@ -2,18 +2,27 @@
 
 Resolution (obtain/resolve.py), one batched download and the sysroots (obtain/sysroot.py) happen
 here, before the first sample: never beside timed runs.
+
+A program's stripped size is kept by its content (debian/stripped/SHA256.json) with the strip
+that measured it: stripping chromium's 283 MiB ELF costs a CPU second per arch, on every run.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
 from ..abi import Abi, check_artifact
-from ..elf import section_sizes
+from ..elf import section_sizes, strip_tools, stripped_size
 from ..hashing import sha256_file
+from ..locks import made_once
+from ..outputs import write_atomic
 from ..records import Artifact
 from ..workloads.profile import Workload
 from .apt import PackageError
@@ -29,6 +38,41 @@ def main_program(wl: Workload) -> str:
     if not first.startswith("/"):
         first = f"{wl.debian_bin.rstrip('/')}/{first}"
     return first
+
+
+def _strips(machine: str) -> str:
+    """Which strips stripped_size would try, as installed now (a new binutils: measured again)."""
+    found = []
+    for name in strip_tools(machine):
+        exe = shutil.which(name)
+        if exe is not None:
+            st = os.stat(exe)
+            found.append(f"{os.path.realpath(exe)}:{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(found).encode()).hexdigest()
+
+
+def kept_stripped_size(cache_root: Path, digest: str) -> Callable[[Path, str], int | None]:
+    """stripped_size of the file whose SHA-256 is `digest`, measured once per content."""
+    def size(path: Path, machine: str) -> int | None:
+        entry = cache_root / "debian" / "stripped" / f"{digest}.json"
+        tools = _strips(machine)
+
+        def kept() -> tuple[int | None] | None:
+            try:
+                doc = json.loads(entry.read_text())
+            except (OSError, ValueError):
+                return None
+            ok = isinstance(doc, dict) and doc.get("strips") == tools
+            return (doc["stripped"],) if ok and isinstance(doc.get("stripped"), int) else None
+
+        def measure() -> tuple[int | None]:
+            found = stripped_size(path, machine)
+            if found is not None:
+                write_atomic(entry, json.dumps({"strips": tools, "stripped": found}).encode())
+            return (found,)
+
+        return made_once(entry, kept, measure)[0]
+    return size
 
 
 def obtain(wl: Workload, abis: Sequence[Abi], cache_root: Path, *,
@@ -56,12 +100,14 @@ def obtain(wl: Workload, abis: Sequence[Abi], cache_root: Path, *,
         info = check_artifact(exe, abi)
         requested = {p.name: p.version for p in root.pins if p.name in wl.debian_packages}
         name = Path(program).name
+        digest = sha256_file(exe)
         out[abi.name] = Artifact(
             workload=wl.id, abi=abi.name, provenance="debian",
             bin_dir=wl.debian_bin, files=(name,), cache_key=root.key, cached=root.cached,
             compiler="", compiler_version=f"Debian {root.arch} build", cflags=(), abi_flags=(),
             commands=(), effective={}, build_seconds=round(seconds, 3),
-            sizes={name: asdict(section_sizes(exe))}, digests={name: sha256_file(exe)},
+            sizes={name: asdict(section_sizes(exe, kept_stripped_size(cache_root, digest)))},
+            digests={name: digest},
             elf={name: asdict(info) | {"path": program}}, log="",
             sysroot=str(root.path), debian_packages=requested,
             debian_closure={p.name: p.version for p in root.pins},
