@@ -45,6 +45,12 @@ INDEX_VERSION = 1  # bump when what is kept, or how it is read from the .deb, ch
 _Fact = str | list[str] | None
 
 
+_SHAPES: dict[str, Callable[[object], bool]] = {
+    "source": lambda v: isinstance(v, str) and bool(v),
+    "contents": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+}
+
+
 def index_file(deb: Path, fact: str) -> Path:
     return deb.parent.parent / "debindex" / f"{deb.name}.{fact}.json"
 
@@ -59,7 +65,12 @@ def _kept(deb: Path, fact: str) -> tuple[_Fact] | None:
     if not isinstance(doc, dict) or doc.get("version") != INDEX_VERSION or \
             doc.get("size") != st.st_size or doc.get("mtime_ns") != st.st_mtime_ns:
         return None
-    return (doc.get("value"),)
+    value = doc.get("value")
+    # Believed only in the fact's own shape (what _keep writes): anything else (a damaged or
+    # foreign file) is read from the .deb again and the index rewritten, never taken as "none".
+    if not _SHAPES[fact](value):
+        return None
+    return (value,)
 
 
 def _keep(deb: Path, fact: str, read: Callable[[], _Fact]) -> tuple[_Fact]:
