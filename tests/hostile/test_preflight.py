@@ -55,27 +55,27 @@ def test_bad_values_are_refused_before_any_build(refused: Cli, cli_env: dict[str
     _nothing_built(stored)
 
 
-def test_a_compiler_that_does_not_compile_is_exit_3(cli: Cli, cli_env: dict[str, str],
+def test_a_compiler_that_does_not_compile_is_exit_3(refused: Cli, cli_env: dict[str, str],
                                                      stored: DbRows) -> None:
-    err = _error(cli("run", "ptrtree", "--cc", "/bin/false"), 3, "/bin/false",
+    err = _error(refused("run", "ptrtree", "--cc", "/bin/false"), 3, "/bin/false",
                  "cannot compile a test program")
     assert "CompletedProcess" not in err and "<" not in err  # no Python repr
-    _error(cli("run", "ptrtree", "--cc", "no-such-cc"), 3, "'no-such-cc' not found")
+    _error(refused("run", "ptrtree", "--cc", "no-such-cc"), 3, "'no-such-cc' not found")
     _nothing_built(stored)
 
 
-def test_a_missing_program_is_found_before_building(cli: Cli, write_profile: ProfileWriter,
+def test_a_missing_program_is_found_before_building(refused: Cli, write_profile: ProfileWriter,
                                                     shared_cache: Path, stored: DbRows,
                                                     cli_env: dict[str, str]) -> None:
     prof = write_profile("noprog", '[run.x]\n', command='["no-such-program-abibench", "x"]')
     prof.write_text(prof.read_text().replace("[run.x]\n", ""))
-    _error(cli("run", str(prof), "--abi", "i386,x86_64"), 3, "no-such-program-abibench",
+    _error(refused("run", str(prof), "--abi", "i386,x86_64"), 3, "no-such-program-abibench",
            "not installed")
     _nothing_built(stored)
     setup = write_profile("nosetup")
     setup.write_text(setup.read_text().replace('timeout = "30s"',
                                                'timeout = "30s"\nsetup = ["no-such-setup"]'))
-    _error(cli("run", str(setup), "--abi", "x86_64"), 3, "setup starts 'no-such-setup'")
+    _error(refused("run", str(setup), "--abi", "x86_64"), 3, "setup starts 'no-such-setup'")
 
 
 @pytest.mark.parametrize("where", ["file/report.md", "dir"])
