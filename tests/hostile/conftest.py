@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -56,3 +57,31 @@ def write_profile(profile_dir: Path) -> ProfileWriter:
         return path
 
     return write
+
+
+Cli = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def refused(cli_env: dict[str, str], monkeypatch: pytest.MonkeyPatch,
+            capsys: pytest.CaptureFixture[str]) -> Cli:
+    """`abibench ARGS...` run in this process, for a command line the test expects refused: what
+    `cli` returns (the exit code, stdout, stderr), without a Python start per call (0.2-0.3 CPU
+    s). The process's exit code is main()'s (`python -m abibench` is `sys.exit(main())`), and
+    main's environment is the one `cli` gives its process (cli_env, read at each call). Tests of
+    what a real process does (signals, its exit after a run) keep `cli`."""
+    from abibench.cli import main
+
+    def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        want = env or cli_env
+        for key in (set(want) | set(os.environ)) - {"PYTEST_CURRENT_TEST"}:
+            if key not in want:
+                monkeypatch.delenv(key)
+            elif os.environ.get(key) != want[key]:
+                monkeypatch.setenv(key, want[key])
+        capsys.readouterr()
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["abibench", *args], code, out, err)
+
+    return run

@@ -120,14 +120,14 @@ def test_two_prebuilt_programs_in_one_line(cli: Cli, prebuilt: dict[str, Path]) 
     (("i386", "x86_64=x86_64"), ("write ABI=PATH",)),
 ], ids=["elf-of-another-abi", "one-program", "abi-twice", "missing-file", "not-executable",
         "a-script", "unknown-abi", "no-abi-named"])
-def test_prebuilt_pairs_that_do_not_match_are_refused(cli: Cli, prebuilt: dict[str, Path],
+def test_prebuilt_pairs_that_do_not_match_are_refused(refused: Cli, prebuilt: dict[str, Path],
                                                       pair: tuple[str, ...],
                                                       words: tuple[str, ...]) -> None:
     args = []
     for p in pair:
         abi, _, name = p.partition("=")
         args += ["--binary", f"{abi}={prebuilt[name]}" if name in prebuilt else p]
-    r = cli("run", *args, "--rounds", "1", "--no-html")
+    r = refused("run", *args, "--rounds", "1", "--no-html")
     assert r.returncode == 2, r.stdout[-800:] + r.stderr
     assert r.stderr.count("\n") == 1, r.stderr
     for w in words:
@@ -194,13 +194,13 @@ def test_every_input_kind_placeholder_and_stdin_is_documented() -> None:
     ('{ kind = "corpus", megabytes = 5 }', ("megabytes", "mb")),
     ('{ kind = "corpus", mb = 100000 }', ("mb", "4096")),
 ], ids=["unknown-kind", "unknown-key", "size-out-of-range"])
-def test_bad_inputs_are_refused_naming_the_profile(cli: Cli, tmp_path: Path, fixtures: Path,
+def test_bad_inputs_are_refused_naming_the_profile(refused: Cli, tmp_path: Path, fixtures: Path,
                                                    spec: str, words: tuple[str, ...]) -> None:
     proj = tmp_path / "proj"
     proj.mkdir()
     prof = _sweep_profile(proj, fixtures, "")
     prof.write_text(prof.read_text() + f"[inputs]\ndata = {spec}\n")
-    r = cli("run", str(prof), "--abi", "i386,x86_64", "--rounds", "1", "--no-html")
+    r = refused("run", str(prof), "--abi", "i386,x86_64", "--rounds", "1", "--no-html")
     assert r.returncode == 2, (r.stdout[-800:], r.stderr)
     assert r.stderr.count("\n") == 1 and "sweep.toml" in r.stderr, r.stderr
     for w in words:

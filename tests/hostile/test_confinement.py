@@ -30,10 +30,10 @@ def _one_error(r: subprocess.CompletedProcess[str], code: int, *words: str) -> s
 
 @pytest.mark.parametrize("entry", ["../../outside/canary.txt", "{work}/../../outside/canary.txt",
                                    "/tmp/x/canary.txt", "{bin}/metric", "{profile_dir}/x"])
-def test_validate_files_outside_work_are_refused_at_load(cli: Cli, write_profile: ProfileWriter,
+def test_validate_files_outside_work_are_refused_at_load(refused: Cli, write_profile: ProfileWriter,
                                                          entry: str) -> None:
     prof = write_profile("vfiles", f'[validate]\nfiles = ["{entry}"]\n')
-    r = cli("run", str(prof), *RUN)
+    r = refused("run", str(prof), *RUN)
     line = _one_error(r, 2, "vfiles.toml:", "files entry")
     assert "work directory" in line
 
@@ -65,33 +65,33 @@ def test_a_symlink_the_program_leaves_in_work_is_not_followed(
 
 
 @pytest.mark.parametrize("stdin", ["/etc/passwd", "../outside/canary.txt", "{out}/x"])
-def test_stdin_outside_its_roots_is_refused(cli: Cli, write_profile: ProfileWriter,
+def test_stdin_outside_its_roots_is_refused(refused: Cli, write_profile: ProfileWriter,
                                             stdin: str) -> None:
     prof = write_profile("stdin", "", command='["{bin}/metric", "0"]')
     prof.write_text(prof.read_text().replace('timeout = "30s"',
                                              f'timeout = "30s"\nstdin = "{stdin}"'))
-    r = cli("run", str(prof), *RUN)
+    r = refused("run", str(prof), *RUN)
     _one_error(r, 2, "stdin.toml:", "stdin entry")
 
 
 @pytest.mark.parametrize("artifact", ["../../outside/canary.txt", "/tmp/x", "sub/../../x",
                                       "{work}/x"])
-def test_artifacts_outside_out_are_refused_at_load(cli: Cli, write_profile: ProfileWriter,
+def test_artifacts_outside_out_are_refused_at_load(refused: Cli, write_profile: ProfileWriter,
                                                    artifact: str) -> None:
     prof = write_profile("arts", source=f'[source]\nbuild = ["true"]\n'
                          f'artifacts = ["{artifact}"]\n')
-    _one_error(cli("run", str(prof), *RUN), 2, "arts.toml:", "artifacts entry")
+    _one_error(refused("run", str(prof), *RUN), 2, "arts.toml:", "artifacts entry")
 
 
-def test_source_file_outside_the_profile_is_refused(cli: Cli, write_profile: ProfileWriter,
+def test_source_file_outside_the_profile_is_refused(refused: Cli, write_profile: ProfileWriter,
                                                     profile_dir: Path, canary: Path) -> None:
     prof = write_profile("src1", source='[source]\nfiles = ["../outside/canary.txt"]\n'
                          'artifacts = ["x"]\n')
-    _one_error(cli("run", str(prof), *RUN), 2, "src1.toml:", "files entry")
+    _one_error(refused("run", str(prof), *RUN), 2, "src1.toml:", "files entry")
     # A link inside the profile's directory that leads outside is refused too.
     (profile_dir / "sneaky.c").symlink_to(canary)
     prof = write_profile("src2", source='[source]\nfiles = ["sneaky.c"]\nartifacts = ["x"]\n')
-    _one_error(cli("run", str(prof), *RUN), 2, "src2.toml:", "outside the profile")
+    _one_error(refused("run", str(prof), *RUN), 2, "src2.toml:", "outside the profile")
 
 
 def test_an_artifact_that_is_a_link_is_no_build(cli: Cli, write_profile: ProfileWriter,
@@ -104,14 +104,14 @@ def test_an_artifact_that_is_a_link_is_no_build(cli: Cli, write_profile: Profile
     assert "is a link, not the built file" in r.stdout + r.stderr
 
 
-def test_the_x86_64_build_cannot_replace_the_i386_one(cli: Cli, write_profile: ProfileWriter,
+def test_the_x86_64_build_cannot_replace_the_i386_one(refused: Cli, write_profile: ProfileWriter,
                                                       cli_env: dict[str, str],
                                                       profile_dir: Path) -> None:
     # The issue's case: an artifact path that climbs out of {out} so both builds write one
     # file. Refused when loaded, so no samples of the wrong binary can exist.
     prof = write_profile("overwrite", source='[source]\nbuild = ["sh", "-c", "{cc} {cflags} '
                          '-o ../../shared metric.c"]\nartifacts = ["../../shared"]\n')
-    _one_error(cli("run", str(prof), *RUN), 2, "artifacts entry", "climbs out")
+    _one_error(refused("run", str(prof), *RUN), 2, "artifacts entry", "climbs out")
     assert not any(profile_dir.parent.rglob("shared"))
 
 
@@ -170,11 +170,11 @@ def test_a_program_that_removes_or_replaces_work_fails_its_target(
      'files = ["/tmp/outside/canary.txt"]\n', None),
 ], ids=["validate-close-files", "source-data", "validate-when-files"])
 def test_other_paths_outside_their_roots_are_refused_at_load(
-        cli: Cli, write_profile: ProfileWriter, stored: DbRows, key: str, extra: str,
+        refused: Cli, write_profile: ProfileWriter, stored: DbRows, key: str, extra: str,
         source: str | None) -> None:
     kw = {"source": source} if source else {}
     prof = write_profile("others", extra, **kw)
-    _one_error(cli("run", str(prof), *RUN), 2, "others.toml:", f"{key} entry")
+    _one_error(refused("run", str(prof), *RUN), 2, "others.toml:", f"{key} entry")
     assert stored("SELECT COUNT(*) FROM samples") in ([], [(0,)])
 
 

@@ -52,13 +52,13 @@ CASES: dict[str, tuple[Callable[[dict[str, Any]], str], tuple[str, ...]]] = {
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_a_bad_run_document_is_refused_and_nothing_stored(cli: Cli, make_doc: MakeDoc,
+def test_a_bad_run_document_is_refused_and_nothing_stored(refused: Cli, make_doc: MakeDoc,
                                                           tmp_path: Path, db_ref: str,
                                                           db_rows: DbRows, case: str) -> None:
     make, words = CASES[case]
     f = tmp_path / f"{case}.json"
     f.write_text(make(make_doc()))
-    r = cli("--db", db_ref, "import", str(f))
+    r = refused("--db", db_ref, "import", str(f))
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert r.stderr.count("\n") == 1 and r.stderr.startswith(f"abibench: error: {f}: "), r.stderr
     for w in words:
@@ -66,10 +66,10 @@ def test_a_bad_run_document_is_refused_and_nothing_stored(cli: Cli, make_doc: Ma
     assert db_rows(db_ref, "SELECT COUNT(*) FROM runs") in ([], [(0,)])
 
 
-def test_a_directory_is_refused(cli: Cli, tmp_path: Path) -> None:
+def test_a_directory_is_refused(refused: Cli, tmp_path: Path) -> None:
     d = tmp_path / "dir.json"
     d.mkdir()
-    r = cli("import", str(d))
+    r = refused("import", str(d))
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert "is a directory" in r.stderr
 

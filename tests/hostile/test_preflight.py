@@ -48,43 +48,43 @@ def _nothing_built(stored: DbRows) -> None:
         "warmup-negative", "max-time-negative", "max-time-too-long", "rounds-zero",
         "precision-over-100", "precision-nan", "precision-not-a-percentage", "max-below-min",
         "abi-unknown", "abi-empty"])
-def test_bad_values_are_refused_before_any_build(cli: Cli, cli_env: dict[str, str],
+def test_bad_values_are_refused_before_any_build(refused: Cli, cli_env: dict[str, str],
                                                  stored: DbRows, args: tuple[str, ...],
                                                  words: tuple[str, ...]) -> None:
-    _error(cli("run", "ptrtree", *args), 2, *words)
+    _error(refused("run", "ptrtree", *args), 2, *words)
     _nothing_built(stored)
 
 
-def test_a_compiler_that_does_not_compile_is_exit_3(cli: Cli, cli_env: dict[str, str],
+def test_a_compiler_that_does_not_compile_is_exit_3(refused: Cli, cli_env: dict[str, str],
                                                      stored: DbRows) -> None:
-    err = _error(cli("run", "ptrtree", "--cc", "/bin/false"), 3, "/bin/false",
+    err = _error(refused("run", "ptrtree", "--cc", "/bin/false"), 3, "/bin/false",
                  "cannot compile a test program")
     assert "CompletedProcess" not in err and "<" not in err  # no Python repr
-    _error(cli("run", "ptrtree", "--cc", "no-such-cc"), 3, "'no-such-cc' not found")
+    _error(refused("run", "ptrtree", "--cc", "no-such-cc"), 3, "'no-such-cc' not found")
     _nothing_built(stored)
 
 
-def test_a_missing_program_is_found_before_building(cli: Cli, write_profile: ProfileWriter,
+def test_a_missing_program_is_found_before_building(refused: Cli, write_profile: ProfileWriter,
                                                     shared_cache: Path, stored: DbRows,
                                                     cli_env: dict[str, str]) -> None:
     prof = write_profile("noprog", '[run.x]\n', command='["no-such-program-abibench", "x"]')
     prof.write_text(prof.read_text().replace("[run.x]\n", ""))
-    _error(cli("run", str(prof), "--abi", "i386,x86_64"), 3, "no-such-program-abibench",
+    _error(refused("run", str(prof), "--abi", "i386,x86_64"), 3, "no-such-program-abibench",
            "not installed")
     _nothing_built(stored)
     setup = write_profile("nosetup")
     setup.write_text(setup.read_text().replace('timeout = "30s"',
                                                'timeout = "30s"\nsetup = ["no-such-setup"]'))
-    _error(cli("run", str(setup), "--abi", "x86_64"), 3, "setup starts 'no-such-setup'")
+    _error(refused("run", str(setup), "--abi", "x86_64"), 3, "setup starts 'no-such-setup'")
 
 
 @pytest.mark.parametrize("where", ["file/report.md", "dir"])
-def test_report_outputs_are_checked_before_the_run(cli: Cli, tmp_path: Path, stored: DbRows,
+def test_report_outputs_are_checked_before_the_run(refused: Cli, tmp_path: Path, stored: DbRows,
                                                    cli_env: dict[str, str], where: str) -> None:
     (tmp_path / "file").write_text("a regular file, not a directory")
     (tmp_path / "dir").mkdir()
-    _error(cli("run", "ptrtree", "--report", str(tmp_path / where)), 2, "report")
-    _error(cli("run", "ptrtree", "--html", str(tmp_path / where)), 2)
+    _error(refused("run", "ptrtree", "--report", str(tmp_path / where)), 2, "report")
+    _error(refused("run", "ptrtree", "--html", str(tmp_path / where)), 2)
     _nothing_built(stored)
 
 
@@ -111,16 +111,16 @@ def test_export_into_a_missing_directory_is_created_or_refused(cli: Cli, tmp_pat
     _error(cli("export", "latest", "-o", str(tmp_path / "plain" / "x.json")), 2, "cannot write")
 
 
-def test_duplicate_workload_ids_are_refused_naming_both(cli: Cli, write_profile: ProfileWriter,
+def test_duplicate_workload_ids_are_refused_naming_both(refused: Cli, write_profile: ProfileWriter,
                                                         cli_env: dict[str, str],
                                                         stored: DbRows) -> None:
     a = write_profile("one", wid="same")
     b = write_profile("two", wid="same")
-    _error(cli("run", str(a), str(b)), 2, "'same'", "one.toml", "two.toml")
-    _error(cli("run", "ptrtree", "ptrtree"), 2, "'ptrtree'")
+    _error(refused("run", str(a), str(b)), 2, "'same'", "one.toml", "two.toml")
+    _error(refused("run", "ptrtree", "ptrtree"), 2, "'ptrtree'")
     # A copy of a built-in under its own id, run with the built-in, is refused too.
     copy = write_profile("ptrcopy", wid="ptrtree")
-    _error(cli("run", "ptrtree", str(copy)), 2, "'ptrtree'", "ptrcopy.toml")
+    _error(refused("run", "ptrtree", str(copy)), 2, "'ptrtree'", "ptrcopy.toml")
     _nothing_built(stored)
 
 

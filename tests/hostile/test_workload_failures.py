@@ -28,8 +28,8 @@ def _samples(stored: DbRows) -> list[tuple[str, str, str]]:
                                             "ORDER BY id")]
 
 
-def test_malformed_profile(cli: Cli) -> None:
-    r = cli("run", str(FIXTURES / "malformed.toml"))
+def test_malformed_profile(refused: Cli) -> None:
+    r = refused("run", str(FIXTURES / "malformed.toml"))
     assert r.returncode == 2
     line = _one_line(r.stderr)
     assert "malformed.toml:" in line and 'better = "higher" or "lower"' in line
