@@ -87,7 +87,7 @@ def test_a_new_row_is_probed_built_run_and_reported(cli_env: dict[str, str], fix
     md = tmp_path / "report.md"
     # Beside i386, whose facts it has: the same pointer size, so the outputs must agree.
     run = abibench("run", str(fixtures / "ptrsize.toml"), "--abi", "i686-new,i386",
-                   "--rounds", "2", "--warmup", "0", "--report", str(md))
+                   "--rounds", "2", "--warmup", "0", "--report", str(md), "--no-html")
     assert run.returncode == 0, run.stdout + run.stderr
     report = md.read_text(encoding="utf-8")
     assert "i686-new" in report and "MISCOMPARE" not in report

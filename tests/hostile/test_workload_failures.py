@@ -15,6 +15,8 @@ from typing import Any
 Cli = Callable[..., subprocess.CompletedProcess[str]]
 DbRows = Callable[..., list[tuple[Any, ...]]]
 FIXTURES = Path(__file__).parents[1] / "fixtures"
+# No test here reads a run's HTML report: --no-html spares each run matplotlib's import and charts
+# (tests/run/test_run.py checks the default report).
 
 
 def _one_line(stderr: str) -> str:
@@ -37,7 +39,7 @@ def test_malformed_profile(refused: Cli) -> None:
 
 def test_crashing_workload_is_stored_and_others_go_on(cli: Cli, stored: DbRows) -> None:
     r = cli("run", str(FIXTURES / "crash.toml"), str(FIXTURES / "hog.toml"), "--abi",
-            "i386,x86_64", "--rounds", "2")
+            "i386,x86_64", "--rounds", "2", "--no-html")
     assert r.returncode == 1, r.stderr
     assert "failed" in r.stdout and "killed by SIGSEGV" in r.stdout
     rows = _samples(stored)
@@ -49,7 +51,7 @@ def test_crashing_workload_is_stored_and_others_go_on(cli: Cli, stored: DbRows) 
 def test_hanging_workload_times_out(cli: Cli, stored: DbRows, tmp_path: Path) -> None:
     pidfile = tmp_path / "pids"
     r = cli("run", str(FIXTURES / "hang.toml"), "--abi", "x86_64", "--rounds", "2",
-            "--set", f"pidfile={pidfile}")
+            "--set", f"pidfile={pidfile}", "--no-html")
     assert r.returncode == 4, r.stdout + r.stderr
     assert "timed out after 1s" in r.stdout
     assert _samples(stored) == [("hang", "x86_64", "timeout")]
@@ -59,7 +61,8 @@ def test_hanging_workload_times_out(cli: Cli, stored: DbRows, tmp_path: Path) ->
 
 
 def test_miscompare_is_reported_not_averaged(cli: Cli) -> None:
-    r = cli("run", str(FIXTURES / "ptrsize.toml"), "--abi", "i386,x86_64", "--rounds", "2")
+    r = cli("run", str(FIXTURES / "ptrsize.toml"), "--abi", "i386,x86_64", "--rounds", "2",
+            "--no-html")
     assert r.returncode == 1
     assert "MISCOMPARE" in r.stdout and "outputs differ between ABIs" in r.stdout
     assert "i386=4" in r.stdout and "x86_64=8" in r.stdout
@@ -69,7 +72,7 @@ def test_miscompare_is_reported_not_averaged(cli: Cli) -> None:
 def test_ctrl_c_keeps_what_was_measured(cli_env: dict[str, str], stored: DbRows) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "abibench", "run", str(FIXTURES / "spin.toml"), "--abi",
-         "i386,x86_64", "--rounds", "30", "--set", "millions=30"],
+         "i386,x86_64", "--rounds", "30", "--set", "millions=30", "--no-html"],
         env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     # Wait (by condition, not by a fixed sleep) until samples exist, then interrupt mid-run.

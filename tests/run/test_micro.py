@@ -308,7 +308,7 @@ def test_ctrl_c_during_a_disk_test_leaves_nothing(cli_env: dict[str, str],
     env = dict(cli_env, TMPDIR=str(tmp))
     proc = subprocess.Popen(
         [sys.executable, "-m", "abibench", "run", "disk-rand-read-4k", "--abi", "i386,x86_64",
-         "--rounds", "3", "--set", "disk_mb=8", "--set", "disk_ops=100000000"],
+         "--rounds", "3", "--set", "disk_mb=8", "--set", "disk_ops=100000000", "--no-html"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True)
     try:
