@@ -101,8 +101,9 @@ class SampleChecker:
         if list(c["counters"]).count(None) != n or not BUILTIN_METRICS.keys().isdisjoint(
                 chain.from_iterable(c["metrics"])):
             return False
+        found: dict[str, Sequence[Any]] = {}  # each primary's values, once for its workloads
         for w in set(ws):
-            if not self._primaries(c, w):
+            if not self._primaries(c, w, found):
                 return False
         keys: Iterable[tuple[Any, ...]] = zip(ws, c["target"], c["round"], c["position"],
                                               strict=True)
@@ -115,13 +116,16 @@ class SampleChecker:
         self._places.update(places)
         return True
 
-    def _primaries(self, c: Mapping[str, Sequence[Any]], w: str) -> bool:
+    def _primaries(self, c: Mapping[str, Sequence[Any]], w: str,
+                   found: dict[str, Sequence[Any]]) -> bool:
         """Whether every counted sample of workload `w` among the columns' has its primary
-        metric (as Sample.value reads it)."""
+        metric (as Sample.value reads it); `found`: the primaries' values already read."""
         primary = self._doc.workloads[w].primary
-        name = _BUILTIN_FIELDS.get(primary)
-        values: Sequence[Any] = c[name] if name is not None else \
-            list(map(dict.get, c["metrics"], repeat(primary)))
+        values = found.get(primary)
+        if values is None:
+            name = _BUILTIN_FIELDS.get(primary)
+            values = found[primary] = c[name] if name is not None else \
+                list(map(dict.get, c["metrics"], repeat(primary)))
         if None not in values:
             return True
         for wi, value, status, warmup, kind, d in zip(

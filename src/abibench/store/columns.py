@@ -23,6 +23,7 @@ import operator
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
 
+from ..codec import optional_of, spec
 from ..jsontext import take
 from ..records import RunDoc, Sample
 from ..walked import Walked
@@ -46,6 +47,7 @@ FIELDS = ("round", "design", "covariate", "repeat", "foreign_cpu_s", "steal_s", 
           "sys_s", "max_rss_kb", "minflt", "majflt", "tree_peak_rss_kb", "metrics")
 
 _BY_FIELD = {c.field: c for c in SAMPLE_COLUMNS}
+_FLAGS = frozenset(f.name for f in spec(Sample) if optional_of(f.type)[1] is bool)  # as stored: 0/1
 
 
 def _convert(field: str, raw: Sequence[Any], shared: dict[Any, Any]) -> tuple[Any, ...]:
@@ -57,6 +59,8 @@ def _convert(field: str, raw: Sequence[Any], shared: dict[Any, Any]) -> tuple[An
         return tuple(map(shared.setdefault, raw, raw))  # equal texts shared, as the reader
     if col.plain:
         return tuple(raw)
+    if field in _FLAGS and None not in raw:
+        return tuple(map(bool, raw))  # a flag's from_sql of a value that is not None: bool
     return tuple(map(col.from_sql, raw))
 
 

@@ -31,6 +31,7 @@ from .schema import SAMPLE_COLUMNS
 # The Sample fields stored as REAL: a time, a share of a CPU, a clock, a temperature.
 REAL_FIELDS = tuple(c.field for c in SAMPLE_COLUMNS if c.type == "{real}")
 _REALS = operator.attrgetter(*REAL_FIELDS)
+_VALUES = operator.methodcaller("values")
 
 
 def finite(values: Iterable[Any]) -> bool:
@@ -59,7 +60,8 @@ def _finite_number(v: Any) -> bool:
 def metrics_finite(metrics: Iterable[Mapping[str, Any] | None]) -> bool:
     """Every value of every metrics mapping is a finite number (or not a number at all: the
     reader's conversion judges the types)."""
-    return finite(itertools.chain.from_iterable(m.values() for m in metrics if m))
+    # the mappings' values in passes in C (a generator a mapping cost 0.9 s at 10^6)
+    return finite(itertools.chain.from_iterable(map(_VALUES, filter(None, metrics))))
 
 
 def refuse(run_id: str, where: str, field: str) -> NoReturn:
