@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The whole test gate: lint, types, tests. Called by `bash setup.sh test` and by .ci/run.
 #
-# The tests run in parallel (pytest-xdist): most of their time is spent waiting on builds,
-# emulators, servers and browsers, so more workers than cores pays (ABIBENCH_TEST_WORKERS, default
-# 3; 0 runs them in this process, one after the other). Tests that share a session fixture with
+# The tests run in parallel (pytest-xdist): about half of their time is spent waiting on builds,
+# emulators, servers and browsers (a quiet gate: 1,027 CPU s against 2,108 s of tests' wall
+# time), so more workers than cores pays: 4 on this 2-core VM (ABIBENCH_TEST_WORKERS, default 4;
+# 0 runs them in this process, one after the other). Tests that share a session fixture with
 # state outside their own files run on one worker in turn (tests/conftest.py, ONE_WORKER_MODULES);
 # every shared cache entry is made once, under its lock (src/abibench/locks.py). The longest
 # tests go first (tests/gate_order.json, a recorded gate; bench/gate_order.py rewrites it), so the
@@ -11,7 +12,7 @@
 #   bash scripts/test.sh --cpu-durations=30 [--cpu-json=FILE]   (tests/cputime.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-workers=${ABIBENCH_TEST_WORKERS:-3}
+workers=${ABIBENCH_TEST_WORKERS:-4}
 case "$workers" in
   ''|*[!0-9]*) echo "scripts/test.sh: ABIBENCH_TEST_WORKERS=$workers: give a whole number (0: no workers)" >&2; exit 2 ;;
 esac
