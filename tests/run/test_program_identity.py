@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import abibench
 from abibench.abi import parse_abi_list
 from abibench.analyse.report import from_run
 from abibench.records import Sample
@@ -213,9 +214,17 @@ def test_a_read_only_pinned_copy_is_removed_by_a_user_other_than_root() -> None:
         str(shutil.which("setpriv")), "--reuid", "65534", "--regid", "65534", "--clear-groups"]
     if as_user and as_user[0] == "None":
         pytest.skip("setpriv is needed to run as another user")
-    # Not pytest's tmp_path: its parents are closed to other users.
+    # Not pytest's tmp_path: its parents are closed to other users. Nor the checkout's own
+    # sources: a clone may live where only root can read (a 0700 home or temporary directory),
+    # so the other user imports a copy of the package from the open directory.
     with tempfile.TemporaryDirectory() as where:
         os.chmod(where, 0o777)
+        pkg = Path(where) / "pkg"
+        shutil.copytree(Path(abibench.__file__).parent, pkg / "abibench",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        for d in (pkg, *(p for p in pkg.rglob("*") if p.is_dir())):
+            d.chmod(0o755)
+        env = {**os.environ, "PYTHONPATH": str(pkg), "PYTHONDONTWRITEBYTECODE": "1"}
         r = subprocess.run([*as_user, python, "-c", REMOVE, where], capture_output=True,
-                           text=True, check=False)
+                           text=True, check=False, env=env)
     assert r.stdout.strip() == "gone", r.stderr[-2000:]
