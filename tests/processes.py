@@ -1,12 +1,17 @@
-"""What tests that start processes share: whether one is alive, and waiting for a condition
-without sleeping a fixed time."""
+"""What tests that start processes share: whether one is alive, waiting for a condition
+without sleeping a fixed time, and running Python as another user."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+import abibench
 
 
 def alive(pid: int) -> bool:
@@ -65,3 +70,27 @@ def settle(found: Callable[[], list[str]], deadline_s: float = 15) -> list[str]:
     """What `found` still reports after exiting processes had a moment to be reaped."""
     wait_until(lambda: not found(), deadline_s)
     return found()
+
+
+# The one way a test runs abibench as a user other than root (tests/invariants/
+# test_other_user.py holds every test module to it). The family: a test that depends on where the
+# checkout lives. Another user cannot read a clone kept where only root can (a 0700 home or
+# temporary directory, as bench/setup_times.py makes), so the package it imports is a copy in
+# `where`, an open directory the caller owns.
+def python_as_other_user(code: str, where: Path, *args: str,
+                         uid: int = 65534) -> subprocess.CompletedProcess[str] | None:
+    """`python -c code args` as `uid` (root only; setpriv), importing a copy of abibench put in
+    `where` (made open to every user); None where it cannot be done (not root, no setpriv)."""
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        return None
+    os.chmod(where, 0o777)
+    pkg = where / "pkg"
+    shutil.copytree(Path(abibench.__file__).parent, pkg / "abibench",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for d in (pkg, *(p for p in pkg.rglob("*") if p.is_dir())):
+        d.chmod(0o755)
+    env = {**os.environ, "PYTHONPATH": str(pkg), "PYTHONDONTWRITEBYTECODE": "1"}
+    return subprocess.run([setpriv, "--reuid", str(uid), "--regid", str(uid), "--clear-groups",
+                           sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          check=False, env=env)

@@ -12,8 +12,6 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -21,7 +19,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import abibench
 from abibench.abi import parse_abi_list
 from abibench.analyse.report import from_run
 from abibench.records import Sample
@@ -31,6 +28,7 @@ from abibench.run.suite import Request, measure_suite
 from abibench.store.sqlite import Store
 from abibench.workloads.profile import load_workloads
 from abibench.workspace import prefix, temp_root
+from tests.processes import python_as_other_user
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 _ids = itertools.count()
@@ -209,22 +207,9 @@ print("gone" if not top.exists() else "left")
 def test_a_read_only_pinned_copy_is_removed_by_a_user_other_than_root() -> None:
     # Root deletes entries of a read-only directory anyway; another user cannot, unless the
     # directory is made writable again: workspace.remove_tree does, for the run's own tree.
-    python = str(Path(sys.executable))
-    as_user = [] if os.geteuid() != 0 else [
-        str(shutil.which("setpriv")), "--reuid", "65534", "--regid", "65534", "--clear-groups"]
-    if as_user and as_user[0] == "None":
-        pytest.skip("setpriv is needed to run as another user")
-    # Not pytest's tmp_path: its parents are closed to other users. Nor the checkout's own
-    # sources: a clone may live where only root can read (a 0700 home or temporary directory),
-    # so the other user imports a copy of the package from the open directory.
+    # Not pytest's tmp_path: its parents are closed to other users.
     with tempfile.TemporaryDirectory() as where:
-        os.chmod(where, 0o777)
-        pkg = Path(where) / "pkg"
-        shutil.copytree(Path(abibench.__file__).parent, pkg / "abibench",
-                        ignore=shutil.ignore_patterns("__pycache__"))
-        for d in (pkg, *(p for p in pkg.rglob("*") if p.is_dir())):
-            d.chmod(0o755)
-        env = {**os.environ, "PYTHONPATH": str(pkg), "PYTHONDONTWRITEBYTECODE": "1"}
-        r = subprocess.run([*as_user, python, "-c", REMOVE, where], capture_output=True,
-                           text=True, check=False, env=env)
+        r = python_as_other_user(REMOVE, Path(where), where)
+    if r is None:
+        pytest.skip("running as another user needs root and util-linux")
     assert r.stdout.strip() == "gone", r.stderr[-2000:]
