@@ -70,9 +70,7 @@ def test_importing_every_module_leaves_scipy_unloaded_until_a_statistic_is_compu
         "assert 'scipy.stats' not in sys.modules\n"
         "q = estimators._sps.t.ppf(0.975, 10)\n"
         "assert 'scipy.stats' in sys.modules and abs(q - 2.228138851986274) < 1e-12, q\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=300, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
+    _in_a_fresh_python(code)
     assert len(names) > 100
 
 
@@ -125,6 +123,11 @@ def test_a_run_imports_the_browser_driver_only_for_a_browser_sample() -> None:
         "assert not loaded, loaded\n"
         "from abibench.run.browser import run_browser_sample\n"
         "assert 'websockets' in sys.modules\n")
+    _in_a_fresh_python(code)
+
+
+def _in_a_fresh_python(code: str) -> None:
+    """Run `code` in a new interpreter (nothing imported yet); it asserts what it checks."""
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
