@@ -14,6 +14,7 @@ key costs about 10 ms (an 0.9 MB status file here).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -21,6 +22,8 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+
+from ..outputs import write_atomic
 
 # Where dpkg keeps its database; dpkg itself honours DPKG_ADMINDIR the same way.
 DEFAULT_ADMIN = "/var/lib/dpkg"
@@ -93,13 +96,8 @@ def _read(entry: Path) -> tuple[bool, str | None]:
 
 def _keep(entry: Path, answer: str | None) -> None:
     """Written whole or not at all (a rename); a cache that cannot be written costs a re-ask."""
-    try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        tmp = entry.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps({"owner": answer}))
-        os.replace(tmp, entry)
-    except OSError:
-        pass
+    with contextlib.suppress(OSError):
+        write_atomic(entry, json.dumps({"owner": answer}).encode())
 
 
 def owner(loader: str, cache_root: Path | None,
