@@ -1,5 +1,5 @@
 """What tests that start processes share: whether one is alive, waiting for a condition
-without sleeping a fixed time, and running Python as another user."""
+without sleeping a fixed time, who waits on a lock, and running Python as another user."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 import abibench
 
@@ -45,6 +47,20 @@ def wait_until(cond: Callable[[], bool], deadline_s: float) -> bool:
             return cond()
         time.sleep(0.02)
     return True
+
+
+def must_happen(cond: Callable[[], bool], what: str, deadline_s: float = 60.0) -> None:
+    """Wait for a condition the kernel reports (not for a time); the test fails if it never
+    holds within the deadline, naming what did not happen."""
+    if not wait_until(cond, deadline_s):
+        pytest.fail(f"never happened within {deadline_s:.0f} s: {what}")
+
+
+def lock_waiters(lock: Path) -> int:
+    """Processes (or threads) blocked in flock(2) on this lock file, as the kernel lists them."""
+    ino = os.stat(lock).st_ino
+    return sum(1 for ln in Path("/proc/locks").read_text().splitlines()
+               if "->" in ln and f":{ino} " in ln)
 
 
 def interrupt_when(proc: subprocess.Popen[str], started: Callable[[], bool], sig: int,

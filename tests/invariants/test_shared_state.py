@@ -10,11 +10,9 @@ copies of each server fixture started at once share nothing.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,6 +22,7 @@ from hypothesis import strategies as st
 
 from abibench.locks import lock_path, made_once
 
+from ..processes import lock_waiters, must_happen
 from ..servers import PgCluster, pg_cluster, sshd_hosts
 
 # A contender: another process that wants the entry. It prints "found" when the entry was made
@@ -46,22 +45,6 @@ def _contender(entry: Path) -> subprocess.Popen[str]:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _waiters(lock: Path) -> int:
-    """Processes blocked in flock(2) on this lock file, as the kernel lists them."""
-    ino = os.stat(lock).st_ino
-    lines = Path("/proc/locks").read_text().splitlines()
-    return sum(1 for ln in lines if "->" in ln and f":{ino} " in ln)
-
-
-def _until(check: Callable[[], bool], what: str, deadline: float = 60.0) -> None:
-    """Wait for a condition the kernel reports (not for a time): fail if it never holds."""
-    end = time.monotonic() + deadline
-    while not check():
-        if time.monotonic() > end:
-            pytest.fail(f"never happened within {deadline:.0f} s: {what}")
-        time.sleep(0.02)
-
-
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(waiting=st.integers(1, 3), others=st.integers(0, 2))
 def test_each_entry_is_made_once_and_other_entries_do_not_wait(waiting: int, others: int) -> None:
@@ -73,7 +56,7 @@ def test_each_entry_is_made_once_and_other_entries_do_not_wait(waiting: int, oth
             # While this maker holds the entry's lock: `waiting` contenders for the same entry
             # block on it, and contenders for `others` other entries make theirs meanwhile.
             procs.extend(_contender(entry) for _ in range(waiting))
-            _until(lambda: _waiters(lock_path(entry)) == waiting,
+            must_happen(lambda: lock_waiters(lock_path(entry)) == waiting,
                    f"{waiting} contenders blocked on {lock_path(entry).name}")
             for i in range(others):
                 other = entry.with_name(f"x86_64-key{i}")

@@ -2,32 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
-
-import pytest
 
 from abibench.locks import exclusive, exclusive_if_free, lock_path
 from abibench.probe import noise
 from abibench.probe.noise import CpuNoise, NoiseProfile, PairNoise
 
-
-def _waiters(lock: Path) -> int:
-    """Blocked flock(2) requests on this lock file, as the kernel lists them."""
-    ino = os.stat(lock).st_ino
-    return sum(1 for ln in Path("/proc/locks").read_text().splitlines()
-               if "->" in ln and f":{ino} " in ln)
-
-
-def _until(check: Callable[[], bool], what: str, deadline: float = 30.0) -> None:
-    end = time.monotonic() + deadline
-    while not check():
-        if time.monotonic() > end:
-            pytest.fail(f"never happened within {deadline:.0f} s: {what}")
-        time.sleep(0.01)
+from ..processes import lock_waiters, must_happen
 
 
 def test_a_run_that_starts_while_the_noise_is_measured_waits_and_measures_nothing(
@@ -55,7 +38,7 @@ def test_a_run_that_starts_while_the_noise_is_measured_waits_and_measures_nothin
     with exclusive(entry):
         waiter = threading.Thread(target=second_run)
         waiter.start()
-        _until(lambda: _waiters(lock_path(entry)) == 1, "the second run waits on the lock")
+        must_happen(lambda: lock_waiters(lock_path(entry)) == 1, "the second run waits on the lock")
         noise.store(tmp_path, profile)
     waiter.join(30)
     assert not waiter.is_alive()
