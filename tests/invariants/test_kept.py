@@ -164,6 +164,7 @@ _JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | s
 # A value of no cache's shape... or of its own shape with another cache's key: each is drawn
 # against the entry as written, so "the right key" is the cache's own.
 _VALUE = st.none() | st.booleans() | st.integers(-3, 3) | st.floats() | st.just("") | \
+    st.text(min_size=201, max_size=203) | \
     st.lists(st.integers() | st.none(), min_size=1, max_size=2) | \
     st.dictionaries(st.text(max_size=4), st.text(max_size=4), max_size=2)
 DAMAGE = st.one_of(
