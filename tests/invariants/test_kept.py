@@ -3,7 +3,8 @@ written half, made once by two makers at once, and a write that fails costs only
 
 The family: "a kept answer read from a stale, damaged or wrong-shaped entry, or written half".
 One generated test runs every cache that keeps an answer (the helper itself, dpkg's owner of a
-file, a .deb's source and contents, a program's stripped size, an ELF file's header facts)
+file, a .deb's source and contents, a program's stripped size, an ELF file's header facts, apt's
+closure of some packages)
 through the same damage: whatever the entry holds instead of what was written (any bytes, any
 JSON, the right key with a value of another shape, another key with the right value, no file
 but a directory or a FIFO), the answer is the source's, and is kept again after.
@@ -32,8 +33,10 @@ from hypothesis import strategies as st
 from abibench import elf, kept
 from abibench.hashing import sha256_file
 from abibench.locks import lock_path
-from abibench.obtain import debian, ownlibs
+from abibench.obtain import debian, ownlibs, resolve
 from abibench.probe import dpkgowner
+
+from ..obtain.test_debian_packages import captured
 
 
 @dataclass
@@ -128,8 +131,22 @@ def _elf_facts(work: Path) -> Iterator[Cache]:
     count = [0]
     with mock.patch.dict(os.environ, {"ABIBENCH_CACHE": str(work / "cache")}), \
             _counting(elf, "_parse_facts", count):
-        yield Cache(lambda: (elf.read_elf(exe), elf.section_sizes(exe, lambda p, m: None)),
+        yield Cache(lambda: elf.read_elf(exe),
                     elf._facts_shape, lambda: count[0], lambda: _only(work / "cache" / "elf"))
+
+
+# apt-cache's answers as captured on a Debian 12 host (tests/data): a real apt-cache call costs
+# 0.7 s of CPU.
+APT = captured()
+
+
+@contextlib.contextmanager
+def _closure(work: Path) -> Iterator[Cache]:
+    count = [0]
+    with _counting(resolve, "resolve", count):
+        yield Cache(lambda: resolve.resolve_cached(["gzip"], ["amd64"], work, apt=APT),
+                    resolve._closure_shape, lambda: count[0],
+                    lambda: _only(work / "debian" / "closures"))
 
 
 @pytest.fixture(scope="module")
@@ -149,13 +166,14 @@ def probe_deb(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-CACHES = ("helper", "dpkg-owner", "deb-source", "deb-contents", "stripped", "elf-facts")
+CACHES = ("helper", "dpkg-owner", "deb-source", "deb-contents", "stripped", "elf-facts",
+          "closure")
 
 
 def _cache(name: str, deb: Path) -> Callable[[Path], contextlib.AbstractContextManager[Cache]]:
     return {"helper": _helper, "dpkg-owner": _dpkg_owner, "stripped": _stripped,
             "elf-facts": _elf_facts, "deb-source": _deb_cache(deb, "source"),
-            "deb-contents": _deb_cache(deb, "contents")}[name]
+            "deb-contents": _deb_cache(deb, "contents"), "closure": _closure}[name]
 
 
 _JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
@@ -220,7 +238,7 @@ def _damage(entry: Path, kind: str, arg: object) -> bool:
     return True
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[
+@settings(max_examples=36, deadline=None, suppress_health_check=[
     HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(which=st.sampled_from(CACHES), damage=DAMAGE)
 def test_a_damaged_entry_of_any_cache_is_read_from_its_source_again(
