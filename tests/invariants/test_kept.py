@@ -12,6 +12,7 @@ but a directory or a FIFO), the answer is the source's, and is kept again after.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import errno
 import json
@@ -30,6 +31,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+import abibench
 from abibench import elf, kept
 from abibench.hashing import sha256_file
 from abibench.locks import lock_path
@@ -373,3 +375,134 @@ def test_two_makers_at_once_read_the_source_once(others: int) -> None:
         for t in [first, *rest]:
             t.join(60)
         assert reads == ["first"] and got == ["the answer"] * (others + 1)
+
+
+# ------------------------------------------------ every kept answer is written by kept.py
+
+# What the check reads as "writes a kept answer another way": a top-level function or method of
+# a module under src/abibench (nested functions and lambdas count as part of it) that both
+# serialises JSON (json.dumps or json.dump) and writes a file: outputs.write_atomic, a path's
+# write_text or write_bytes, os.replace or os.rename, a path's rename or replace with one
+# argument, open() or a path's open() with a mode that writes ("w", "a", "x", "+"), or json.dump
+# itself (to a file object). kept.py is where such writes belong; every other function that
+# does both is listed here with what it writes, which is no answer read from a source and kept.
+NOT_KEPT = {
+    "abibench.cli.printing:_print_json": "a command's --json, to stdout",
+    "abibench.fleet.ansible:run_playbook": "ansible's extra-vars file in the run's work dir",
+    "abibench.obtain.build:_make": "a build entry's own record, published with it by a rename",
+    "abibench.obtain.inputs:_publish": "an input's sidecar, published with the input",
+    "abibench.obtain.inputs:_corpus_cached": "a generated input (made entry), by _publish",
+    "abibench.obtain.inputs:lua_scripts": "the stamp inside a staged input, renamed with it",
+    "abibench.obtain.qemuplugin:_fetch_header": "the stamp of a fetched header, beside it",
+    "abibench.obtain.sysroot:_make_sysroot": "a sysroot's record inside its staged entry",
+    "abibench.probe.noise:store": "a measurement (calibrate replaces it under its lock; it "
+                                  "expires by age and boot), not an answer read from a source",
+}
+_MOVES = {"replace", "rename"}
+_WRITING_MODE = set("wax+")
+
+
+def _call_kind(call: ast.Call) -> str | None:
+    """'json' for JSON serialised, 'write' for a file written, 'both' for json.dump."""
+    f = call.func
+    base = f.value.id if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) else None
+    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+    if base == "json" and name in ("dumps", "dump"):
+        return "both" if name == "dump" else "json"
+    if name in ("write_atomic", "write_text", "write_bytes"):
+        return "write"
+    if name in _MOVES and (base == "os" or (isinstance(f, ast.Attribute) and len(call.args) == 1
+                                           and not call.keywords)):
+        return "write"
+    if name == "open":
+        modes = [a for a in call.args[1 if isinstance(f, ast.Name) else 0:][:1]] + \
+            [k.value for k in call.keywords if k.arg == "mode"]
+        if any(isinstance(m, ast.Constant) and isinstance(m.value, str)
+               and _WRITING_MODE & set(m.value) for m in modes):
+            return "write"
+    return None
+
+
+def writers_of_json(source: str, module: str) -> set[str]:
+    """`module:function` of every top-level function or method that serialises JSON and writes
+    a file (module-level code counts as `module:<module>`)."""
+    tree = ast.parse(source)
+    units: list[tuple[str, list[ast.AST]]] = [("<module>", [])]
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            units.append((node.name, [node]))
+        elif isinstance(node, ast.ClassDef):
+            units += [(f"{node.name}.{m.name}", [m]) for m in node.body
+                      if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            units[0][1].extend(m for m in node.body
+                               if not isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        else:
+            units[0][1].append(node)
+    found = set()
+    for name, nodes in units:
+        kinds = {_call_kind(n) for top in nodes for n in ast.walk(top) if isinstance(n, ast.Call)}
+        if "both" in kinds or {"json", "write"} <= kinds:
+            found.add(f"{module}:{name}")
+    return found
+
+
+def _package_writers() -> set[str]:
+    root = Path(abibench.__file__).resolve().parent
+    found: set[str] = set()
+    for path in sorted(root.rglob("*.py")):
+        if "profiles" in path.parts:  # benchmark payloads, run by the measured programs
+            continue
+        rel = path.relative_to(root.parent).with_suffix("")
+        module = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+        found |= writers_of_json(path.read_text(), module)
+    return found
+
+
+def test_every_kept_answer_is_written_by_kept_py() -> None:
+    found = _package_writers()
+    assert "abibench.kept:_store" in found  # the check sees the one writer that belongs
+    others = found - {w for w in found if w.startswith("abibench.kept:")}
+    assert others - set(NOT_KEPT) == set(), (
+        "a function writes JSON to a file outside kept.py: keep the answer with kept.answer, "
+        "or list it in NOT_KEPT with what it writes")
+    assert set(NOT_KEPT) - others == set(), "NOT_KEPT names a function that writes no JSON now"
+
+
+_SERIALISE = ["json.dumps(value)", "json.dumps(value, sort_keys=True).encode()"]
+_WRITE = ["write_atomic(entry, data)", "entry.write_text(data)", "entry.write_bytes(data)",
+          "os.replace(tmp, entry)", "os.rename(tmp, entry)", "tmp.rename(entry)",
+          "tmp.replace(entry)", "open(entry, 'w')", "entry.open('a')", "open(entry, mode='x')",
+          "open(entry, 'r+b')"]
+_HARMLESS = ["text.replace('a', 'b')", "open(entry)", "entry.open('rb')", "entry.read_text()",
+             "json.loads(data)", "hashlib.sha256(data)"]
+_WRAP = ["{}", "if cond:\n    {}", "with lock():\n    {}", "try:\n    {}\nexcept OSError:\n    pass",
+         "for x in xs:\n    {}", "def inner():\n    {}", "f = lambda: {}"]
+
+
+def _body(statements: list[tuple[str, str]]) -> str:
+    lines = []
+    for wrap, stmt in statements:
+        lines += ["    " + ln for ln in wrap.format(stmt).splitlines()]
+    return "def unit():\n" + "\n".join(lines or ["    pass"]) + "\n"
+
+
+@settings(max_examples=40, deadline=None)
+@given(serialise=st.none() | st.sampled_from(_SERIALISE), write=st.none() | st.sampled_from(
+    _WRITE), dump=st.booleans(), harmless=st.lists(st.sampled_from(_HARMLESS), max_size=3),
+       wraps=st.lists(st.sampled_from(_WRAP), min_size=4, max_size=4), in_class=st.booleans())
+def test_the_check_finds_every_drawn_writer_of_json(
+        serialise: str | None, write: str | None, dump: bool, harmless: list[str],
+        wraps: list[str], in_class: bool) -> None:
+    """Generated functions: JSON serialised (or json.dump) and a file written, each in any
+    nesting, beside calls that neither serialise nor write, are found; either alone is not."""
+    statements = [(w, s) for w, s in zip(wraps, [serialise, write, *harmless], strict=False)
+                  if s is not None]
+    if dump:
+        statements.append((wraps[-1], "json.dump(value, fh)"))
+    source = _body(statements)
+    name = "unit"
+    if in_class:
+        source = "class C:\n" + "".join("    " + ln + "\n" for ln in source.splitlines())
+        name = "C.unit"
+    want = dump or (serialise is not None and write is not None)
+    assert writers_of_json(source, "m") == ({f"m:{name}"} if want else set()), source
