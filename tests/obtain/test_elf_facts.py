@@ -28,6 +28,8 @@ from abibench.obtain.libraries import inspect_binary
 
 from ..conftest import Cli
 
+SCALE = int(os.environ.get("ABIBENCH_INVARIANTS_SCALE", "1"))
+
 
 def _no_strip(_: Path, __: str) -> int | None:
     return None
@@ -61,10 +63,8 @@ def _live_readings(path: Path) -> list[tuple[str, ...]]:
         return _readings(path)
 
 
-@pytest.fixture(scope="module")
-def bases(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
+def make_bases(src: Path) -> list[bytes]:
     """Real ELF files to damage: a 64-bit and a 32-bit program, and a shared library."""
-    src = tmp_path_factory.mktemp("elf")
     (src / "p.c").write_text("int main(void) { return 0; }\n")
     out = []
     for flags in ((), ("-m32",)):
@@ -74,6 +74,11 @@ def bases(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
     out.append(Path("/lib/ld-linux.so.2").read_bytes() if Path("/lib/ld-linux.so.2").is_file()
                else Path("/usr/bin/true").read_bytes())
     return out
+
+
+@pytest.fixture(scope="module")
+def bases(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
+    return make_bases(tmp_path_factory.mktemp("elf"))
 
 
 def _tables(data: bytes) -> list[tuple[int, int]]:
@@ -118,7 +123,7 @@ def _damaged(base: bytes, kind: str, arg: object) -> bytes:
     return base[:at] + data + base[at + len(data):]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[
+@settings(max_examples=40 * SCALE, deadline=None, suppress_health_check=[
     HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(which=st.integers(0, 2), damage=DAMAGE)
 def test_a_damaged_elf_gets_the_answer_and_the_error_it_got_before(

@@ -109,7 +109,7 @@ def test_a_debs_kept_facts_are_the_ones_it_says(tmp_path: Path, monkeypatch: pyt
     assert ownlibs.source_of(deb) == "other"
 
 
-# A damaged, foreign or wrong-shaped index entry: tests/invariants/test_kept.py, for every cache.
+# A damaged, foreign or wrong-shaped index entry: tests/invariants/test_kept_answers.py, for every cache.
 
 
 def test_a_programs_stripped_size_is_kept_by_its_content(tmp_path: Path,

@@ -40,6 +40,8 @@ from abibench.probe import dpkgowner
 
 from ..obtain.test_debian_packages import captured
 
+SCALE = int(os.environ.get("ABIBENCH_INVARIANTS_SCALE", "1"))
+
 
 @dataclass
 class Cache:
@@ -151,21 +153,26 @@ def _closure(work: Path) -> Iterator[Cache]:
                     lambda: _only(work / "debian" / "closures"))
 
 
-@pytest.fixture(scope="module")
-def probe_deb(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if shutil.which("dpkg-deb") is None:
-        pytest.skip("no dpkg-deb")
-    tree = tmp_path_factory.mktemp("deb") / "tree"
+def make_probe_deb(where: Path) -> Path:
+    """A small .deb of source package "src", built by dpkg-deb in `where`."""
+    tree = where / "tree"
     (tree / "DEBIAN").mkdir(parents=True)
     (tree / "DEBIAN" / "control").write_text(
         "Package: probe\nVersion: 1\nArchitecture: all\nMaintainer: t <t@t>\nDescription: t\n"
         "Source: src (0.9)\n")
     (tree / "usr" / "bin").mkdir(parents=True)
     (tree / "usr" / "bin" / "p").write_text("p")
-    out = tree.parent / "probe_1_all.deb"
+    out = where / "probe_1_all.deb"
     subprocess.run(["dpkg-deb", "-Zgzip", "-b", str(tree), str(out)], check=True,
                    capture_output=True)
     return out
+
+
+@pytest.fixture(scope="module")
+def probe_deb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if shutil.which("dpkg-deb") is None:
+        pytest.skip("no dpkg-deb")
+    return make_probe_deb(tmp_path_factory.mktemp("deb"))
 
 
 CACHES = ("helper", "dpkg-owner", "deb-source", "deb-contents", "stripped", "elf-facts",
@@ -240,7 +247,7 @@ def _damage(entry: Path, kind: str, arg: object) -> bool:
     return True
 
 
-@settings(max_examples=36, deadline=None, suppress_health_check=[
+@settings(max_examples=36 * SCALE, deadline=None, suppress_health_check=[
     HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(which=st.sampled_from(CACHES), damage=DAMAGE)
 def test_a_damaged_entry_of_any_cache_is_read_from_its_source_again(
@@ -296,7 +303,7 @@ _FINITE = st.recursive(st.booleans() | st.integers() | st.text(max_size=8)
                        | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=6)
 
 
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=6 * SCALE, deadline=None)
 @given(failure=st.sampled_from(FAILURES), value=_FINITE)
 def test_a_write_that_fails_costs_only_a_re_ask(failure: str, value: object) -> None:
     with tempfile.TemporaryDirectory() as tmp:
@@ -344,7 +351,7 @@ def _until(check: Callable[[], bool], what: str, deadline: float = 30.0) -> None
         time.sleep(0.01)
 
 
-@settings(max_examples=3, deadline=None)
+@settings(max_examples=3 * SCALE, deadline=None)
 @given(others=st.integers(1, 3))
 def test_two_makers_at_once_read_the_source_once(others: int) -> None:
     """The first maker holds the entry's lock while it reads; every other one waits (seen
@@ -486,7 +493,7 @@ def _body(statements: list[tuple[str, str]]) -> str:
     return "def unit():\n" + "\n".join(lines or ["    pass"]) + "\n"
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40 * SCALE, deadline=None)
 @given(serialise=st.none() | st.sampled_from(_SERIALISE), write=st.none() | st.sampled_from(
     _WRITE), dump=st.booleans(), harmless=st.lists(st.sampled_from(_HARMLESS), max_size=3),
        wraps=st.lists(st.sampled_from(_WRAP), min_size=4, max_size=4), in_class=st.booleans())
