@@ -95,10 +95,12 @@ def _dpkg_owner(work: Path) -> Iterator[Cache]:
         count[0] += 1
         return "libc6 2.36-9"
 
-    cache = work / "cache"
-    yield Cache(lambda: dpkgowner.owner(str(loader), cache, ask), dpkgowner._is_answer,
-                lambda: count[0],
-                lambda: _only(cache / "dpkg-owner"))
+    cache, admin = work / "cache", work / "dpkg"  # a database of its own: no install moves it
+    (admin / "info").mkdir(parents=True)
+    (admin / "status").write_text("Package: libc6\n")
+    with mock.patch.dict(os.environ, {"DPKG_ADMINDIR": str(admin)}):
+        yield Cache(lambda: dpkgowner.owner(str(loader), cache, ask), dpkgowner._is_answer,
+                    lambda: count[0], lambda: _only(cache / "dpkg-owner"))
 
 
 def _deb_cache(deb_file: Path, fact: str) -> Callable[[Path], contextlib.AbstractContextManager[
