@@ -4,7 +4,6 @@ libflac12, source flac); gzip, the smallest sysroot CI uses, has none of its own
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -110,41 +109,7 @@ def test_a_debs_kept_facts_are_the_ones_it_says(tmp_path: Path, monkeypatch: pyt
     assert ownlibs.source_of(deb) == "other"
 
 
-_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
-                     lambda inner: st.lists(inner, max_size=3)
-                     | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=6)
-# What a kept fact's file may hold instead of what was written: any text, any JSON, or this very
-# file's stamp with a value of neither fact's shape (a source is a non-empty string, contents a
-# list of strings; a value of the right shape under the right stamp is, by the key, the answer).
-_JUNK = st.tuples(st.just(False), st.text(max_size=40) | _JSON.map(json.dumps)) | st.tuples(
-    st.just(True), st.none() | st.booleans() | st.integers() | st.floats() | st.just("")
-    | st.lists(st.integers() | st.none(), min_size=1, max_size=2)
-    | st.dictionaries(st.text(max_size=4), st.text(max_size=4), max_size=2))
-
-
-@settings(max_examples=6 * SCALE, deadline=None, suppress_health_check=[
-    HealthCheck.function_scoped_fixture])
-@given(junk=_JUNK)
-def test_a_damaged_index_is_read_from_the_deb_again(tmp_path: Path,
-                                                    junk: tuple[bool, object]) -> None:
-    """Whatever a kept fact's file holds instead of what was written (any text, any JSON, the
-    right file's stamp with a value of another shape): the answer is dpkg-deb's, and the index
-    holds it again after."""
-    work = Path(tempfile.mkdtemp(dir=tmp_path))
-    deb = work / "debs" / "probe_1_all.deb"
-    deb.parent.mkdir()
-    _build_deb(work / "tree", deb, ["usr/bin/p"], {}, "src")
-    st_ = deb.stat()
-    stamped, what = junk
-    text = json.dumps({"version": ownlibs.INDEX_VERSION, "size": st_.st_size,
-                       "mtime_ns": st_.st_mtime_ns, "value": what}) if stamped else str(what)
-    for fact in ("contents", "source"):
-        ownlibs.index_file(deb, fact).parent.mkdir(parents=True, exist_ok=True)
-        ownlibs.index_file(deb, fact).write_text(text)
-    assert ownlibs.contents(deb) == {"/usr/bin/p"}
-    assert ownlibs.source_of(deb) == "src"
-    assert json.loads(ownlibs.index_file(deb, "contents").read_text())["value"] == ["/usr/bin/p"]
-    assert json.loads(ownlibs.index_file(deb, "source").read_text())["value"] == "src"
+# A damaged, foreign or wrong-shaped index entry: tests/invariants/test_kept_answers.py, for every cache.
 
 
 def test_a_programs_stripped_size_is_kept_by_its_content(tmp_path: Path,

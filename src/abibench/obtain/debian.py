@@ -10,7 +10,6 @@ that measured it: stripping chromium's 283 MiB ELF costs a CPU second per arch, 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import time
@@ -18,11 +17,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+from .. import kept
 from ..abi import Abi, check_artifact
 from ..elf import section_sizes, strip_tools, stripped_size
 from ..hashing import sha256_file
-from ..locks import made_once
-from ..outputs import write_atomic
 from ..records import Artifact
 from ..workloads.profile import Workload
 from .apt import PackageError
@@ -51,27 +49,18 @@ def _strips(machine: str) -> str:
     return hashlib.sha256("\n".join(found).encode()).hexdigest()
 
 
+def _a_size(value: object) -> bool:
+    return type(value) is int and value >= 0
+
+
 def kept_stripped_size(cache_root: Path, digest: str) -> Callable[[Path, str], int | None]:
-    """stripped_size of the file whose SHA-256 is `digest`, measured once per content."""
+    """stripped_size of the file whose SHA-256 is `digest`, measured once per content and strip
+    (kept.py); a size no strip here could measure (None) is not kept."""
     def size(path: Path, machine: str) -> int | None:
         entry = cache_root / "debian" / "stripped" / f"{digest}.json"
-        tools = _strips(machine)
-
-        def kept() -> tuple[int | None] | None:
-            try:
-                doc = json.loads(entry.read_text())
-            except (OSError, ValueError):
-                return None
-            ok = isinstance(doc, dict) and doc.get("strips") == tools
-            return (doc["stripped"],) if ok and isinstance(doc.get("stripped"), int) else None
-
-        def measure() -> tuple[int | None]:
-            found = stripped_size(path, machine)
-            if found is not None:
-                write_atomic(entry, json.dumps({"strips": tools, "stripped": found}).encode())
-            return (found,)
-
-        return made_once(entry, kept, measure)[0]
+        return kept.answer(entry, {"sha256": digest, "strips": _strips(machine)}, _a_size,
+                           lambda: stripped_size(path, machine),
+                           keep=lambda found: found is not None)
     return size
 
 

@@ -34,12 +34,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.dynamic import DynamicSection
-from elftools.elf.elffile import ELFFile
-
 from ..abi import ABIS, Abi
-from ..elf import ElfInfo, section_sizes
+from ..elf import ElfInfo, kept_facts, section_sizes, split_path_list
 from ..errors import UsageError
 from ..records import JSONDict
 
@@ -112,13 +108,24 @@ class _Header:
     runpath: tuple[str, ...]
 
 
-def _split_path_list(value: str) -> tuple[str, ...]:
-    return tuple(p for p in value.split(":") if p)
-
-
 def _read_header(path: Path) -> _Header:
+    """The header facts of an ELF file: kept under its content (elf.kept_facts), else read
+    live; ValueError naming the problem when it is no ELF file."""
     if not path.is_file():  # a FIFO would block the read, a device never end it
         raise ValueError("not a regular file")
+    facts = kept_facts(path)
+    if facts is None:
+        return _read_header_live(path)
+    return _Header(path=path, elf_class=facts.elf_class, machine=facts.machine,
+                   flags=facts.flags, elf_type=facts.elf_type, interpreter=facts.interpreter,
+                   needed=facts.needed, rpath=facts.rpath, runpath=facts.runpath)
+
+
+def _read_header_live(path: Path) -> _Header:
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.dynamic import DynamicSection
+    from elftools.elf.elffile import ELFFile
+
     try:
         with path.open("rb") as fh:
             elf = ELFFile(fh)
@@ -137,9 +144,9 @@ def _read_header(path: Path) -> _Header:
                     if kind == "DT_NEEDED":
                         needed.append(str(tag.needed))  # type: ignore[attr-defined]
                     elif kind == "DT_RPATH":
-                        rpath = _split_path_list(str(tag.rpath))  # type: ignore[attr-defined]
+                        rpath = split_path_list(str(tag.rpath))  # type: ignore[attr-defined]
                     elif kind == "DT_RUNPATH":
-                        runpath = _split_path_list(str(tag.runpath))  # type: ignore[attr-defined]
+                        runpath = split_path_list(str(tag.runpath))  # type: ignore[attr-defined]
             return _Header(path=path, elf_class=elf.elfclass, machine=str(elf["e_machine"]),
                            flags=int(elf["e_flags"]), elf_type=str(elf["e_type"]),
                            interpreter=interp, needed=tuple(needed), rpath=rpath,
@@ -334,8 +341,8 @@ def inspect_binary(path: Path, *, sysroot: Path | None = None,
     env = os.environ.get("LD_LIBRARY_PATH", "")
     if use_env and root is None:
         # An empty entry means the current directory to ld.so; nobody means that on purpose.
-        extra += [(d, "LD_LIBRARY_PATH") for d in _split_path_list(env)]
-    extra += [(d, "--library-path") for item in library_path for d in _split_path_list(item)]
+        extra += [(d, "LD_LIBRARY_PATH") for d in split_path_list(env)]
+    extra += [(d, "--library-path") for item in library_path for d in split_path_list(item)]
     search = _Search(abi=abi, root=root, extra=extra, conf=ld_so_conf_dirs(root),
                      exe_rpath=exe.rpath, exe_origin=path.resolve().parent,
                      exe_has_runpath=bool(exe.runpath))

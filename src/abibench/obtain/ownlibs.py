@@ -16,7 +16,6 @@ their source runs dpkg-deb 239 times (2 CPU s), on every run of a Chromium workl
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -26,9 +25,8 @@ from pathlib import Path
 
 from elftools.common.exceptions import ELFError
 
+from .. import kept
 from ..elf import section_sizes
-from ..locks import made_once
-from ..outputs import write_atomic
 from .libraries import inspect_binary
 from .sysroot import Sysroot, pool_dir
 
@@ -55,42 +53,17 @@ def index_file(deb: Path, fact: str) -> Path:
     return deb.parent.parent / "debindex" / f"{deb.name}.{fact}.json"
 
 
-def _kept(deb: Path, fact: str) -> tuple[_Fact] | None:
-    """(the fact,) as kept for this very file; None when not kept, or kept for another file."""
+def _fact(deb: Path, fact: str, read: Callable[[], _Fact]) -> _Fact:
+    """What `read` says of the .deb, read once per pool file (kept.py: one maker at a time, a
+    damaged or foreign entry read again); a failed read (no dpkg-deb, a damaged file) is not
+    kept."""
     try:
         st = deb.stat()
-        doc = json.loads(index_file(deb, fact).read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(doc, dict) or doc.get("version") != INDEX_VERSION or \
-            doc.get("size") != st.st_size or doc.get("mtime_ns") != st.st_mtime_ns:
-        return None
-    value = doc.get("value")
-    # Believed only in the fact's own shape (what _keep writes): anything else (a damaged or
-    # foreign file) is read from the .deb again and the index rewritten, never taken as "none".
-    if not _SHAPES[fact](value):
-        return None
-    return (value,)
-
-
-def _keep(deb: Path, fact: str, read: Callable[[], _Fact]) -> tuple[_Fact]:
-    st = deb.stat()
-    value = read()
-    if value is not None:  # a failed read (no dpkg-deb, a damaged file) is not kept
-        write_atomic(index_file(deb, fact), json.dumps({
-            "version": INDEX_VERSION, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-            "value": value}).encode())
-    return (value,)
-
-
-def _fact(deb: Path, fact: str, read: Callable[[], _Fact]) -> _Fact:
-    """What `read` says of the .deb, read once per pool file (one maker at a time)."""
-    try:
-        deb.stat()
     except OSError:
         return read()  # not a pool file at hand: nothing to key it by
-    return made_once(index_file(deb, fact), lambda: _kept(deb, fact),
-                     lambda: _keep(deb, fact, read))[0]
+    key = {"version": INDEX_VERSION, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    return kept.answer(index_file(deb, fact), key, _SHAPES[fact], read,
+                       keep=lambda value: value is not None)
 
 
 def source_of(deb: Path) -> str | None:

@@ -8,10 +8,8 @@ is explicitly allowed, in which case the skew travels with every result as a war
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -19,6 +17,7 @@ from typing import Any
 
 from debian.debian_support import Version
 
+from .. import kept
 from ..errors import HostError
 from ..records import JSONDict
 from .apt import (
@@ -266,19 +265,31 @@ def resolve(packages: Sequence[str], arches: Sequence[str], *, allow_skew: bool 
     return Closure(tuple(packages), tuple(arches), per_arch, tuple(skew))
 
 
+def _names(v: object) -> bool:
+    """A list of package names, versions or architectures: never a path (a pool file's name
+    is made of them)."""
+    return isinstance(v, list) and all(
+        isinstance(x, str) and x and "/" not in x and "\0" not in x for x in v)
+
+
+def _closure_shape(v: object) -> bool:
+    """What Closure.to_dict writes, and nothing else."""
+    if not (isinstance(v, dict) and set(v) == {"packages", "arches", "per_arch", "skew"}
+            and _names(v["packages"]) and _names(v["arches"]) and isinstance(v["skew"], list)
+            and all(isinstance(x, str) for x in v["skew"]) and isinstance(v["per_arch"], dict)):
+        return False
+    return set(v["per_arch"]) == set(v["arches"]) and all(
+        isinstance(ps, list) and all(isinstance(p, dict) and set(p) == {"name", "version", "arch"}
+                                     and _names(list(p.values())) for p in ps)
+        for ps in v["per_arch"].values())
+
+
 def resolve_cached(packages: Sequence[str], arches: Sequence[str], cache_root: Path, *,
                    allow_skew: bool = False, apt: AptSource | None = None) -> Closure:
-    """`resolve`, remembered until apt's package lists change."""
-    key = hashlib.sha256(json.dumps(
-        {"v": RECIPE_VERSION, "p": sorted(packages), "a": list(arches), "s": allow_skew,
-         "lists": apt_lists_fingerprint()}, sort_keys=True).encode()).hexdigest()[:20]
-    path = cache_root / "debian" / "closures" / f"{key}.json"
-    if path.is_file():
-        with contextlib.suppress(ValueError, KeyError, TypeError):
-            return Closure.from_dict(json.loads(path.read_text()))
-    closure = resolve(packages, arches, allow_skew=allow_skew, apt=apt)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(closure.to_dict(), indent=1))
-    os.replace(tmp, path)
-    return closure
+    """`resolve`, remembered until apt's package lists change (kept.py)."""
+    key = {"v": RECIPE_VERSION, "p": sorted(packages), "a": list(arches), "s": allow_skew,
+           "lists": apt_lists_fingerprint()}
+    name = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
+    doc = kept.answer(cache_root / "debian" / "closures" / f"{name}.json", key, _closure_shape,
+                      lambda: resolve(packages, arches, allow_skew=allow_skew, apt=apt).to_dict())
+    return Closure.from_dict(doc)

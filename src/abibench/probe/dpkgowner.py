@@ -14,7 +14,6 @@ key costs about 10 ms (an 0.9 MB status file here).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -23,7 +22,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from ..outputs import write_atomic
+from .. import kept
 
 # Where dpkg keeps its database; dpkg itself honours DPKG_ADMINDIR the same way.
 DEFAULT_ADMIN = "/var/lib/dpkg"
@@ -80,24 +79,9 @@ def ask_dpkg(loader: str) -> str | None:
     return None
 
 
-def _read(entry: Path) -> tuple[bool, str | None]:
-    """(found, answer) of a kept entry; an unreadable or malformed one is not found."""
-    try:
-        doc = json.loads(entry.read_text())
-    except (OSError, ValueError):
-        return False, None
-    if not isinstance(doc, dict) or "owner" not in doc:
-        return False, None
-    answer = doc["owner"]
-    if answer is None or (isinstance(answer, str) and len(answer) <= ANSWER_MAX):
-        return True, answer
-    return False, None
-
-
-def _keep(entry: Path, answer: str | None) -> None:
-    """Written whole or not at all (a rename); a cache that cannot be written costs a re-ask."""
-    with contextlib.suppress(OSError):
-        write_atomic(entry, json.dumps({"owner": answer}).encode())
+def _is_answer(value: object) -> bool:
+    """A package name and version, or None (nothing owns the file): the shape of an answer."""
+    return value is None or (isinstance(value, str) and len(value) <= ANSWER_MAX)
 
 
 def owner(loader: str, cache_root: Path | None,
@@ -110,12 +94,6 @@ def owner(loader: str, cache_root: Path | None,
     if cache_root is None:
         return ask(loader)
     key = db_key(loader, admin_dir(), dpkg)
-    entry = cache_root / "dpkg-owner" / f"{key}.json"
-    found, answer = _read(entry)
-    if found:
-        return answer
-    answer = ask(loader)
     # Kept only when the database did not change while dpkg read it (an install beside the run).
-    if db_key(loader, admin_dir(), dpkg) == key:
-        _keep(entry, answer)
-    return answer
+    return kept.answer(cache_root / "dpkg-owner" / f"{key}.json", {"dpkg-db": key}, _is_answer,
+                       lambda: ask(loader), keep=lambda _: db_key(loader, admin_dir(), dpkg) == key)
