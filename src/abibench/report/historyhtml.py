@@ -37,7 +37,8 @@ def series_svg(hist: History, series: str, salt: str) -> str:
         fig.line([p[0] for p in pts], [p[1] for p in pts],
                  charts.colour(hist.series.index(series)), width=0, marker="o", size=4)
         for lo, hi, level in levels(hist, series):
-            fig.line([lo - 0.3, hi + 0.3], [level, level], charts.GREY, width=1.2)
+            if 0 < level < charts.DRAWABLE:
+                fig.line([lo - 0.3, hi + 0.3], [level, level], charts.GREY, width=1.2)
         starts = [c.run_index for c in hist.changes if c.series == series]
         marked = [(i, v) for i, v in pts if i in starts]
         if marked:

@@ -117,12 +117,11 @@ def log_ticks(lo: float, hi: float) -> tuple[list[float], list[float]]:
 
 
 def plain(ticks: Sequence[float]) -> Callable[[float], str]:
-    """A tick formatter with the decimals the step between the ticks needs, the same for all."""
-    steps = [abs(b - a) for a, b in itertools.pairwise(ticks) if b != a]
-    step = min(steps, default=1.0)
-    decimals = max(0, min(6, -math.floor(math.log10(step)) + (0 if step >= 1 else 1))) \
-        if step > 0 and math.isfinite(step) else 0
-    decimals = 0 if step >= 1 and float(step).is_integer() else decimals
+    """A tick formatter with the fewest decimals (up to 6) that write every tick exactly, the
+    same for all: 0.8, 0.9, 1.0; 0, 50, 100."""
+    finite = [t for t in ticks if math.isfinite(t)]
+    decimals = next((d for d in range(7) if all(abs(round(t, d) - t) <= 1e-9 * max(1.0, abs(t))
+                                                 for t in finite)), 6)
     return lambda v: f"{0.0 if v == 0 else v:.{decimals}f}"
 
 
