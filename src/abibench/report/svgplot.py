@@ -295,10 +295,11 @@ class _Frame:
                     PAD * 2 + _block_width(fig.title, fig.title_size),
                     PAD * 2 + _block_width(fig.x.label, fig.x.label_size))
         height = max(height, top + bottom + 40)
-        need_h = _room(fig.y, yt, lambda t: _block_height(t, fig.y.tick_size) + 2)
+        need_h = _room(fig.y, yt, lambda t: _block_height(t, fig.y.tick_size) + 4)
         need_w = _room(fig.x, xt, lambda t: _block_width(t, fig.x.tick_size) + 6)
         height = max(height, top + bottom + need_h)
-        width = max(width, left + right + need_w, left + right + _room_left(fig))
+        width = max(width, left + right + need_w, left + right + _room_left(fig),
+                    left + PAD + max((e for f, e in _placed_ends(fig) if f <= 0.05), default=0))
         return cls(fig, width, height, (left, top, width - _room_right(fig, width, left, right),
                                         height - bottom))
 
@@ -420,6 +421,8 @@ class _Frame:
                                        "middle", -90)))
         if fig.title:
             cx = self.width / 2 if fig.title_over_figure else (self.left + self.right) / 2
+            half = _block_width(fig.title, fig.title_size) / 2  # a title wider than the axes
+            cx = min(max(cx, PAD + half), self.width - PAD - half)  # stays in the figure
             out.append(self.text(_Text(cx, PAD, fig.title, fig.title_size, BLACK, "middle",
                                        "top")))
         return out
