@@ -12,6 +12,7 @@ coordinate is nan or inf. The scale and tick helpers are checked on their own be
 from __future__ import annotations
 
 import math
+import os
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
@@ -41,6 +42,12 @@ numbers = st.one_of(st.sampled_from([0.0, -0.0, 1.0, -1.0, 1e308, -1e308, 5e-324
                     st.floats(allow_nan=True, allow_infinity=True))
 positive = st.floats(min_value=1e-310, max_value=1e308)
 _SLOW = [HealthCheck.too_slow, HealthCheck.data_too_large]
+# bench/svgcharts.py runs these for minutes: this many examples a test instead of CI's few.
+_MANY = int(os.environ.get("ABIBENCH_SVG_EXAMPLES", "0"))
+
+
+def _examples(ci: int) -> int:
+    return _MANY or ci
 COORDS = {"x", "y", "x1", "y1", "x2", "y2", "width", "height", "cx", "cy", "r", "dy", "points",
           "d", "transform", "viewBox", "font-size", "stroke-width", "fill-opacity"}
 
@@ -73,7 +80,7 @@ def check_chart(svg: str, shown: list[str]) -> None:
         assert want in whole, (name, want, texts[:20])
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=_SLOW)
+@settings(max_examples=_examples(25), deadline=None, suppress_health_check=_SLOW)
 @given(labels=st.lists(names, min_size=1, max_size=9, unique=True),
        values=st.lists(st.tuples(numbers, numbers, numbers), min_size=9, max_size=9),
        title=names, unit=names, better=st.sampled_from(["higher", "lower"]))
@@ -91,7 +98,7 @@ def test_bars_and_differences_with_hostile_names_and_extreme_numbers(
     check_chart(charts.diff_svg(diffs, {}, labels[0], salt="d"), shown if len(labels) > 1 else [])
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=_SLOW)
+@settings(max_examples=_examples(20), deadline=None, suppress_health_check=_SLOW)
 @given(rows=st.lists(st.tuples(names, names, names, positive, positive, numbers, numbers),
                      min_size=0, max_size=5))
 def test_why_with_hostile_names_and_extreme_ratios(
@@ -104,7 +111,7 @@ def test_why_with_hostile_names_and_extreme_ratios(
     check_chart(charts.why_svg(xs, salt="w"), [x.workload for x in drawn])
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=_SLOW)
+@settings(max_examples=_examples(20), deadline=None, suppress_health_check=_SLOW)
 @given(abis=st.lists(names, min_size=1, max_size=3, unique=True), title=names,
        values=st.lists(numbers, min_size=3, max_size=3),
        sizes=st.lists(st.integers(1, 10**12), min_size=1, max_size=3, unique=True))
@@ -121,7 +128,7 @@ def test_curves_and_shapes_with_hostile_names(abis: list[str], title: str, value
     check_chart(charts.shape_svg(shapes, title, {}, salt="s"), [title, *abis])
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=_SLOW)
+@settings(max_examples=_examples(15), deadline=None, suppress_health_check=_SLOW)
 @given(workload=names, series=st.lists(names, min_size=1, max_size=3, unique=True),
        tags=st.lists(names, min_size=1, max_size=6), level=positive)
 def test_history_series_with_hostile_names(workload: str, series: list[str], tags: list[str],
@@ -137,7 +144,7 @@ def test_history_series_with_hostile_names(workload: str, series: list[str], tag
         check_chart(historyhtml.series_svg(hist, s, salt=s), shown)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=_SLOW)
+@settings(max_examples=_examples(15), deadline=None, suppress_health_check=_SLOW)
 @given(base=names, param=names, values=st.lists(st.sampled_from(["1", "10", "1000", "7", "x", "2.5"]),
                                                 min_size=1, max_size=5),
        ratios=st.lists(st.tuples(numbers, numbers, numbers), min_size=5, max_size=5))
