@@ -25,7 +25,7 @@ from ..analyse.shape import TAIL_FACTOR, Shape
 from ..text import one_line
 from . import formatting as fmt
 from .formatting import better_words
-from .svgplot import Axis, Entry, Figure, Scale, log_ticks, nice_ticks, plain
+from .svgplot import Axis, Entry, Figure, Scale, nice_ticks, plain
 
 PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#8172b3", "#937860", "#da8bc3", "#8c8c8c",
            "#ccb974", "#64b5cd", "#2f4b7c")
@@ -379,6 +379,3 @@ def shape_svg(shapes: Sequence[Shape], title: str, colours: dict[str, str], salt
     fig.rule("x", edge, GREY, 0.8, "4 2")
     return fig.svg(title, salt)
 
-
-__all__ = ["DRAWABLE", "GREY", "INVALID", "PALETTE", "UnsafeSvgError", "bars_svg", "check_svg",
-           "colour", "curve_svg", "diff_svg", "log_ticks", "shape_svg", "why_svg"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
+import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -36,10 +37,20 @@ BLACK = "#000000"
 _LIMIT = 1e6  # no coordinate lies further out than this (marks are inside a figure of ~500 pt)
 
 
+# What XML 1.0 has no place for and text.one_line leaves: a lone surrogate, U+FFFE, U+FFFF.
+_NOT_XML = re.compile("[\ud800-\udfff\ufffe\uffff]")
+
+
+def shown(text: str) -> str:
+    """Text as a chart shows it: text.one_line (no controls, no bidi overrides, no line
+    breaks), and U+FFFD for a character XML cannot hold."""
+    return _NOT_XML.sub("\ufffd", one_line(text))
+
+
 def esc(text: str) -> str:
-    """The one way text reaches the SVG: sanitised to one line (text.one_line: no controls, no
-    bidi overrides, no line breaks), then escaped for XML text and attributes alike."""
-    return escape(one_line(text), quote=True)
+    """The one way text reaches the SVG: :func:`shown`, then escaped for XML text and
+    attributes alike."""
+    return escape(shown(text), quote=True)
 
 
 def _n(value: float) -> str:
@@ -246,7 +257,8 @@ class Figure:
     def svg(self, label: str, salt: str, classes: str = "chart") -> str:
         """The SVG document: role img, the label (sanitised, escaped) as its accessible name."""
         frame = _Frame.layout(self)
-        uid = "h" + hashlib.sha1(f"{salt}\0{label}".encode()).hexdigest()[:12]
+        key = f"{salt}\0{label}".encode("utf-8", "surrogatepass")  # a lone surrogate hashes too
+        uid = "h" + hashlib.sha1(key).hexdigest()[:12]
         frame.hatch_id = uid
         w, h = frame.width, frame.height
         out = [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{esc(label)}" '
