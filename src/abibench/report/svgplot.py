@@ -310,7 +310,10 @@ class _Frame:
         need_h = _room(fig.y, yt, lambda t: _block_height(t, fig.y.tick_size) + 4)
         need_w = _room(fig.x, xt, lambda t: _block_width(t, fig.x.tick_size) + 6)
         height = max(height, top + bottom + need_h)
-        width = max(width, left + right + need_w, left + right + _room_left(fig),
+        # Room for a value left of a bar, but a figure at most half again as wide as asked:
+        # a wider one is drawn smaller in the page, every text with it.
+        width = max(width, left + right + need_w,
+                    min(left + right + _room_left(fig), 1.5 * fig.width * INCH),
                     left + PAD + max((e for f, e in _placed_ends(fig) if f <= 0.05), default=0))
         return cls(fig, width, height, (left, top, width - _room_right(fig, width, left, right),
                                         height - bottom))
@@ -476,9 +479,9 @@ def _room_right(fig: Figure, width: float, left: float, right: float) -> float:
 
 def _room_left(fig: Figure) -> float:
     """The width the axes need so that text written left of a point (a negative bar's value)
-    starts inside them, clear of the tick labels; at most 500 pt."""
-    need = [-extent / f for f, extent in _placed_ends(fig) if extent < 0 and f > 0.05]
-    return min(max(need, default=0.0), 500.0)
+    starts inside them, clear of the tick labels."""
+    return max((-extent / f for f, extent in _placed_ends(fig) if extent < 0 and f > 0.05),
+               default=0.0)
 
 
 def _placed_ends(fig: Figure) -> list[tuple[float, float]]:
