@@ -109,7 +109,7 @@ def test_why_with_hostile_names_and_extreme_ratios(
           for w, a, b, ins, cost, lo, hi in rows]
     drawn = [x for x, (*_, ins, cost, _lo, _hi) in zip(xs, rows, strict=True)
              if charts._drawable(ins) and charts._drawable(cost)]
-    check_chart(charts.why_svg(xs, salt="w"), [x.workload for x in drawn])
+    check_chart(charts.why_svg(xs, salt="w"), [f"{x.workload}: {x.a}/{x.b}" for x in drawn])
 
 
 @settings(max_examples=_examples(20), deadline=None, suppress_health_check=_SLOW)
