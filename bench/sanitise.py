@@ -9,7 +9,7 @@ for a run and a comparison, each output checked against its own syntax. A violat
 
     .venv/bin/python bench/sanitise.py --minutes 5 [--html-every 5]
 
-HTML (with its matplotlib charts) takes a second or more a report: it is checked for every
+HTML (with its charts) takes longer a report than the text formats: it is checked for every
 --html-every-th document only.
 """
 

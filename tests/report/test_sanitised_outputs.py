@@ -224,7 +224,7 @@ def test_hostile_strings_reach_every_text_format_cleaned_and_escaped(
 @given(wrap=wraps, tags=_tags)
 def test_hostile_strings_reach_html_and_its_charts_only_as_text(
         make_strings_doc: MakeStringsDoc, wrap: tuple[str, str], tags: tuple[str, str]) -> None:
-    """The HTML report (matplotlib's SVG charts inside), fewer examples: a second each."""
+    """The HTML report (its SVG charts inside), fewer examples."""
     global _BENIGN_HTML
     if _BENIGN_HTML is None:
         _BENIGN_HTML = benign_names(make_strings_doc)

@@ -1,8 +1,7 @@
 """Renderers: each turns one analysed Report into text, and does nothing else.
 
 One module per format, all with ``render(report) -> str``, registered in RENDERERS. A module is
-imported only when its format is asked for (the HTML renderer loads matplotlib, which takes a
-second).
+imported only when its format is asked for.
 """
 
 from __future__ import annotations

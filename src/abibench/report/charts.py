@@ -1,30 +1,22 @@
-"""Charts as SVG strings, drawn by matplotlib, for inlining into a self-contained HTML report.
+"""Charts as SVG strings, drawn by our own writer (report/svgplot.py), for inlining into a
+self-contained HTML report.
 
 Honest by construction: bars start at zero, every chart says in its own text whether higher or
 lower is better, and whiskers are 95% confidence intervals (of the median for a target's bar, of
-the ratio for a difference). Text stays text (``svg.fonttype = none``: the browser draws it with
-its own fonts, nothing is embedded or fetched) and mathtext is off, so a ``$`` in a workload
-name is a dollar sign. matplotlib escapes text and attributes it writes into SVG; every SVG is
-still parsed and checked (:func:`check_svg`) before it is handed to a report: no scripts, no
-event handlers, no links to anything outside the SVG itself.
+the ratio for a difference). Text stays text (the browser draws it with its own fonts, nothing is
+embedded or fetched), and a ``$`` in a workload name is a dollar sign. svgplot writes every
+piece of text through its one escaping function; every SVG is still parsed and checked
+(:func:`check_svg`) before it is handed to a report: no scripts, no event handlers, no links to
+anything outside the SVG itself.
 """
 
 from __future__ import annotations
 
-import io
 import math
 import re
 import textwrap
-import warnings
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
-from html import escape
-from typing import Any
-
-import matplotlib
-from matplotlib.figure import Figure
-from matplotlib.patches import Patch
-from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter
 
 from ..analyse.explain import Explanation
 from ..analyse.footprint import Series
@@ -33,26 +25,20 @@ from ..analyse.shape import TAIL_FACTOR, Shape
 from ..text import one_line
 from . import formatting as fmt
 from .formatting import better_words
+from .svgplot import Axis, Entry, Figure, Scale, nice_ticks, plain
 
 PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#8172b3", "#937860", "#da8bc3", "#8c8c8c",
            "#ccb974", "#64b5cd", "#2f4b7c")
 INVALID = "#c0392b"
 GREY = "#777777"
 
-_ALLOWED = {"svg", "g", "path", "text", "tspan", "defs", "style", "clipPath", "use", "rect",
-            "line", "polyline", "polygon", "circle", "ellipse", "title", "desc", "metadata",
-            "pattern", "linearGradient", "radialGradient", "stop", "mask"}
+# What svgplot (and report/system.py's stacked bars) write, and nothing that could run or load.
+_ALLOWED = {"svg", "g", "path", "text", "tspan", "defs", "pattern", "rect", "line", "polyline",
+            "circle", "title"}
 
 
 def colour(index: int) -> str:
     return PALETTE[index % len(PALETTE)]
-
-
-def _rc(salt: str) -> Any:  # rc_context wants literal keys; these are checked at run time
-    return {"svg.fonttype": "none", "text.parse_math": False, "text.usetex": False,
-            "svg.hashsalt": salt, "font.family": ["DejaVu Sans", "sans-serif"],
-            "font.size": 9.5, "axes.spines.top": False, "axes.spines.right": False,
-            "axes.titlesize": 10, "hatch.color": "#ffffff", "hatch.linewidth": 1.2}
 
 
 class UnsafeSvgError(ValueError):
@@ -81,26 +67,9 @@ def check_svg(svg: str) -> None:
                 raise UnsafeSvgError("chart refers to an external resource")
 
 
-def _to_svg(fig: Figure, label: str) -> str:
-    buf = io.StringIO()
-    with warnings.catch_warnings():
-        # Text stays text in the SVG (svg.fonttype none) and the browser's fonts draw it, so a
-        # name in a script DejaVu lacks is no problem, and no reason to warn on every report.
-        warnings.filterwarnings("ignore", message="Glyph .* missing from font", category=UserWarning)
-        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
-    svg = buf.getvalue()
-    svg = svg[svg.index("<svg"):]
-    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, count=1, flags=re.S)
-    check_svg(svg)
-    # The label is a name from a run (a history's is not from a cleaned Report): the one
-    # sanitiser here, for every chart, then escaped for the attribute.
-    shown = escape(one_line(label))
-    return svg.replace("<svg ", f'<svg role="img" aria-label="{shown}" class="chart" ', 1)
-
-
-# matplotlib's transforms multiply data by hundreds of points and divide by an axis's span, so a
-# value beyond this magnitude (an imported 1e308), or one so tiny that only a denormal holds it,
-# overflows them: such a bar is named, not drawn, and every axis limit stays finite.
+# A value beyond this magnitude (an imported 1e308), or one so tiny that only a denormal holds
+# it, would overflow an axis's span or its ticks' arithmetic: such a bar is named, not drawn,
+# and every axis limit stays finite.
 DRAWABLE = 1e300
 
 
@@ -125,6 +94,38 @@ def _tick(value: float, _pos: int | None = None) -> str:
     return "0" if value == 0 else fmt.si(value)
 
 
+
+def _margin(lo: float, hi: float, log: bool = False, share: float = 0.05) -> tuple[float, float]:
+    """The span of the data widened by `share` of itself each way (of its logarithm on a log
+    axis), as an automatic axis would; a single value gets a span of its own."""
+    if log:
+        if hi <= lo:
+            return lo / 2, hi * 2
+        f = (hi / lo) ** share
+        return lo / f, hi * f
+    if hi <= lo:
+        d = abs(lo) * 0.1 or 1.0
+        return lo - d, hi + d
+    d = (hi - lo) * share
+    return lo - d, hi + d
+
+
+def _categories(labels: Sequence[str], width: int) -> list[tuple[float, str]]:
+    return [(float(i), _wrap(label, width)) for i, label in enumerate(labels)]
+
+
+def _bar_unit(panel: Panel) -> tuple[str, float]:
+    finite = [b.median for b in panel.bars if math.isfinite(b.median)]
+    if panel.unit == "KiB" and finite and max(finite) >= 4096:
+        return "MiB", 1 / 1024
+    return panel.unit, 1.0
+
+
+def _bar_note(panel: Panel, median: float, state: str) -> str:
+    return _wrap(state if math.isnan(median) else
+                 f"{fmt.si(median, panel.unit)}: out of the chart's range", 1000)
+
+
 def bars_svg(panel: Panel, title: str, colours: dict[str, str], salt: str) -> str:
     """One metric, one bar per target from zero, whiskers: 95% CI of the median (two order statistics).
 
@@ -132,69 +133,57 @@ def bars_svg(panel: Panel, title: str, colours: dict[str, str], salt: str) -> st
     get horizontal bars with the labels beside them, so they never overlap.
     """
     words = better_words(panel.better)
-    unit, scale = panel.unit, 1.0
-    finite = [b.median for b in panel.bars if math.isfinite(b.median)]
-    if unit == "KiB" and finite and max(finite) >= 4096:
-        unit, scale = "MiB", 1 / 1024
+    unit, scale = _bar_unit(panel)
     horizontal = len(panel.bars) > 4 or max((len(b.label) for b in panel.bars), default=0) > 10
     n = len(panel.bars)
-    with matplotlib.rc_context(_rc(salt)):
-        fig = Figure(figsize=(3.7, 1.5 + 0.36 * n if horizontal else 3.0), layout="constrained")
-        ax = fig.add_subplot()
-        top = bottom = 0.0
-        for i, bar in enumerate(panel.bars):
-            value = bar.median * scale
-            if not _drawable(value):
-                note = _wrap(bar.state if math.isnan(bar.median) else
-                             f"{fmt.si(bar.median, panel.unit)}: out of the chart's range", 1000)
-                if horizontal:
-                    ax.text(0, i, f" {note}", ha="left", va="center", color=GREY,
-                            fontsize=8.5)
-                else:
-                    ax.text(i, 0, f" {note}", rotation=90, ha="center", va="bottom",
-                            color=GREY, fontsize=8.5)
-                continue
-            err = None
-            low, high = bar.low * scale, bar.high * scale
-            if _drawable(low) and _drawable(high):
-                err = [[max(value - low, 0.0)], [max(high - value, 0.0)]]
-            peak = high if _drawable(high) else value
-            top = max(top, peak, value)
+    top = bottom = 0.0
+    for bar in panel.bars:
+        value, low, high = bar.median * scale, bar.low * scale, bar.high * scale
+        if _drawable(value):
+            top = max(top, high if _drawable(high) else value, value)
             bottom = min(bottom, low if _drawable(low) else value, value)
-            colour = colours.get(bar.label, GREY)
-            whisker = {"elinewidth": 1.2, "ecolor": "#222222"}
-            if horizontal:
-                ax.barh([i], [value], height=0.65, xerr=err, color=colour, capsize=4,
-                        error_kw=whisker)
-                ax.annotate(fmt.si(value), (peak, i), xytext=(3, 0), textcoords="offset points",
-                            ha="left", va="center", fontsize=8.5)
-            else:
-                ax.bar([i], [value], width=0.65, yerr=err, color=colour, capsize=4,
-                       error_kw=whisker)
-                ax.annotate(fmt.si(value), (i, peak), xytext=(0, 2), textcoords="offset points",
-                            ha="center", va="bottom", fontsize=8.5)
-        axis_label = f"{_wrap(unit, 1000)} ({words})" if unit else words
-        limit = top * (1.3 if horizontal else 1.15) if top > 0 else 1.0
-        # Negative medians (a program's own metric may be) hang below zero.
-        floor = bottom * (1.3 if horizontal else 1.15)
+    axis_label = f"{_wrap(unit, 1000)} ({words})" if unit else words
+    limit = top * (1.3 if horizontal else 1.15) if top > 0 else 1.0
+    # Negative medians (a program's own metric may be) hang below zero.
+    floor = bottom * (1.3 if horizontal else 1.15)
+    values = Axis(Scale(floor, limit), axis_label, fmt=_tick, tick_size=8.5)
+    cats = Axis(Scale(-0.5, n - 0.5), ticks=_categories([b.label for b in panel.bars],
+                                                         16 if horizontal else 12),
+                inverted=horizontal, tick_size=8.5)  # the first target at the top
+    fig = Figure(3.7, 1.5 + 0.36 * n if horizontal else 3.0,
+                 x=values if horizontal else cats, y=cats if horizontal else values,
+                 title=f"{_wrap(title, 40)}\n{words} · median, 95% CI")
+    for i, bar in enumerate(panel.bars):
+        _one_bar(fig, panel, i, bar.median, bar.low, bar.high, scale, horizontal,
+                 colours.get(bar.label, GREY), bar.state)
+    return fig.svg(f"{title}: {words}", salt)
+
+
+def _one_bar(fig: Figure, panel: Panel, i: int, median: float, low: float, high: float,
+             scale: float, horizontal: bool, fill: str, state: str) -> None:
+    value, low, high = median * scale, low * scale, high * scale
+    if not _drawable(value):
+        note = _bar_note(panel, median, state)
         if horizontal:
-            ax.set_xlim(floor, limit)
-            ax.set_yticks(range(n), [_wrap(b.label, 16) for b in panel.bars])
-            ax.set_ylim(n - 0.5, -0.5)  # the first target at the top
-            ax.xaxis.set_major_formatter(FuncFormatter(_tick))
-            ax.set_xlabel(axis_label)
+            fig.text(0, i, note, dx=3, colour=GREY)
         else:
-            ax.set_ylim(floor, limit)
-            ax.set_xticks(range(n), [_wrap(b.label, 12) for b in panel.bars])
-            ax.yaxis.set_major_formatter(FuncFormatter(_tick))
-            ax.set_ylabel(axis_label)
-        ax.tick_params(labelsize=8.5)
-        ax.set_title(f"{_wrap(title, 40)}\n{words} · median, 95% CI", fontsize=9.5)
-        return _to_svg(fig, f"{title}: {words}")
+            fig.text(i, 0, note, dy=3, rotate=-90, colour=GREY)
+        return
+    whiskers = _drawable(low) and _drawable(high)
+    peak = high if _drawable(high) else value
+    if horizontal:
+        fig.rect(0, value, i - 0.325, i + 0.325, fill)
+        if whiskers:
+            fig.whisker(i, min(low, value), max(high, value), True, 4, width=1.2)
+        fig.text(peak, i, fmt.si(value), dx=3)
+    else:
+        fig.rect(i - 0.325, i + 0.325, 0, value, fill)
+        if whiskers:
+            fig.whisker(i, min(low, value), max(high, value), False, 4, width=1.2)
+        fig.text(i, peak, fmt.si(value), dy=2, anchor="middle", valign="bottom")
 
 
-def diff_svg(diffs: Sequence[Diff], colours: dict[str, str], reference: str, salt: str) -> str:
-    """Every test relative to the reference: + means better, whiskers: 95% CI of the ratio."""
+def _diff_tests(diffs: Sequence[Diff]) -> tuple[list[tuple[str, str]], list[str]]:
     tests: list[tuple[str, str]] = []
     labels: list[str] = []
     for d in diffs:
@@ -202,61 +191,82 @@ def diff_svg(diffs: Sequence[Diff], colours: dict[str, str], reference: str, sal
             tests.append((d.workload, d.metric))
         if d.label not in labels:
             labels.append(d.label)
+    return tests, labels
+
+
+def _diff_span(diffs: Sequence[Diff]) -> tuple[float, float]:
+    lo_x, hi_x = 0.0, 0.0
+    for d in diffs:
+        if not _drawable(d.percent):
+            continue
+        if _drawable(d.pct_low) and _drawable(d.pct_high):
+            lo_x, hi_x = min(lo_x, d.pct_low), max(hi_x, d.pct_high)
+        lo_x, hi_x = min(lo_x, d.percent), max(hi_x, d.percent)
+    span = max(hi_x - lo_x, 1.0)
+    return lo_x - 0.28 * span, hi_x + 0.28 * span
+
+
+def diff_svg(diffs: Sequence[Diff], colours: dict[str, str], reference: str, salt: str) -> str:
+    """Every test relative to the reference: + means better, whiskers: 95% CI of the ratio."""
+    tests, labels = _diff_tests(diffs)
     index = {(d.workload, d.metric, d.label): d for d in diffs}
     nl = max(len(labels), 1)
     height = 1.6 + 0.32 * len(tests) * (0.6 + 0.4 * nl)
     words = f"+ means better than {reference}; higher is better"
-    with matplotlib.rc_context(_rc(salt)):
-        fig = Figure(figsize=(4.8, height), layout="constrained")
-        ax = fig.add_subplot()
-        group = 0.8
-        bar_h = group / nl
-        lo_x, hi_x = 0.0, 0.0
-        for ti, (wid, metric) in enumerate(tests):
-            for li, label in enumerate(labels):
-                found = index.get((wid, metric, label))
-                if found is None or not _drawable(found.percent):
-                    continue
-                d = found
-                y = ti - group / 2 + bar_h * (li + 0.5)
-                err = None
-                if _drawable(d.pct_low) and _drawable(d.pct_high):
-                    err = [[max(d.percent - d.pct_low, 0.0)], [max(d.pct_high - d.percent, 0.0)]]
-                    lo_x, hi_x = min(lo_x, d.pct_low), max(hi_x, d.pct_high)
-                lo_x, hi_x = min(lo_x, d.percent), max(hi_x, d.percent)
-                c = colours.get(label, GREY) if d.valid else INVALID
-                ax.barh([y], [d.percent], height=bar_h * 0.9, color=c,
-                        alpha=1.0 if d.significant else 0.55,
-                        hatch=None if d.significant else "///", xerr=err, capsize=3,
-                        error_kw={"elinewidth": 1.0, "ecolor": "#222222"})
-                tag = d.headline + ("" if d.valid else " INVALID")
-                edge = d.pct_high if d.percent >= 0 else d.pct_low
-                if not _drawable(edge) or err is None:
-                    edge = d.percent
-                ax.annotate(tag, (edge, y), xytext=(4 if d.percent >= 0 else -4, 0),
-                            textcoords="offset points", va="center",
-                            ha="left" if d.percent >= 0 else "right", fontsize=8)
-        span = max(hi_x - lo_x, 1.0)
-        ax.set_xlim(lo_x - 0.28 * span, hi_x + 0.28 * span)
-        ax.axvline(0, color="#222222", linewidth=1)
-        ax.set_yticks(range(len(tests)), [_wrap(f"{w}: {m}", 20) for w, m in tests])
-        ax.set_ylim(len(tests) - 0.5, -0.5)  # the first test at the top
-        ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:+.0f}%"))
-        ax.set_xlabel(_wrap(f"% advantage, relative to the loser (+: better than {reference}; "
-                            f"-: {reference} better)", 44))
-        ax.set_title(_wrap(f"Every test relative to {reference}", 44) +
-                     "\nwhiskers: 95% CI; hatched: not significant", fontsize=9.5)
-        handles = [Patch(color=colours.get(lbl, GREY), label=_wrap(lbl, 28)) for lbl in labels]
-        if any(not d.valid for d in diffs):
-            handles.append(Patch(color=INVALID, label="outputs differ: invalid"))
-        if len(handles) > 1:
-            ax.legend(handles=handles, fontsize=8, loc="best", frameon=False)
-        return _to_svg(fig, f"every test relative to {reference}: {words}")
+    lo, hi = _diff_span(diffs)
+    x = Axis(Scale(lo, hi), _wrap(f"% advantage, relative to the loser (+: better than "
+                                  f"{reference}; -: {reference} better)", 44),
+             fmt=lambda v: f"{v:+.0f}%")
+    y = Axis(Scale(-0.5, len(tests) - 0.5), ticks=_categories([f"{w}: {m}" for w, m in tests], 20),
+             inverted=True)  # the first test at the top
+    fig = Figure(4.8, height, x, y, title=_wrap(f"Every test relative to {reference}", 44) +
+                 "\nwhiskers: 95% CI; hatched: not significant")
+    group = 0.8
+    bar_h = group / nl
+    fig.rule("x", 0, "#222222", 1)
+    for ti, (wid, metric) in enumerate(tests):
+        for li, label in enumerate(labels):
+            d = index.get((wid, metric, label))
+            if d is not None and _drawable(d.percent):
+                _diff_bar(fig, d, ti - group / 2 + bar_h * (li + 0.5), bar_h,
+                          colours.get(label, GREY) if d.valid else INVALID)
+    entries = [Entry(_wrap(lbl, 28), colours.get(lbl, GREY)) for lbl in labels]
+    if any(not d.valid for d in diffs):
+        entries.append(Entry("outputs differ: invalid", INVALID))
+    if len(entries) > 1:
+        fig.legend = entries
+    return fig.svg(f"every test relative to {reference}: {words}", salt)
+
+
+def _diff_bar(fig: Figure, d: Diff, y: float, bar_h: float, fill: str) -> None:
+    fig.rect(0, d.percent, y - bar_h * 0.45, y + bar_h * 0.45, fill,
+             opacity=1.0 if d.significant else 0.55, hatch=not d.significant)
+    whiskers = _drawable(d.pct_low) and _drawable(d.pct_high)
+    if whiskers:
+        fig.whisker(y, min(d.pct_low, d.percent), max(d.pct_high, d.percent), True, 3)
+    edge = d.pct_high if d.percent >= 0 else d.pct_low
+    if not _drawable(edge) or not whiskers:
+        edge = d.percent
+    right = d.percent >= 0
+    fig.text(edge, y, d.headline + ("" if d.valid else " INVALID"), dx=4 if right else -4,
+             anchor="start" if right else "end", size=8)
 
 
 INSN_COLOUR = "#4c72b0"
 TPI_COLOUR = "#dd8452"
+WHY_STEPS = (0.1, 0.2, 0.3, 0.5, 0.7, 0.85, 1.0, 1.2, 1.5, 2.0, 3.0, 5.0, 10.0)
+
+
+def _why_span(rows: Sequence[Explanation]) -> tuple[float, float]:
+    lo, hi = 1.0, 1.0
+    for x in rows:
+        assert x.instructions is not None
+        ins, cost = x.instructions.value, x.cost.value
+        if _drawable(x.cost.low) and _drawable(x.cost.high) and x.cost.low > 0:
+            lo, hi = min(lo, x.cost.low), max(hi, x.cost.high)
+        lo, hi = min(lo, ins, cost), max(hi, ins, cost)
+    pad = (hi / lo) ** 0.15 if hi > lo else 1.2
+    return lo / pad, hi * pad * 1.15
 
 
 def why_svg(explanations: Sequence[Explanation], salt: str) -> str:
@@ -268,51 +278,48 @@ def why_svg(explanations: Sequence[Explanation], salt: str) -> str:
             and _drawable(x.instructions.value) and x.cost.value > 0
             and x.instructions.value > 0]
     n = max(len(rows), 1)
-    with matplotlib.rc_context(_rc(salt)):
-        fig = Figure(figsize=(5.6, 1.7 + 0.5 * n), layout="constrained")
-        ax = fig.add_subplot()
-        ax.set_xscale("log")
-        lo, hi = 1.0, 1.0
-        for i, x in enumerate(rows):
-            assert x.instructions is not None
-            ins, cost = x.instructions.value, x.cost.value
-            ax.barh([i], [ins - 1], left=1, height=0.36, color=INSN_COLOUR, align="edge")
-            ax.barh([i - 0.36], [cost - ins], left=ins, height=0.36, color=TPI_COLOUR,
-                    align="edge")
-            err = None
-            if _drawable(x.cost.low) and _drawable(x.cost.high) and x.cost.low > 0:
-                err = [[max(cost - x.cost.low, 0.0)], [max(x.cost.high - cost, 0.0)]]
-                lo, hi = min(lo, x.cost.low), max(hi, x.cost.high)
-            ax.errorbar([cost], [i], xerr=err, fmt="D", color="#222222", markersize=4,
-                        capsize=3, elinewidth=1.0)
-            lo, hi = min(lo, ins, cost), max(hi, ins, cost)
-            ax.annotate(f"{fmt.number(cost, '.3f')}", (max(cost, x.cost.high)
-                        if _drawable(x.cost.high) else cost, i), xytext=(4, 0),
-                        textcoords="offset points", va="center", fontsize=8)
-        pad = (hi / lo) ** 0.15 if hi > lo else 1.2
-        ax.set_xlim(lo / pad, hi * pad * 1.15)
-        ax.axvline(1.0, color="#222222", linewidth=1)
-        ax.set_yticks(range(len(rows)), [_wrap(f"{x.workload}: {x.a}/{x.b}", 24) for x in rows])
-        ax.set_ylim(n - 0.5, -0.7)
-        # Ticks a reader can place: 1 and the usual steps around it, as far as the data go.
-        steps = [t for t in (0.1, 0.2, 0.3, 0.5, 0.7, 0.85, 1.0, 1.2, 1.5, 2.0, 3.0, 5.0, 10.0)
-                 if lo / pad <= t <= hi * pad * 1.15]
-        ax.xaxis.set_major_locator(FixedLocator(steps))
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
-        ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_xlabel("ratio a/b on a log scale; < 1: a takes less (lower is better)")
-        # Over the whole figure, not the axes: the workload labels take the left part, and a
-        # title centred over the rest would run past the right edge.
-        fig.suptitle("Why: time ratio = instruction ratio × time-per-instruction ratio\n"
-                     "diamond: time ratio, whiskers: its 95% CI", fontsize=9.5)
-        fig.legend(handles=[Patch(color=INSN_COLOUR, label="instruction-count ratio (from 1)"),
-                            Patch(color=TPI_COLOUR, label="× time-per-instruction ratio")],
-                   fontsize=8, loc="outside lower center", ncols=2, frameon=False)
-        if not rows:
-            ax.text(1.0, 0, " no comparison has instruction counts", va="center",
-                    color=GREY, fontsize=8.5)
-        return _to_svg(fig, "why: instruction-count ratio and time-per-instruction ratio per "
-                       "workload; lower is better")
+    lo, hi = _why_span(rows)
+    # Ticks a reader can place: 1 and the usual steps around it, as far as the data go.
+    x = Axis(Scale(lo, hi, log=True), "ratio a/b on a log scale; < 1: a takes less (lower is "
+             "better)", ticks=[(t, f"{t:g}") for t in WHY_STEPS if lo <= t <= hi])
+    y = Axis(Scale(-0.7, n - 0.5), ticks=_categories([f"{r.workload}: {r.a}/{r.b}"
+                                                      for r in rows], 24), inverted=True)
+    # Over the whole figure, not the axes: the workload labels take the left part, and a
+    # title centred over the rest would run past the right edge.
+    fig = Figure(5.6, 1.7 + 0.5 * n, x, y, title_over_figure=True,
+                 title="Why: time ratio = instruction ratio × time-per-instruction ratio\n"
+                       "diamond: time ratio, whiskers: its 95% CI",
+                 legend=[Entry("instruction-count ratio (from 1)", INSN_COLOUR),
+                         Entry("× time-per-instruction ratio", TPI_COLOUR)],
+                 legend_below=True, legend_columns=2)
+    for i, r in enumerate(rows):
+        assert r.instructions is not None
+        ins, cost = r.instructions.value, r.cost.value
+        fig.rect(1, ins, i, i + 0.36, INSN_COLOUR)
+        fig.rect(ins, cost, i - 0.36, i, TPI_COLOUR)
+        if _drawable(r.cost.low) and _drawable(r.cost.high) and r.cost.low > 0:
+            fig.whisker(i, min(r.cost.low, cost), max(r.cost.high, cost), True, 3)
+        fig.line([cost], [i], "#222222", width=0, marker="D", size=4)
+        at = max(cost, r.cost.high) if _drawable(r.cost.high) else cost
+        fig.text(at, i, f"{fmt.number(cost, '.3f')}", dx=4, size=8)
+    fig.rule("x", 1.0, "#222222", 1)
+    if not rows:
+        fig.text(1.0, 0, "no comparison has instruction counts", dx=3, colour=GREY)
+    return fig.svg("why: instruction-count ratio and time-per-instruction ratio per workload; "
+                   "lower is better", salt)
+
+
+def _curve_lines(c: Series, quantity: str) -> list[tuple[str, list[tuple[float, float]], bool]]:
+    """(label, drawable points, solid) of each line one ABI's curve draws."""
+    lines: list[tuple[str, list[float | None], bool]]
+    if quantity == "bytes":
+        lines = [(c.abi, [p.bytes_per_element for p in c.points], True),
+                 (f"{c.abi} net", [p.net_bytes_per_element for p in c.points], False)]
+    else:
+        lines = [(c.abi, [p.ns_per_element for p in c.points], True)]
+    return [(label, [(float(p.n), v) for p, v in zip(c.points, values, strict=True)
+                     if v is not None and _drawable(v) and _drawable(float(p.n))], solid)
+            for label, values, solid in lines]
 
 
 def curve_svg(curves: Sequence[Series], title: str, quantity: str, colours: dict[str, str],
@@ -324,68 +331,51 @@ def curve_svg(curves: Sequence[Series], title: str, quantity: str, colours: dict
     better for both.
     """
     words = better_words("lower")
-    with matplotlib.rc_context(_rc(salt)):
-        fig = Figure(figsize=(3.7, 2.5 if small else 3.0), layout="constrained")
-        ax = fig.add_subplot()
-        top = 0.0
-        drawn = False
-        for c in curves:
-            colour_ = colours.get(c.abi, GREY)
-            lines: list[tuple[str, list[float | None], str]] = []
-            if quantity == "bytes":
-                lines.append((c.abi, [p.bytes_per_element for p in c.points], "-"))
-                lines.append((f"{c.abi} net", [p.net_bytes_per_element for p in c.points], "--"))
-            else:
-                lines.append((c.abi, [p.ns_per_element for p in c.points], "-"))
-            for label, values, style in lines:
-                pts = [(float(p.n), v) for p, v in zip(c.points, values, strict=True)
-                       if v is not None and _drawable(v) and _drawable(float(p.n))]
-                if not pts:
-                    continue
-                xs, ys = zip(*pts, strict=True)
-                ax.plot(xs, ys, style, marker="o" if style == "-" else "s",
-                        markersize=4 if style == "-" else 3, color=colour_,
-                        linewidth=1.5 if style == "-" else 1.0, label=_wrap(label, 24))
-                top = max(top, *ys)
-                drawn = True
-        if not drawn:
-            ax.text(0.5, 0.5, "no samples", ha="center", va="center", color=GREY,
-                    transform=ax.transAxes)
-        else:
-            ax.set_xscale("log")
-            # Plain text ticks: mathtext is off, so the default 10^k labels would show as $...$.
-            ax.xaxis.set_major_formatter(FuncFormatter(_tick))
-            ax.xaxis.set_minor_formatter(NullFormatter())
-            ax.legend(fontsize=7.5, loc="best", frameon=False)
-        ax.set_ylim(0, top * 1.15 if top > 0 else 1.0)
-        ax.yaxis.set_major_formatter(FuncFormatter(_tick))
-        ax.set_xlabel("N elements (log scale)")
-        what = "peak RSS bytes / element" if quantity == "bytes" else "ns / element"
-        ax.set_ylabel(f"{what}\n({words})")
-        ax.tick_params(labelsize=8.5)
-        sub = "median; dashed: net" if quantity == "bytes" else "median"
-        ax.set_title(f"{_wrap(title, 40)}\n{words} · {sub}", fontsize=9.5)
-        return _to_svg(fig, f"{title}: {what}, {words}")
+    lines = [(c.abi, label, pts, solid) for c in curves
+             for label, pts, solid in _curve_lines(c, quantity) if pts]
+    xs = [x for *_, pts, _s in lines for x, _ in pts]
+    top = max((y for *_, pts, _s in lines for _, y in pts), default=0.0)
+    what = "peak RSS bytes / element" if quantity == "bytes" else "ns / element"
+    if lines:
+        # Plain text ticks: a power of ten as 1k, 10k, 100k.
+        x = Axis(Scale(*_margin(min(xs), max(xs), log=True), log=True),
+                 "N elements (log scale)", fmt=_tick, tick_size=8.5)
+    else:
+        x = Axis(Scale(0, 1), "N elements (log scale)", tick_size=8.5)
+    y = Axis(Scale(0, top * 1.15 if top > 0 else 1.0), f"{what}\n({words})", fmt=_tick,
+             tick_size=8.5)
+    sub = "median; dashed: net" if quantity == "bytes" else "median"
+    fig = Figure(3.7, 2.5 if small else 3.0, x, y,
+                 title=f"{_wrap(title, 40)}\n{words} · {sub}", legend_size=7.5)
+    for abi, label, pts, solid in lines:
+        fig.line([p[0] for p in pts], [p[1] for p in pts], colours.get(abi, GREY),
+                 width=1.5 if solid else 1.0, dash="none" if solid else "4 2",
+                 marker="o" if solid else "s", size=4 if solid else 3)
+        fig.legend.append(Entry(_wrap(label, 24), colours.get(abi, GREY),
+                                "line" if solid else "dashed", "o" if solid else "s"))
+    if not lines:
+        fig.text(0.5, 0.5, "no samples", anchor="middle", colour=GREY, size=9.5, in_axes=True)
+    return fig.svg(f"{title}: {what}, {words}", salt)
 
 
 def shape_svg(shapes: Sequence[Shape], title: str, colours: dict[str, str], salt: str) -> str:
     """Every sample of each target whose samples have a slow tail or two modes, as dots on one
     axis: how much worse than the target's typical sample each was, in sample order from bottom
     to top of its band; a dashed line marks the tail's edge (TAIL_FACTOR)."""
-    with matplotlib.rc_context(_rc(salt)):
-        fig = Figure(figsize=(7.0, 0.9 + 0.55 * len(shapes)))
-        ax = fig.add_subplot()
-        for row, shape in enumerate(shapes):
-            pts = [p * 100 for p in shape.points if _drawable(p)]
-            n = max(1, len(pts))
-            ys = [row - 0.3 + 0.6 * i / n for i in range(len(pts))]
-            ax.scatter(pts, ys, s=12, color=colours.get(shape.target, GREY), alpha=0.8,
-                       linewidths=0)
-        ax.axvline((TAIL_FACTOR - 1) * 100, color=GREY, linestyle="--", linewidth=0.8)
-        ax.set_yticks(range(len(shapes)))
-        ax.set_yticklabels([_wrap(f"{s.target}: {s.kind}", 28) for s in shapes])
-        ax.set_xlabel("% worse than the target's typical sample (its fastest quarter); "
-                      "dashed: the tail's edge")
-        ax.set_title(_wrap(title, 90))
-        fig.tight_layout()
-        return _to_svg(fig, title)
+    edge = (TAIL_FACTOR - 1) * 100
+    rows = [[p * 100 for p in s.points if _drawable(p)] for s in shapes]
+    values = [v for pts in rows for v in pts if _drawable(v)] + [edge]
+    lo, hi = _margin(min(values), max(values))
+    ticks = nice_ticks(lo, hi)
+    x = Axis(Scale(lo, hi), "% worse than the target's typical sample (its fastest quarter); "
+             "dashed: the tail's edge", fmt=plain(ticks))
+    y = Axis(Scale(-0.5, len(shapes) - 0.5),
+             ticks=_categories([f"{s.target}: {s.kind}" for s in shapes], 28))
+    fig = Figure(7.0, 0.9 + 0.55 * len(shapes), x, y, title=_wrap(title, 90), title_size=10)
+    for row, (shape, pts) in enumerate(zip(shapes, rows, strict=True)):
+        n = max(1, len(pts))
+        ys = [row - 0.3 + 0.6 * i / n for i in range(len(pts))]
+        fig.line(pts, ys, colours.get(shape.target, GREY), width=0, marker="o", size=3.5)
+    fig.rule("x", edge, GREY, 0.8, "4 2")
+    return fig.svg(title, salt)
+

@@ -2,62 +2,55 @@
 levels between change points as lines, new levels marked) and the table.
 
 The page has the report's guarantees (report/html.py): no scripts, the same Content-Security-
-Policy, every string escaped, charts checked by charts.check_svg; matplotlib is loaded only
-when this format is asked for.
+Policy, every string escaped, charts drawn by report/svgplot.py and checked by
+charts.check_svg.
 """
 
 from __future__ import annotations
 
 import math
 
-import matplotlib
-from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
-
 from ..analyse.history import History, levels
 from ..text import one_line
 from . import charts
 from .history import change_sentences, host_rows, rows
 from .html import CSP, STYLE, Html, h, join
+from .svgplot import Axis, Entry, Figure, Scale
 
 
 def series_svg(hist: History, series: str, salt: str) -> str:
     """One series over the runs: points per run, each level a horizontal line, red rings where
     a level starts. A ratio gets a line at 1 (both ABIs alike)."""
     is_ratio = hist.is_ratio(series)
-    with matplotlib.rc_context(charts._rc(salt)):
-        fig = Figure(figsize=(6.4, 2.6), layout="constrained")
-        ax = fig.add_subplot()
-        pts = [(i, p.values[series]) for i, p in enumerate(hist.points)
-               if series in p.values and 0 < p.values[series] < charts.DRAWABLE]
-        if pts:
-            xs, ys = zip(*pts, strict=True)
-            ax.plot(xs, ys, "o", color=charts.colour(hist.series.index(series)), markersize=4)
-            for lo, hi, level in levels(hist, series):
-                ax.hlines(level, lo - 0.3, hi + 0.3, color=charts.GREY, linewidth=1.2)
-            starts = [c.run_index for c in hist.changes if c.series == series]
-            marked = [(i, v) for i, v in pts if i in starts]
-            if marked:
-                mx, my = zip(*marked, strict=True)
-                ax.plot(mx, my, "o", markersize=10, markerfacecolor="none",
-                        markeredgecolor=charts.INVALID, label="new level")
-                ax.legend(fontsize=7.5, frameon=False, loc="best")
-            if is_ratio:
-                ax.axhline(1.0, color=charts.GREY, linewidth=0.6, linestyle=":")
-            top = max(ys)
-            ax.set_ylim(0, top * 1.15 if top > 0 and math.isfinite(top) else 1.0)
-        else:
-            ax.text(0.5, 0.5, "no values", ha="center", va="center", color=charts.GREY,
-                    transform=ax.transAxes)
-        ax.set_xticks(range(len(hist.points)))
-        ax.set_xticklabels([charts._wrap(one_line(p.axes.get(hist.by) or "-"), 14)
-                            for p in hist.points], fontsize=7.5)
-        ax.set_xlabel(f"runs, oldest first, by {hist.by}")
-        what = "ratio (other/reference)" if is_ratio else f"{hist.metric} {hist.unit}".strip()
-        ax.set_ylabel(charts._wrap(one_line(what), 24), fontsize=8)
-        ax.yaxis.set_major_formatter(FuncFormatter(charts._tick))
-        ax.set_title(charts._wrap(one_line(f"{hist.workload}: {series}"), 60), fontsize=9.5)
-        return charts._to_svg(fig, f"{hist.workload}: {series} over {len(hist.points)} runs")
+    pts = [(float(i), p.values[series]) for i, p in enumerate(hist.points)
+           if series in p.values and 0 < p.values[series] < charts.DRAWABLE]
+    top = max((y for _, y in pts), default=0.0)
+    what = "ratio (other/reference)" if is_ratio else f"{hist.metric} {hist.unit}".strip()
+    x = Axis(Scale(-0.5, len(hist.points) - 0.5), f"runs, oldest first, by {hist.by}",
+             ticks=[(float(i), charts._wrap(one_line(p.axes.get(hist.by) or "-"), 14))
+                    for i, p in enumerate(hist.points)], tick_size=7.5)
+    y = Axis(Scale(0, top * 1.15 if top > 0 and math.isfinite(top) else 1.0),
+             charts._wrap(one_line(what), 24), fmt=charts._tick, label_size=8)
+    fig = Figure(6.4, 2.6, x, y, title=charts._wrap(one_line(f"{hist.workload}: {series}"), 60),
+                 legend_size=7.5)
+    if pts:
+        fig.line([p[0] for p in pts], [p[1] for p in pts],
+                 charts.colour(hist.series.index(series)), width=0, marker="o", size=4)
+        for lo, hi, level in levels(hist, series):
+            if 0 < level < charts.DRAWABLE:
+                fig.line([lo - 0.3, hi + 0.3], [level, level], charts.GREY, width=1.2)
+        starts = [c.run_index for c in hist.changes if c.series == series]
+        marked = [(i, v) for i, v in pts if i in starts]
+        if marked:
+            fig.line([m[0] for m in marked], [m[1] for m in marked], charts.INVALID, width=0,
+                     marker="o", size=10, face="none")
+            fig.legend.append(Entry("new level", charts.INVALID, "ring", "o"))
+        if is_ratio:
+            fig.rule("y", 1.0, charts.GREY, 0.6, "1 1.5")
+    else:
+        fig.text(0.5, 0.5, "no values", anchor="middle", colour=charts.GREY, size=9.5,
+                 in_axes=True)
+    return fig.svg(f"{hist.workload}: {series} over {len(hist.points)} runs", salt)
 
 
 def hosts_section(hist: History) -> Html | None:

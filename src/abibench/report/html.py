@@ -6,7 +6,8 @@ forbids scripts and any fetch as a second line of defence; the first is that eve
 results (workload names, program output, host names, imported files) goes through
 :func:`html.escape`: markup is built with :func:`h`, which escapes every child and attribute
 that is not already :class:`Html`, and the only :class:`Html` that does not come from ``h``
-is matplotlib's SVG after :func:`abibench.report.charts.check_svg`.
+is a chart's SVG (report/svgplot.py, every text through its one escaping function) after
+:func:`abibench.report.charts.check_svg`.
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -188,43 +187,41 @@ def markdown(curve: Curve, esc: Callable[[object], str],
 
 
 
+def _sweep_x(curve: Curve) -> tuple[list[float], bool]:
+    """The values' places on the x axis: the numbers when every value is a positive number
+    (log when they span a factor of ten or more), else their order."""
+    nums = [number(v) for v in curve.values]
+    numeric = all(n is not None and n > 0 for n in nums)
+    xs = [float(n) if numeric and n is not None else float(i) for i, n in enumerate(nums)]
+    return xs, numeric and max(xs) / min(xs) >= 10
+
+
 def chart_svg(curve: Curve, salt: str) -> str:
     """The curve's ratios against the swept value: one line per ratio column, its 95% CI as
     whiskers, a dashed line at 1 (no difference); a log axis when the values are positive
     numbers spanning a factor of ten or more."""
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import NullFormatter
-
     from . import charts
+    from .svgplot import Axis, Entry, Figure, Scale, nice_ticks, plain
 
-    nums = [number(v) for v in curve.values]
-    numeric = all(n is not None and n > 0 for n in nums)
-    xs = [float(n) if numeric and n is not None else float(i) for i, n in enumerate(nums)]
-    with _rc_context(charts._rc(salt)):
-        fig = Figure(figsize=(5.2, 3.0), layout="constrained")
-        ax = fig.add_subplot()
-        ax.axhline(1.0, color="#888888", linewidth=0.8, linestyle="--")
-        for i, a in enumerate(curve.axes):
-            pts = [(x, p) for x, p in zip(xs, a.points, strict=True) if p is not None
-                   and all(charts._drawable(v) and v > 0 for v in (p.ratio, p.low, p.high))]
-            if not pts:
-                continue
-            ax.errorbar([x for x, _ in pts], [p.ratio for _, p in pts],
-                        yerr=[[p.ratio - p.low for _, p in pts], [p.high - p.ratio for _, p in pts]],
-                        marker="o", capsize=3, color=charts.colour(i), label=_axis_head(a))
-        if numeric and max(xs) / min(xs) >= 10:
-            ax.set_xscale("log")
-        ax.set_xticks(xs, [charts._wrap(v, 12) for v in curve.values])
-        ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_xlabel(charts._wrap(curve.param, 40))
-        ax.set_ylabel("ratio (95% CI)")
-        ax.legend(fontsize=8)
-        ax.set_title(charts._wrap(f"{curve.base}: ratios against {curve.param}", 60),
-                     fontsize=9.5)
-        return charts._to_svg(fig, f"{curve.base}: ratios against {curve.param}")
-
-
-def _rc_context(rc: object) -> Any:
-    import matplotlib
-
-    return matplotlib.rc_context(rc)  # type: ignore[arg-type]
+    xs, log = _sweep_x(curve)
+    lines = []
+    for i, a in enumerate(curve.axes):
+        pts = [(x, p) for x, p in zip(xs, a.points, strict=True) if p is not None
+               and all(charts._drawable(v) and v > 0 for v in (p.ratio, p.low, p.high))]
+        if pts:
+            lines.append((charts.colour(i), _axis_head(a), pts))
+    ys = [1.0, *[v for *_, pts in lines for _, p in pts for v in (p.low, p.high)]]
+    lo, hi = charts._margin(min(ys), max(ys))
+    x = Axis(Scale(*charts._margin(min(xs), max(xs), log=log), log=log),
+             charts._wrap(curve.param, 40),
+             ticks=[(x, charts._wrap(v, 12)) for x, v in zip(xs, curve.values, strict=True)])
+    y = Axis(Scale(lo, hi), "ratio (95% CI)", fmt=plain(nice_ticks(lo, hi)))
+    fig = Figure(5.2, 3.0, x, y, title=charts._wrap(f"{curve.base}: ratios against {curve.param}",
+                                                    60))
+    fig.rule("y", 1.0, "#888888", 0.8, "4 2")
+    for colour, label, pts in lines:
+        for x_, p in pts:
+            fig.whisker(x_, p.low, p.high, False, 3, colour, 1.5)
+        fig.line([x_ for x_, _ in pts], [p.ratio for _, p in pts], colour, marker="o", size=6)
+        fig.legend.append(Entry(label, colour, "line", "o"))
+    return fig.svg(f"{curve.base}: ratios against {curve.param}", salt)
