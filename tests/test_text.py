@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from abibench.text import MARKER, clean, clean_all, one_line
 
@@ -132,3 +134,21 @@ def test_clean_all_cleans_every_string_of_a_structure_and_copies_only_what_chang
     assert raw.title == "t\x1b[2J" and raw.inner.text == "i\u202e"  # the original is untouched
     clean_value = Inner("ok", Pair("ok", 1.0))
     assert clean_all(clean_value) is clean_value
+
+
+# Every code point, surrogates and noncharacters included: what Python can hold in a str that
+# came from outside (a command-line value's or a file name's bytes that are not UTF-8 become
+# U+DC80-U+DCFF; a JSON "\ud800" escape a lone surrogate).
+ANY_TEXT = st.text(st.characters(exclude_categories=()), max_size=40)
+
+
+@settings(max_examples=300)
+@given(ANY_TEXT)
+def test_every_cleaned_text_encodes_as_utf8_and_fits_in_xml(raw: str) -> None:
+    # Family "text from outside that no UTF-8 writer can take reaches one" (reliability.md, "Text
+    # abibench writes is valid Unicode"): whatever a string holds, the sanitiser's output is
+    # UTF-8 and XML text (a character it could not keep is the visible marker, or went with
+    # the escape sequence it was inside).
+    for out in (clean(raw), one_line(raw)):
+        out.encode("utf-8")
+        assert not re.search("[\ud800-\udfff\ufffe\uffff]", out), repr(out)

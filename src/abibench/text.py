@@ -16,8 +16,12 @@ What a removed character becomes:
   embedding, override, isolate or mark (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F, U+061C)
   and an invisible character that can hide or split text (U+200B zero width space, U+00AD soft
   hyphen, U+2060-U+2064 and U+206A-U+206F, U+180E, U+FEFF, the tag characters U+E0000-U+E007F
-  that smuggle ASCII past a reader) becomes :data:`MARKER`, U+FFFD, the character that already
-  stands for undecodable bytes in a program's output: the reader sees that something was there.
+  that smuggle ASCII past a reader), a lone surrogate (U+D800-U+DFFF: what Python makes of a
+  file name's or a command-line value's bytes that are not UTF-8, or a JSON ``\\ud800``
+  escape; no UTF-8 writer, terminal, file or database, can take one) and the noncharacters
+  U+FFFE and U+FFFF (no XML can hold them) becomes :data:`MARKER`, U+FFFD, the character that
+  already stands for undecodable bytes in a program's output: the reader sees that something
+  was there, and every cleaned text encodes as UTF-8.
   The zero width joiner and non-joiner stay: emoji and several scripts need them, and they
   cannot hide a character.
 
@@ -56,7 +60,7 @@ _SEQUENCE = re.compile(
 # and the invisible characters that can hide text (see the module's docstring).
 _LONE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f"
                    "\u061c\u200b\u00ad\u2060-\u2064\u206a-\u206f\u180e\ufeff"
-                   "\U000e0000-\U000e007f]")
+                   "\U000e0000-\U000e007f\ud800-\udfff\ufffe\uffff]")
 _SEPARATORS = str.maketrans({"\u2028": "\n", "\u2029": "\n"})
 # Whether clean() would change a text at all: a quick test that lets clean_all skip most strings.
 _TOUCHED = re.compile(_LONE.pattern[:-1] + "\r\u2028\u2029]")

@@ -70,8 +70,28 @@ def main(argv: list[str] | None = None) -> int:
     return guarded(lambda: _command(argv))
 
 
+def not_utf8(values: list[str]) -> str | None:
+    """The first value that is not UTF-8 text, if any. Python gives a command-line value's bytes
+    that are not UTF-8 as lone surrogates (U+DC80-U+DCFF); such a value works as a path, but
+    everything abibench keeps or shows is text (a stored run, a profile, a report), and no
+    UTF-8 writer can take it (reliability.md, "Text abibench writes is valid Unicode")."""
+    for value in values:
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value
+    return None
+
+
 def _command(argv: list[str] | None) -> int:
-    own, program_args = _split_argv(list(sys.argv[1:] if argv is None else argv))
+    given = list(sys.argv[1:] if argv is None else argv)
+    bad = not_utf8(given)
+    if bad is not None:
+        _say(f"abibench: error: command-line value '{bad}' is not UTF-8 text "
+             "(a file or directory name in another encoding?): abibench keeps what it is given "
+             "as text; rename it, or pass a link to it whose name is UTF-8", sys.stderr)
+        return EXIT_USAGE
+    own, program_args = _split_argv(given)
     args = lazy_parser().parse_args(_join_negative_values(own))
     args.program_args = program_args
     if program_args and args.command != "run":
