@@ -34,6 +34,7 @@ from typing import TypeVar, cast
 from .files import open_regular
 from .locks import exclusive
 from .outputs import write_atomic
+from .text import not_text
 
 T = TypeVar("T")
 
@@ -66,7 +67,8 @@ def _load(entry: Path, key_text: str, shape: Callable[[object], bool]) -> tuple[
     except (ValueError, RecursionError):
         return None
     value = doc["value"]
-    return (value,) if shape(value) else None
+    # A hand-made entry may spell a lone surrogate ("\ud800"): not text, so not an answer.
+    return (value,) if shape(value) and not not_text(value) else None
 
 
 def _store(entry: Path, key: object, value: object) -> None:

@@ -202,3 +202,40 @@ def _plain_dict(value: dict[Any, Any]) -> bool:
         if type(k) is not str or type(v) not in _SCALARS:
             return False
     return not value or _TOUCHED.search(" ".join(value)) is None
+
+
+# ------------------------------------------------------------------ text that is not text
+#
+# A JSON document may spell a lone UTF-16 surrogate (`"\ud800"`): json gives it as a str that
+# no UTF-8 writer (SQLite, PostgreSQL, a report file, a digest) can encode. abibench writes no
+# such string (a program's output is decoded with "replace", a profile's TOML refuses the
+# escape, the command line refuses what is not UTF-8), so a document that holds one did not
+# come from a run, and its reader refuses it (reliability.md, "Text abibench writes is valid
+# Unicode"). These two functions are that rule, for every reader.
+
+
+def may_spell_surrogate(json_text: str) -> bool:
+    """Whether JSON text may hold a surrogate's escape: False means no string parsed from it
+    holds a lone surrogate (a JSON string holds one only as a ``\\uD800``-``\\uDFFF`` escape).
+    Two searches in C; cautious (an escaped backslash before ``ud``, a valid pair, say True)."""
+    return "\\ud" in json_text or "\\uD" in json_text
+
+
+def not_text(value: object) -> bool:
+    """Whether a parsed JSON value holds a string (a key or a value, at any depth) that is not
+    Unicode text: a lone surrogate, which UTF-8 cannot encode."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if not v.isascii():
+                try:
+                    v.encode("utf-8")
+                except UnicodeEncodeError:
+                    return True
+        elif isinstance(v, dict):
+            stack.extend(v)
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return False

@@ -89,3 +89,16 @@ def test_a_document_string_holding_a_lone_surrogate_is_refused_where_it_is_read(
     assert r.returncode == 2, (argv, r.stderr[-400:])
     lines = r.stderr.splitlines()
     assert len(lines) == 1 and "not text" in lines[0] and str(path) in lines[0], lines
+
+
+@SLOW
+@given(at=st.integers(0, 10_000), pair=st.sampled_from(["\U0001f600", "\U00010000", "\U0010fffd"]))
+def test_a_character_spelt_as_a_surrogate_pair_is_text_and_imported(
+        refused: Cli, tmp_path: Path, at: int, pair: str) -> None:
+    # The other side of the rule: a character beyond U+FFFF is written by json as a pair of
+    # escapes (`\ud83d\ude00`); the search that finds a lone one must let the pair through.
+    path = tmp_path / "doc.json"
+    path.write_text(json.dumps(_with_surrogate(at, pair)))
+    assert "\\ud" in path.read_text()
+    r = refused("import", str(path))
+    assert r.returncode == 0, r.stderr[-400:]

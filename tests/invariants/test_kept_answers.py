@@ -208,7 +208,20 @@ DAMAGE = st.one_of(
     st.tuples(st.just("deep"), st.integers(2000, 100_000)),
     st.tuples(st.just("directory"), st.none()),
     st.tuples(st.just("fifo"), st.none()),
+    # every string of the value (keys too) ending in a lone surrogate: JSON spells it, no UTF-8
+    # writer takes it (text.not_text)
+    st.tuples(st.just("surrogate"), st.sampled_from(["\ud800", "\udcff", "\udfff"])),
 )
+
+
+def _with_lone(value: object, lone: str) -> object:
+    if isinstance(value, str):
+        return value + lone
+    if isinstance(value, list):
+        return [_with_lone(v, lone) for v in value]
+    if isinstance(value, dict):
+        return {k + lone: _with_lone(v, lone) for k, v in value.items()}
+    return value
 
 
 def _damage(entry: Path, kind: str, arg: object) -> bool:
@@ -237,6 +250,9 @@ def _damage(entry: Path, kind: str, arg: object) -> bool:
         text = json.dumps({**doc, "also": arg})
     elif kind == "format":
         text = json.dumps({**doc, "kept": arg})
+    elif kind == "surrogate":
+        assert isinstance(arg, str)
+        text = json.dumps({**doc, "value": _with_lone(doc["value"], arg)})
     elif kind == "truncated":
         assert isinstance(arg, int)
         text = written[:min(arg, len(written) - 1)]
@@ -262,6 +278,9 @@ def test_a_damaged_entry_of_any_cache_is_read_from_its_source_again(
         kind, arg = damage
         # A value of the cache's own shape under its own key is, by the key, the answer.
         assume(kind != "wrong-shape" or not cache.shape(arg))
+        if kind == "surrogate":  # only a value that holds a string can be spoilt so
+            written = json.loads(entry.read_text())["value"]
+            assume(_with_lone(written, str(arg)) != written)
         rewritable = _damage(entry, *damage)
         assert cache.ask() == fresh, damage
         assert cache.reads() == 2, f"{which}: {damage} was taken for an answer"

@@ -36,9 +36,10 @@ from ..records import (
     TargetStatus,
 )
 from ..runcheck import check_document, sample_checker
+from ..text import may_spell_surrogate, not_text
 from .batch import Batches, Fields, Rows, Single
 from .gcpause import paused_collector
-from .jsonstream import ObjectStream, StreamError, TooBig
+from .jsonstream import NotText, ObjectStream, StreamError, TooBig
 from .rowstream import export_dicts
 from .schema import SAMPLE_FIELDS
 from .shapes import ShapeDecoder
@@ -150,8 +151,14 @@ def _opening(source: str) -> Iterator[None]:
 _NOT_JSON = (StreamError, TooBig, UnicodeDecodeError, RecursionError, ValueError)
 
 
+_NOT_TEXT = ("a string holds a lone surrogate (a \\uD800-\\uDFFF escape without its pair), "
+             "which is not text")
+
+
 def _not_json(source: str, exc: BaseException) -> SchemaError:
     """Text that is not a JSON document, as `json.loads` would find it: one line."""
+    if isinstance(exc, NotText):
+        return SchemaError(f"{source}: line {exc.lineno} column {exc.colno}: {_NOT_TEXT}: {_FIX}")
     if isinstance(exc, StreamError):
         return SchemaError(f"{source}: not valid JSON (line {exc.lineno} column {exc.colno}: "
                            f"{exc.msg}): {_FIX}")
@@ -191,7 +198,8 @@ def _read(path: Path) -> tuple[str, Any]:
         # A FIFO or a device (/dev/zero) is refused, not read forever.
         raw = read_regular(path, MAX_FILE_BYTES)
     try:
-        doc = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        text = raw.decode("utf-8")
+        doc = json.loads(text, parse_constant=_reject_constant)
     except UnicodeDecodeError:
         raise SchemaError(f"{source}: not UTF-8 text: {_FIX}") from None
     except json.JSONDecodeError as exc:
@@ -201,6 +209,8 @@ def _read(path: Path) -> tuple[str, Any]:
         raise SchemaError(f"{source}: {exc}: {_FIX}") from None
     except RecursionError:
         raise SchemaError(f"{source}: nested too deeply to be a run document: {_FIX}") from None
+    if may_spell_surrogate(text) and not_text(doc):
+        raise SchemaError(f"{source}: {_NOT_TEXT}: {_FIX}")
     return source, doc
 
 

@@ -18,6 +18,8 @@ import re
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
+from ..text import may_spell_surrogate, not_text
+
 _WS = " \t\n\r"
 _CHUNK = 1 << 20
 _MARGIN = 64  # characters: more than a number, a literal or an escape can hold
@@ -30,6 +32,11 @@ class StreamError(ValueError):
     def __init__(self, msg: str, lineno: int, colno: int) -> None:
         super().__init__(f"{msg}: line {lineno} column {colno}")
         self.msg, self.lineno, self.colno = msg, lineno, colno
+
+
+class NotText(StreamError):
+    """A string (key or value) holding a lone surrogate: JSON can spell one, no run writes one
+    and no UTF-8 writer takes one (text.not_text)."""
 
 
 class TooBig(ValueError):
@@ -56,6 +63,11 @@ class ObjectStream:
         self._lines = 0  # line breaks in the text already dropped from the buffer
         self._carried = 0  # characters of the current line already dropped
         self._dropped = 0  # characters dropped from the buffer
+        # Whether the text read so far may spell a surrogate's escape (text.may_spell_surrogate;
+        # `_tail` is the last characters of the previous chunk, for an escape cut by the chunk):
+        # only then is each value handed out searched for a lone surrogate.
+        self._suspect = False
+        self._tail = ""
         self.item_limit, self.head_limit = item_limit, head_limit
         self.head_chars = 0
         self._marker: str | None = None  # between two object items: `_learn`
@@ -81,10 +93,24 @@ class ObjectStream:
         data = self._raw.read(max(want, _CHUNK))
         if not data:
             self._eof = True
-            self._buf += self._text.decode(b"", final=True)
+            self._take(self._text.decode(b"", final=True))
             return False
-        self._buf += self._text.decode(data)
+        self._take(self._text.decode(data))
         return True
+
+    def _take(self, piece: str) -> None:
+        if not self._suspect and (may_spell_surrogate(piece)
+                                  or may_spell_surrogate(self._tail + piece[:3])):
+            self._suspect = True
+        self._tail = (self._tail + piece[-3:])[-3:]
+        self._buf += piece
+
+    def _text_only(self, value: Any) -> Any:
+        """`value`, when every string it holds is text; NotText where it ends, if not."""
+        if self._suspect and not_text(value):
+            raise NotText("a string holds a lone surrogate (a \\uD800-\\uDFFF escape "
+                          "without its pair), which is not text", *self._where(self._pos))
+        return value
 
     def _where(self, pos: int) -> tuple[int, int]:
         """Line and column (from 1) of a place in the buffer, in the whole file."""
@@ -169,12 +195,12 @@ class ObjectStream:
             self._expect(":", "Expecting ':' delimiter")
             if key == streamed and self._skip_ws() == "[":
                 self._pos += 1
-                yield key, self._items(key)
+                yield self._text_only(key), self._items(key)
             else:
                 start = self._pos
                 value = self._value(self.head_limit - self.head_chars, "the document")
                 self.head_chars += self._pos - start
-                yield key, value
+                yield self._text_only(key), self._text_only(value)
             if self._expect(",}", "Expecting ',' delimiter") == "}":
                 self._end()
                 return
@@ -186,18 +212,18 @@ class ObjectStream:
         while True:
             many = self._many()
             if many is not None:  # whole items, each followed by a `,`
-                yield many
+                yield self._text_only(many)
                 continue
             done = self._quick()
             if done is not None:  # an item well inside the text read, and its separator
                 value, after, last = done
-                yield [value]
+                yield [self._text_only(value)]
                 self._pos = after
                 if last:
                     return
                 continue
             self._skip_ws()
-            yield [self._value(self.item_limit, f"an item of {key}")]
+            yield [self._text_only(self._value(self.item_limit, f"an item of {key}"))]
             if self._expect(",]", "Expecting ',' delimiter") == "]":
                 return
 
