@@ -5,12 +5,15 @@ sign test's order statistic for the median's interval. scipy.special, which has 
 0.3-0.4 CPU s to import in every such command; these functions are the mathematics itself
 (math.lgamma, math.erfc, a continued fraction, Newton steps), a few hundred microseconds a call.
 
-Accuracy contract (tests/invariants/test_distributions.py holds it against scipy.stats, the
-reference, on generated arguments; bench/distributions.py runs longer):
+Accuracy contract (tests/invariants/test_distributions.py holds it against scipy, the reference,
+on generated arguments, and says where scipy.stats is itself off the function and which other
+route through scipy it takes there; bench/distributions.py runs longer):
 - `t_sf` and `t_ppf` agree with scipy.stats' t.sf and t.ppf within a relative error of 1e-12
   (an absolute one of 1e-300 for values below that), for df up to 1e6 and infinite, x and q
   anywhere. Where the quantile itself is ill-conditioned (df below 1, where a relative change
-  of the tail probability moves the quantile 1/df times as much), within 1e-12 / df.
+  of the tail probability moves the quantile 1/df times as much), within 1e-12 / df. The
+  values are continuous in their arguments but not scipy's bit for bit: a confidence interval
+  may move in its 12th significant digit (docs/method.md section 10, round 8).
 - Edge values are scipy.stats': nan where df <= 0, df or the argument is nan, or q is outside
   [0, 1]; t_ppf(0) = -inf, t_ppf(1) = +inf; df = inf is the normal distribution.
 - `sign_test_rank` is exact: the smallest k with P(X <= k) >= tail for X ~ Binomial(n, 1/2),
@@ -324,7 +327,7 @@ _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
 def _log_factorial_rest(k: int) -> float:
-    """log k! - ((k + 1/2) log k - k + log(2 pi)/2): Stirling's remainder, exact at every k."""
+    """log k! - ((k + 1/2) log k - k + log(2 pi)/2): Stirling's remainder, for every k >= 1."""
     if k < 10:
         return math.lgamma(k + 1.0) - ((k + 0.5) * math.log(k) - k + _LOG_SQRT_2PI)
     return _stirling_rest(float(k))  # log k! = lgamma(k) + log k: the same remainder
@@ -393,7 +396,7 @@ def _at_least(k: int, n: int, tail: float) -> bool:
         return tail <= 1
     if n > _EXACT_UP_TO:
         cdf = _half_binom_cdf(k, n)
-        if abs(cdf - tail) > _MARGIN * tail:
+        if abs(cdf - tail) > _MARGIN * tail + 1e-290:  # (and no subnormal P(X = k) to trust)
             return cdf > tail
     return _cdf_times_2n_at_least(k, n, *tail.as_integer_ratio())
 
@@ -402,7 +405,11 @@ def sign_test_rank(n: int, tail: float) -> int:
     """The smallest k with P(X <= k) >= tail for X ~ Binomial(n, 1/2) and 0 < tail < 1 (what
     scipy.stats' `int(binom.ppf(tail, n, 0.5))`, checked one below, gave stats.median_ci).
     Exact (the comparisons decided in integers near a tie); a normal start and a galloping
-    search, so a million samples take a few CDF evaluations of O(sqrt(n)) terms."""
+    search, so a million samples take a few CDF evaluations of O(sqrt(n)) terms. A tail
+    outside (0, 1): 0 at or below 0, n at 1, above or nan (what the bisection this replaces
+    gave, but -1 below 0; stats.median_ci gives the range for either)."""
+    if not 0.0 < tail < 1.0:
+        return 0 if tail <= 0.0 else n
     if n <= _EXACT_UP_TO:
         num, den = tail.as_integer_ratio()
         total, c = 0, 1
