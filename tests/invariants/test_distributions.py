@@ -6,10 +6,13 @@ give the library's number (to 1e-12, the rank exactly). Generated arguments, edg
 bench/distributions.py.
 
 Where scipy.stats itself is off the mathematical function, the reference is scipy computed
-another way, said at each: beyond |x| = 1e150 (x^2 overflows inside scipy: its t.sf is 0 and
-its t.ppf saturates near 1e154) the exact power-law tail through scipy's value at 1e100, and
-within 1e-3 of the median (t.ppf's solver stops at an absolute error near 1e-17, 1e-10
-relative there) the quantile from scipy's inverse incomplete beta function."""
+another way (or the function's leading term), said at each: beyond x^2 / df = 1e13 the tail's
+leading term through scipy's betaln (scipy squares x into overflow: its t.sf is 0 there and its
+t.ppf saturates near 1e154); within 1e-3 of the median the quantile through scipy's inverse
+incomplete beta function (t.ppf stops at an absolute error near 1e-17, 1e-10 relative there);
+a subnormal tail by its round trip (t.ppf misses by up to 2%); below df = 1e-10 the leading
+term df asinh(x / sqrt(df)) of P(|T| < x) (t.ppf(0.75, 1e-300) is 6704, the function's beyond
+the largest float)."""
 
 from __future__ import annotations
 
