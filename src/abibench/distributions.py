@@ -160,13 +160,15 @@ def _two_tails(x: float, df: float) -> tuple[float, float]:
     return 1.0 - inner, inner
 
 
-_GL_NODES: list[tuple[float, float]] = []
+_GL_RULE: tuple[tuple[float, float], ...] = ()
 
 
-def _gauss_legendre() -> list[tuple[float, float]]:
-    """The 12-point Gauss-Legendre rule on [-1, 1] (nodes by Newton's method on P_12)."""
-    if not _GL_NODES:
-        n = 12
+def _gauss_legendre() -> tuple[tuple[float, float], ...]:
+    """The 12-point Gauss-Legendre rule on [-1, 1] (nodes by Newton's method on P_12), made at
+    its first use and kept (built whole, then bound: two threads at once make the same rule)."""
+    global _GL_RULE
+    if not _GL_RULE:
+        n, rule = 12, []
         for i in range(1, n + 1):
             z = math.cos(math.pi * (i - 0.25) / (n + 0.5))
             for _ in range(100):
@@ -177,8 +179,9 @@ def _gauss_legendre() -> list[tuple[float, float]]:
                 z, old = z - p1 / deriv, z
                 if abs(z - old) < 1e-16:
                     break
-            _GL_NODES.append((z, 2.0 / ((1.0 - z * z) * deriv * deriv)))
-    return _GL_NODES
+            rule.append((z, 2.0 / ((1.0 - z * z) * deriv * deriv)))
+        _GL_RULE = tuple(rule)
+    return _GL_RULE
 
 
 def _centre_integral(x: float, df: float, lab: float) -> float:

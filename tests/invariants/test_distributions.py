@@ -58,7 +58,9 @@ def _log_far_tail(log_w: float, df: float) -> float:
 
 def _log_w(x: float, df: float) -> float:
     r = abs(x) / math.sqrt(df)
-    return -2.0 * math.log(r) if r > 1e10 else -math.log1p(r * r)
+    if r > 1e10:  # log1p(r^2) = 2 log r to 1e-20; r itself may overflow
+        return -2.0 * (math.log(abs(x)) - 0.5 * math.log(df))
+    return -math.log1p(r * r)
 
 
 TINY = 1e-10  # below this df, scipy is not the function (its t.ppf(0.75, 1e-300) is 6704)
@@ -79,6 +81,11 @@ def reference_sf(x: float, df: float) -> float:
     if math.isfinite(x) and 0 < df <= 1e6 and _log_w(x, df) < -30:
         half = 0.5 * math.exp(_log_far_tail(_log_w(x, df), df))
         return half if x > 0 else 1.0 - half
+    if 0 < abs(x) <= 1 and 0 < df <= 1e6:
+        # 1/2 -+ P(|T| < |x|) / 2 through the incomplete beta function: t.sf itself is off
+        # near 0 at df = 1 (t.sf(1e-9, 1) is 0.5, the function's 0.5 - atan(1e-9) / pi).
+        inner = float(spc.betainc(0.5, 0.5 * df, x * x / (df + x * x)))
+        return 0.5 - math.copysign(0.5 * inner, x)
     return float(sps.t.sf(x, df))
 
 
@@ -147,11 +154,16 @@ def test_edges_are_scipy_stats_own() -> None:
 
 
 def reference_rank(n: int, tail: float) -> int:
-    """stats.median_ci's rank as it was computed with scipy.stats."""
+    """stats.median_ci's rank as it was computed with scipy.stats; where scipy's P(X <= k) at
+    the rank or below it is within 1e-12 of the tail, the integer definition (scipy's rounding
+    decided those: its rank of n = 193 at the tail 0.5 - 2^-54 was 97, the definition's 96, as
+    P(X <= 96) = 1/2 exactly)."""
     lower = int(sps.binom.ppf(tail, n, 0.5))
     if sps.binom.cdf(lower - 1, n, 0.5) > tail:
         lower -= 1
-    return lower
+    near = [abs(float(sps.binom.cdf(k, n, 0.5)) - tail) <= 1e-12 * tail
+            for k in (lower - 1, lower)]
+    return _exact_rank(n, tail) if any(near) else lower
 
 
 # Dyadic tails (1/16, 1/64 ...) are where P(X <= k) can equal the tail exactly.
