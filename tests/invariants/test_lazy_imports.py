@@ -75,6 +75,39 @@ def test_importing_every_module_leaves_scipy_unloaded_until_a_statistic_is_compu
 
 
 
+# The default analysis computes its statistics itself (abibench.distributions): a report, a
+# comparison, an explanation and advice import no scipy at all (scipy.special cost 0.3-0.4 CPU s
+# a start); only the Wilcoxon and binomial tests of other estimators take scipy.stats. The family:
+# a computing command that imports a library for a function it could evaluate itself.
+def test_the_default_analysis_imports_no_scipy(tmp_path: Path) -> None:
+    import json
+
+    from tests.documents import synthetic_doc
+
+    files = [tmp_path / "a.json", tmp_path / "b.json"]
+    for i, path in enumerate(files):
+        path.write_text(json.dumps(synthetic_doc(run_id=f"20260101-000000-aaa{i}", seed=i + 1,
+                                                 rounds=12)))
+    a, b = (str(f) for f in files)
+    db = str(tmp_path / "r.db")
+    lines = [["report", a], ["report", "--json", a], ["compare", a, b], ["explain", a],
+             ["advise", "--memory", "4GiB", a], ["advise", "--memory", "4GiB", "--json", a]]
+    code = (
+        "import contextlib, io, sys\n"
+        "from abibench.cli import main\n"
+        f"for argv in {lines!r}:\n"
+        "    out = io.StringIO()\n"
+        "    with contextlib.redirect_stdout(out):\n"
+        f"        rc = main(['--db', {db!r}, *argv])\n"
+        "    assert rc == 0 and out.getvalue(), (argv, rc)\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'scipy')\n"
+        "assert not loaded, loaded\n"
+        "from abibench import stats\n"
+        "assert stats.median_ci(list(range(100))) == (39.0, 60.0)\n"
+        "assert 'scipy' not in sys.modules\n")
+    _in_a_fresh_python(code)
+
+
 # A start pays for the command it runs only (abibench/cli/commands.py). The family: a start that
 # imports another command's module, or, to parse, what only computing needs.
 COMPUTING = ("numpy", "scipy", "abibench.fleet", "abibench.run.vm", "abibench.system")
