@@ -103,7 +103,7 @@ def test_single_sample_has_no_ci(run_doc: DocFactory) -> None:
 
 
 def test_real_run_shows_lp64_costing_memory(cli: Cli) -> None:
-    # Read for its samples alone: --no-html spares the run's HTML report (matplotlib's charts),
+    # Read for its samples alone: --no-html spares the run's HTML report,
     # which this test never reads (tests/report reads it).
     r = cli("run", "--suite", "footprint", "--abi", "i386,x86_64", "--rounds", "2",
             "--set", "n=200000", "--json", "--no-html")

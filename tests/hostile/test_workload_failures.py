@@ -15,7 +15,7 @@ from typing import Any
 Cli = Callable[..., subprocess.CompletedProcess[str]]
 DbRows = Callable[..., list[tuple[Any, ...]]]
 FIXTURES = Path(__file__).parents[1] / "fixtures"
-# No test here reads a run's HTML report: --no-html spares each run matplotlib's import and charts
+# No test here reads a run's HTML report: --no-html spares each run its charts
 # (tests/run/test_run.py checks the default report).
 
 

@@ -6,7 +6,7 @@ command's work grows at most like n log n in the samples of a run. Hypothesis dr
 shape (workloads, targets' rates, the number of samples n); each command (import, report in
 every format, explain, advise, compare, export) then runs in this process on runs of n, 2n and
 4n samples, and its Python calls (cProfile's count, deterministic) and its peak allocation
-(tracemalloc) are measured. A fixed cost (imports, matplotlib's set-up) cancels in the
+(tracemalloc) are measured. A fixed cost (imports, set-up) cancels in the
 differences: linear work adds as much from 2n to 4n as twice from n to 2n; quadratic work adds
 four times as much. No wall clock is read (bench/scale.py measures time, to 10^6 samples).
 ABIBENCH_INVARIANTS_SCALE=k draws k times as many shapes.

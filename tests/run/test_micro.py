@@ -265,7 +265,7 @@ def test_micro_suite_end_to_end(cli: Cli, cli_env: dict[str, str], tmp_path: Pat
     env = dict(cli_env, TMPDIR=str(tmp))
     sets = [x for k, v in TINY.items() for x in ("--set", f"{k}={v}")]
     # Read for its samples, artifacts and score index, never for the HTML report a run writes
-    # by default: --no-html spares the 20 workloads' charts (matplotlib). The run's HTML report
+    # by default: --no-html spares the 20 workloads' charts. The run's HTML report
     # is tested where it is read (tests/report).
     r = cli("run", "--suite", "micro", "--abi", "i386,x86_64", "--rounds", "2", "--json", *sets,
             "--no-html", env=env)

@@ -18,7 +18,7 @@ from abibench.run.schedule import PAD_RANGE, round_order, round_pad
 Cli = Callable[..., subprocess.CompletedProcess[str]]
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 # These runs are read for their schedule (rounds, stop reasons, samples), never for the HTML
-# report a run writes by default: --no-html spares each one matplotlib's import and charts
+# report a run writes by default: --no-html spares each one its charts
 # (about 1 CPU s a run). The run's own report is tested where it is read (tests/report,
 # tests/run/test_run.py).
 NO_HTML = "--no-html"

@@ -57,7 +57,7 @@ def test_sweep_expands_into_named_instances() -> None:
 
 
 def test_extensions_end_to_end(cli: Cli) -> None:
-    # The JSON is what is read: --no-html spares the run's HTML report (matplotlib's charts).
+    # The JSON is what is read: --no-html spares the run's HTML report.
     r = cli("run", str(FIXTURES / "ext.toml"), "--abi", "i386,x86_64", "--rounds", "2", "--json",
             "--no-html")
     assert r.returncode == 0, r.stderr
