@@ -55,12 +55,12 @@ class Beside:
         self.pid: int | None = None
         self._dir = tempfile.mkdtemp(prefix="abibench-beside-")
         self._out = os.path.join(self._dir, "columns")
-        parent = os.getpid()
+        parent, prctl = os.getpid(), _prctl()
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
         try:
             pid = os.fork()
             if pid == 0:
-                _child(store.path, run_id, self._out, parent, mask)
+                _child(store.path, run_id, self._out, (parent, prctl), mask)
             self.pid = pid
         except BaseException:
             shutil.rmtree(self._dir, ignore_errors=True)
@@ -108,7 +108,8 @@ def started() -> Iterator[None]:
             b.close()
 
 
-def _child(path: Path, run_id: str, out: str, parent: int, mask: set[int | signal.Signals],
+def _child(path: Path, run_id: str, out: str, parent: tuple[int, Any],
+           mask: set[int | signal.Signals],
            ) -> NoReturn:
     """The child: read, write, end; it never returns into the caller's code (os._exit on every
     path, so no `finally` or exit handler of the parent's runs twice)."""
@@ -117,7 +118,7 @@ def _child(path: Path, run_id: str, out: str, parent: int, mask: set[int | signa
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)  # ended by a signal: the parent cleans up
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        _die_with(parent)
+        _die_with(*parent)
         store = Store(path, readonly=True)
         with paused_collector():
             cols = queried(store, run_id)
@@ -130,10 +131,19 @@ def _child(path: Path, run_id: str, out: str, parent: int, mask: set[int | signa
         os._exit(code)
 
 
-def _die_with(parent: int) -> None:
+def _prctl() -> Any:
+    """libc's prctl, found before the fork: the child loads no library (a lock another
+    thread of the parent held at the fork, as a test runner's has, would never be released)."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+def _die_with(parent: int, prctl: Any) -> None:
     """SIGKILL this process when the parent dies (a parent already gone: end now)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if prctl is not None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:
         os._exit(1)
 
