@@ -31,7 +31,7 @@ from abibench.records import ResultSet, RunDoc, Sample
 from abibench.runcheck import sample_checker
 from abibench.store import exchange, filecolumns
 from abibench.store.batch import Batches
-from abibench.store.beside import Beside
+from abibench.store.beside import Beside, started
 from abibench.store.columns import ColumnDoc, Columns, load_columns, queried
 from abibench.store.exchange import SchemaError, load_file
 from abibench.store.filecolumns import load_file_columns
@@ -263,7 +263,7 @@ def _refusal(read: Callable[[], Any]) -> Any:
 
 
 def _children() -> set[int]:
-    """This process's living children (by /proc), zombies left out."""
+    """This process's children (by /proc), zombies too: one not reaped is left behind."""
     me, out = str(os.getpid()), set()
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -271,7 +271,7 @@ def _children() -> set[int]:
                 fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
             except OSError:
                 continue
-            if fields[1] == me and fields[0] != "Z":
+            if fields[1] == me:
                 out.add(int(entry))
     return out
 
@@ -327,12 +327,13 @@ def test_a_run_whose_reader_died_is_read_here() -> None:
         assert _answers(later.doc()) == _answers(load_columns(store, run_id))
 
 
-def test_ctrl_c_while_the_second_process_reads_stops_it() -> None:
-    """Ctrl-C (KeyboardInterrupt) while a stored run is read beside a file: it propagates, and
-    the process that reads the run is killed and reaped. The interrupt is raised by a timer's
-    handler only once it sees that process alive (until then it asks again 2 ms later), so the
-    case tried is the one named; a reading that ends before is tried again."""
+def _interrupted_while_a_child_lives(attempt: Callable[[Callable[[], Any]], Any]) -> None:
+    """Run `attempt` until a Ctrl-C (KeyboardInterrupt) lands while a child of this process
+    is alive: a timer, armed when the attempt calls the function it is given, has a handler
+    that raises it only once it sees one (until then it asks again 2 ms later); an attempt
+    that ends first is made again. Then no child is left, not even one unreaped."""
     seen: list[int] = []
+    before = _children()
 
     def interrupt(signum: int, frame: Any) -> None:
         if _children() - before:
@@ -340,22 +341,37 @@ def test_ctrl_c_while_the_second_process_reads_stops_it() -> None:
             raise KeyboardInterrupt
         signal.setitimer(signal.ITIMER_REAL, 0.002)
 
+    old = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        for _ in range(20):
+            try:
+                attempt(lambda: signal.setitimer(signal.ITIMER_REAL, 0.002))
+            except KeyboardInterrupt:
+                break
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+    finally:
+        signal.signal(signal.SIGALRM, old)
+    assert seen and _children() <= before
+
+
+def test_ctrl_c_while_the_second_process_reads_stops_it() -> None:
+    """Ctrl-C while a stored run is read beside a file (the interrupt anywhere: the file's
+    reading, the wait for the child), and while the child alone is waited for: it
+    propagates, and the child is killed and reaped."""
     with stored(synthetic_samples(rounds=60)) as (store, run_id), \
             written(json.dumps(synthetic_doc(rounds=60))) as path:
-        before = _children()
-        old = signal.signal(signal.SIGALRM, interrupt)
-        try:
-            for _ in range(20):
-                signal.setitimer(signal.ITIMER_REAL, 0.002)
-                try:
-                    load_sources([run_id, str(path)], store, columns=True, beside_from=0)
-                except KeyboardInterrupt:
-                    break
-                finally:
-                    signal.setitimer(signal.ITIMER_REAL, 0)
-        finally:
-            signal.signal(signal.SIGALRM, old)
-        assert seen and _children() <= before
+        def compare(arm: Callable[[], Any]) -> None:
+            arm()
+            load_sources([run_id, str(path)], store, columns=True, beside_from=0)
+
+        def wait(arm: Callable[[], Any]) -> None:  # the interrupt in `columns` (its wait)
+            with started():
+                beside = Beside(store, run_id)
+                arm()
+                beside.columns()
+        _interrupted_while_a_child_lives(compare)
+        _interrupted_while_a_child_lives(wait)
 
 
 def synthetic_samples(rounds: int = 3) -> list[Sample]:

@@ -72,10 +72,10 @@ class Beside:
     def columns(self) -> Columns | None:
         """The child's columns, or None when it gave none (the caller then reads them)."""
         try:
-            pid, self.pid = self.pid, None
-            if pid is None:
+            if self.pid is None:
                 return None
-            _, status = os.waitpid(pid, 0)
+            _, status = os.waitpid(self.pid, 0)  # an interrupt here: `close` kills it
+            self.pid = None
             if os.waitstatus_to_exitcode(status) != 0:
                 return None
             return _read(self._out)
