@@ -91,9 +91,10 @@ def _one(ref: str, store: SqlStore | None, columns: bool, rows: bool,
 def _beside_wanted(refs: list[str], store: SqlStore | None, columns: bool,
                    beside_from: int) -> int | None:
     """The place of the last exported file of `beside_from` bytes or more when stored runs
-    are read as columns from SQLite (those named before it are read beside it), else None."""
-    if not columns or not isinstance(store, Store):
-        return None
+    are read as columns from SQLite and this process may run on two CPUs or more (those named
+    before it are read beside it), else None."""
+    if not columns or not isinstance(store, Store) or _cpus() < 2:
+        return None  # one CPU to run on: a second process would only add its own work
     last = None
     for i, ref in enumerate(refs):
         if is_file_ref(ref):
@@ -104,6 +105,14 @@ def _beside_wanted(refs: list[str], store: SqlStore | None, columns: bool,
             if size >= beside_from:
                 last = i
     return last
+
+
+def _cpus() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 class _Later:
