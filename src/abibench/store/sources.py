@@ -43,20 +43,22 @@ def load_sources(refs: list[str], store: SqlStore | None, columns: bool = False,
     likewise as columns (store/filecolumns.py), their records read again from the file if
     something walks them. A run or a file named twice is read once.
 
-    A stored run named before an exported file of `beside_from` bytes or more has its columns
-    read by a second process while this one reads the file (store/beside.py). The sources are
-    still settled in their order: a refusal is the first source's that has one, as if each
+    A stored run named with an exported file of `beside_from` bytes or more has its columns
+    read by a second process while this one reads the file (store/beside.py): started in its
+    turn when named before the file, before anything is read when named after it. The sources
+    are still settled in their order: a refusal is the first source's that has one, as if each
     were read in turn, and a run the second process gave nothing for is read here.
     """
-    later = _beside_wanted(refs, store, columns and not rows, beside_from)
+    big = _big_files(refs, store, columns and not rows, beside_from)
     got: list[tuple[RunDoc | _Later, str]] = []
     loaded: dict[str, RunDoc | _Later] = {}
     files: dict[str, RunDoc] = {}  # a file named twice is read once too
     with started():  # a second process left running (an error, Ctrl-C) is stopped
+        early = _started_early(refs[big[-1] + 1:], store) if big else {}
         for i, ref in enumerate(refs):
             try:
                 got.append(_one(ref, store, columns, rows, loaded, files,
-                                later is not None and i < later))
+                                bool(big) and i < big[-1], early))
             except Exception:
                 for doc, _ in got:  # an earlier source's own refusal comes first
                     if isinstance(doc, _Later):
@@ -68,7 +70,7 @@ def load_sources(refs: list[str], store: SqlStore | None, columns: bool = False,
 
 def _one(ref: str, store: SqlStore | None, columns: bool, rows: bool,
          loaded: dict[str, RunDoc | _Later], files: dict[str, RunDoc], beside: bool,
-         ) -> tuple[RunDoc | _Later, str]:
+         early: dict[str, Beside]) -> tuple[RunDoc | _Later, str]:
     """One source's document (or its columns being read beside), and its label."""
     if is_file_ref(ref):
         path = Path(ref)
@@ -80,22 +82,21 @@ def _one(ref: str, store: SqlStore | None, columns: bool, rows: bool,
                          "database: run `abibench run` first or pass --db")
     run_id = store.resolve_run(ref)
     if run_id not in loaded:
-        if beside and isinstance(store, Store):
-            loaded[run_id] = _Later(store, run_id)
+        if isinstance(store, Store) and (beside or run_id in early):
+            loaded[run_id] = _Later(store, run_id, early.pop(run_id, None))
         else:
             loaded[run_id] = (load_columns(store, run_id, rows) if columns
                               else store.load_run(run_id))
     return loaded[run_id], f"run {run_id}"
 
 
-def _beside_wanted(refs: list[str], store: SqlStore | None, columns: bool,
-                   beside_from: int) -> int | None:
-    """The place of the last exported file of `beside_from` bytes or more when stored runs
-    are read as columns from SQLite and this process may run on two CPUs or more (those named
-    before it are read beside it), else None."""
+def _big_files(refs: list[str], store: SqlStore | None, columns: bool,
+               beside_from: int) -> list[int]:
+    """The places of the exported files of `beside_from` bytes or more, when stored runs are
+    read as columns from SQLite and this process may run on two CPUs or more; else none."""
     if not columns or not isinstance(store, Store) or _cpus() < 2:
-        return None  # one CPU to run on: a second process would only add its own work
-    last = None
+        return []  # one CPU to run on: a second process would only add its own work
+    big = []
     for i, ref in enumerate(refs):
         if is_file_ref(ref):
             try:
@@ -103,8 +104,25 @@ def _beside_wanted(refs: list[str], store: SqlStore | None, columns: bool,
             except (OSError, ValueError):
                 continue  # read in its turn, and refused there
             if size >= beside_from:
-                last = i
-    return last
+                big.append(i)
+    return big
+
+
+def _started_early(refs: list[str], store: SqlStore | None) -> dict[str, Beside]:
+    """The stored runs named after the last large file, each read by a second process from
+    now on. Nothing is refused here: a name that does not resolve is refused in its turn."""
+    out: dict[str, Beside] = {}
+    for ref in refs:
+        if is_file_ref(ref) or not isinstance(store, Store):
+            continue
+        try:
+            run_id = store.resolve_run(ref)
+        except Exception:  # refused in its turn, by the same call
+            continue
+        if run_id not in out:
+            with contextlib.suppress(OSError):  # no process to be had: read in turn
+                out[run_id] = Beside(store, run_id)
+    return out
 
 
 def _cpus() -> int:
@@ -120,13 +138,14 @@ class _Later:
     for them, and reads them here when that process gave none (the refusal then is
     `load_columns`' own, by the same code)."""
 
-    def __init__(self, store: Store, run_id: str) -> None:
+    def __init__(self, store: Store, run_id: str, beside: Beside | None = None) -> None:
         self._store, self._run_id = store, run_id
         self._head = guarded(load_head)(store, run_id)
-        self._beside: Beside | None = None
+        self._beside = beside  # started already (named after the file), else now
         self._doc: RunDoc | None = None
-        with contextlib.suppress(OSError):  # no process to be had (EAGAIN, ENOMEM): in turn
-            self._beside = Beside(store, run_id)
+        if beside is None:
+            with contextlib.suppress(OSError):  # no process to be had (EAGAIN, ENOMEM)
+                self._beside = Beside(store, run_id)
 
     def doc(self) -> RunDoc:
         if self._doc is None:
