@@ -30,6 +30,11 @@ def is_file_ref(ref: str) -> bool:
 # An exported file this large is read long enough for a stored run before it to be read beside
 # it by a second process (store/beside.py): 8 MiB is about 15,000 samples, 0.2 s of reading.
 BESIDE_FROM = 8 << 20
+# ... and a stored run is read beside it only when it holds at most one sample per this many
+# bytes of the file (an exported sample is about 530 bytes): the second process's own cost (its
+# columns written and read back: about 0.26 s per 10^5 samples, 0.7 s in all for 10^5 samples
+# beside a file of 10^4) is then hidden behind the file's reading (about 1 s per 10^5 samples).
+BYTES_PER_STORED = 128
 
 
 def load_sources(refs: list[str], store: SqlStore | None, columns: bool = False,
@@ -50,15 +55,17 @@ def load_sources(refs: list[str], store: SqlStore | None, columns: bool = False,
     were read in turn, and a run the second process gave nothing for is read here.
     """
     big = _big_files(refs, store, columns and not rows, beside_from)
+    # the most stored samples worth reading beside; None (beside_from 0): any, always
+    most = max(size for _, size in big) // BYTES_PER_STORED if big and beside_from else None
     got: list[tuple[RunDoc | _Later, str]] = []
     loaded: dict[str, RunDoc | _Later] = {}
     files: dict[str, RunDoc] = {}  # a file named twice is read once too
     with started():  # a second process left running (an error, Ctrl-C) is stopped
-        early = _started_early(refs[big[-1] + 1:], store) if big else {}
+        early = _started_early(refs[big[-1][0] + 1:], store, most) if big else {}
         for i, ref in enumerate(refs):
             try:
                 got.append(_one(ref, store, columns, rows, loaded, files,
-                                bool(big) and i < big[-1], early))
+                                most if big and i < big[-1][0] else -1, early))
             except Exception:
                 for doc, _ in got:  # an earlier source's own refusal comes first
                     if isinstance(doc, _Later):
@@ -69,9 +76,10 @@ def load_sources(refs: list[str], store: SqlStore | None, columns: bool = False,
 
 
 def _one(ref: str, store: SqlStore | None, columns: bool, rows: bool,
-         loaded: dict[str, RunDoc | _Later], files: dict[str, RunDoc], beside: bool,
+         loaded: dict[str, RunDoc | _Later], files: dict[str, RunDoc], most: int | None,
          early: dict[str, Beside]) -> tuple[RunDoc | _Later, str]:
-    """One source's document (or its columns being read beside), and its label."""
+    """One source's document (or its columns being read beside: a stored run of at most
+    `most` samples, any if None), and its label."""
     if is_file_ref(ref):
         path = Path(ref)
         if ref not in files:
@@ -82,7 +90,7 @@ def _one(ref: str, store: SqlStore | None, columns: bool, rows: bool,
                          "database: run `abibench run` first or pass --db")
     run_id = store.resolve_run(ref)
     if run_id not in loaded:
-        if isinstance(store, Store) and (beside or run_id in early):
+        if isinstance(store, Store) and (run_id in early or _worth(store, run_id, most)):
             loaded[run_id] = _Later(store, run_id, early.pop(run_id, None))
         else:
             loaded[run_id] = (load_columns(store, run_id, rows) if columns
@@ -91,9 +99,10 @@ def _one(ref: str, store: SqlStore | None, columns: bool, rows: bool,
 
 
 def _big_files(refs: list[str], store: SqlStore | None, columns: bool,
-               beside_from: int) -> list[int]:
-    """The places of the exported files of `beside_from` bytes or more, when stored runs are
-    read as columns from SQLite and this process may run on two CPUs or more; else none."""
+               beside_from: int) -> list[tuple[int, int]]:
+    """The places and sizes of the exported files of `beside_from` bytes or more, when stored
+    runs are read as columns from SQLite and this process may run on two CPUs or more; else
+    none."""
     if not columns or not isinstance(store, Store) or _cpus() < 2:
         return []  # one CPU to run on: a second process would only add its own work
     big = []
@@ -104,11 +113,24 @@ def _big_files(refs: list[str], store: SqlStore | None, columns: bool,
             except (OSError, ValueError):
                 continue  # read in its turn, and refused there
             if size >= beside_from:
-                big.append(i)
+                big.append((i, size))
     return big
 
 
-def _started_early(refs: list[str], store: SqlStore | None) -> dict[str, Beside]:
+def _worth(store: SqlStore, run_id: str, most: int | None) -> bool:
+    """Whether the run is read beside: at most `most` samples (any if None; none if -1)."""
+    if most is None or most < 0:
+        return most is None
+    try:
+        (n,) = next(iter(store.tuples("SELECT COUNT(*) AS n FROM samples WHERE run_id=?",
+                                      (run_id,))))
+    except Exception:  # the run is read, and refused, in its turn
+        return False
+    return int(n) <= most
+
+
+def _started_early(refs: list[str], store: SqlStore | None, most: int | None,
+                   ) -> dict[str, Beside]:
     """The stored runs named after the last large file, each read by a second process from
     now on. Nothing is refused here: a name that does not resolve is refused in its turn."""
     out: dict[str, Beside] = {}
@@ -119,7 +141,7 @@ def _started_early(refs: list[str], store: SqlStore | None) -> dict[str, Beside]
             run_id = store.resolve_run(ref)
         except Exception:  # refused in its turn, by the same call
             continue
-        if run_id not in out:
+        if run_id not in out and _worth(store, run_id, most):
             with contextlib.suppress(OSError):  # no process to be had: read in turn
                 out[run_id] = Beside(store, run_id)
     return out
