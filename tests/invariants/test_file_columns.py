@@ -37,7 +37,7 @@ from abibench.store.exchange import SchemaError, load_file
 from abibench.store.filecolumns import load_file_columns
 from abibench.store.schema import SAMPLE_FIELDS
 from abibench.store.shapes import ShapeDecoder
-from abibench.store.sources import _cpus, _Later, load_sources
+from abibench.store.sources import _cpus, _Later, _worth, load_sources
 from abibench.store.sql import guarded
 from tests.documents import HOSTILE, rewrite_strings, synthetic_doc
 from tests.hostile.test_stored_numbers import _set, damage
@@ -377,3 +377,11 @@ def test_ctrl_c_while_the_second_process_reads_stops_it() -> None:
 
 def synthetic_samples(rounds: int = 3) -> list[Sample]:
     return list(RunDoc.from_dict(synthetic_doc(rounds=rounds)).samples)
+
+
+def test_a_run_is_read_beside_only_when_the_file_hides_it() -> None:
+    """`_worth`: a run of at most `most` samples (any for None, none for -1), counted."""
+    ss = synthetic_samples()
+    with stored(ss) as (store, run_id):
+        assert _worth(store, run_id, len(ss)) and not _worth(store, run_id, len(ss) - 1)
+        assert _worth(store, run_id, None) and not _worth(store, run_id, -1)
