@@ -31,9 +31,9 @@ def is_file_ref(ref: str) -> bool:
 # it by a second process (store/beside.py): 8 MiB is about 15,000 samples, 0.2 s of reading.
 BESIDE_FROM = 8 << 20
 # ... and a stored run is read beside it only when it holds at most one sample per this many
-# bytes of the file (an exported sample is about 530 bytes): the second process's own cost (its
-# columns written and read back: about 0.26 s per 10^5 samples, 0.7 s in all for 10^5 samples
-# beside a file of 10^4) is then hidden behind the file's reading (about 1 s per 10^5 samples).
+# bytes of the file (an exported sample is about 530 bytes): the second process's own cost (at
+# 10^6 samples 1.1 s of its CPU more than reading in-process, and 0.9 s here to read its
+# columns back) is then hidden behind the file's reading (10.5 s for 10^6 samples).
 BYTES_PER_STORED = 128
 
 
