@@ -22,7 +22,6 @@ PID on every other path out (`close`: an error, Ctrl-C), and its directory is re
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import marshal
 import os
 import pickle
@@ -134,6 +133,8 @@ def _child(path: Path, run_id: str, out: str, parent: tuple[int, Any],
 def _prctl() -> Any:
     """libc's prctl, found before the fork: the child loads no library (a lock another
     thread of the parent held at the fork, as a test runner's has, would never be released)."""
+    import ctypes  # here: a command that reads no run beside a file does not load it
+
     try:
         return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
