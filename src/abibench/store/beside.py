@@ -4,11 +4,12 @@ columns 7.7 s of CPU and the file's 10.5 s, each in one process and each alone).
 
 `Beside(store, run_id)` forks a child that opens the SQLite file again (its own connection,
 read-only: a connection is never carried across a fork) and runs `columns.queried`, the one
-reader of a stored run's columns, then writes what it read to a file in a private temporary
-directory and ends. Meanwhile this process reads the file. `columns()` waits for the child and
-reads its columns back: `marshal`, one frame per column, whose values come back of the same
-types, the same values, in the same order (marshal refuses any type it does not write exactly,
-a subclass too), and the samples that do not count (records) by pickle.
+reader of a stored run's columns, then writes what it read to a temporary file with no name
+(unlinked at once, shared by the two processes) and ends. Meanwhile this process reads the
+file. `columns()` waits for the child and reads its columns back: `marshal`, one frame per
+column, whose values come back of the same types, the same values, in the same order (marshal
+refuses any type it does not write exactly, a subclass too), and the samples that do not count
+(records) by pickle.
 
 The child only ever hands over columns it read without an error. If it gives none (any
 refusal: a damaged or non-finite stored value, a lost file, a locked database; or it died, or
@@ -16,7 +17,7 @@ could not be started), `columns()` returns None and the caller reads the run in 
 as it always did, so a refusal is the one `load_columns` gives, raised by the same code, with
 the same exit code (docs/reliability.md, "A fast path gives exactly what its definition
 gives"). The child dies with this process (PR_SET_PDEATHSIG, even on SIGKILL), is killed by its
-PID on every other path out (`close`: an error, Ctrl-C), and its directory is removed.
+PID on every other path out (`close`: an error, Ctrl-C); its file goes with the last of the two.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import contextlib
 import marshal
 import os
 import pickle
-import shutil
 import signal
 import struct
 import tempfile
@@ -52,17 +52,18 @@ class Beside:
 
     def __init__(self, store: Store, run_id: str) -> None:
         self.pid: int | None = None
-        self._dir = tempfile.mkdtemp(prefix="abibench-beside-")
-        self._out = os.path.join(self._dir, "columns")
+        # A file with no name (unlinked at once): it goes with the last process holding it,
+        # even when both are SIGKILLed. The child writes through the same open file.
+        self._file = tempfile.TemporaryFile(prefix="abibench-beside-")  # noqa: SIM115 - closed by close()
         parent, prctl = os.getpid(), _prctl()
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
         try:
             pid = os.fork()
             if pid == 0:
-                _child(store.path, run_id, self._out, (parent, prctl), mask)
+                _child(store.path, run_id, self._file.fileno(), (parent, prctl), mask)
             self.pid = pid
         except BaseException:
-            shutil.rmtree(self._dir, ignore_errors=True)
+            self._file.close()
             raise
         finally:
             _LIVE.add(self)
@@ -77,21 +78,22 @@ class Beside:
             self.pid = None
             if os.waitstatus_to_exitcode(status) != 0:
                 return None
-            return _read(self._out)
-        except OSError:  # its file unreadable, or the child not ours to wait for
-            return None
+            self._file.seek(0)  # the offset the child's writes moved
+            return _read(self._file)
+        except Exception:  # its file unreadable, or the child not ours to wait for: no columns
+            return None  # (the caller reads the run itself, so the answer is the same)
         finally:
             self.close()
 
     def close(self) -> None:
-        """Kill the child if it still runs (by its PID), reap it, remove its directory."""
+        """Kill the child if it still runs (by its PID), reap it, close its file."""
         pid, self.pid = self.pid, None
         if pid is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, 0)
-        shutil.rmtree(self._dir, ignore_errors=True)
+        self._file.close()
         _LIVE.discard(self)
 
 
@@ -107,7 +109,7 @@ def started() -> Iterator[None]:
             b.close()
 
 
-def _child(path: Path, run_id: str, out: str, parent: tuple[int, Any],
+def _child(path: Path, run_id: str, out: int, parent: tuple[int, Any],
            mask: set[int | signal.Signals],
            ) -> NoReturn:
     """The child: read, write, end; it never returns into the caller's code (os._exit on every
@@ -121,7 +123,7 @@ def _child(path: Path, run_id: str, out: str, parent: tuple[int, Any],
         store = Store(path, readonly=True)
         with paused_collector():
             cols = queried(store, run_id)
-            with open(out, "wb") as f:
+            with open(out, "wb", closefd=False) as f:
                 _write(cols, f)
         code = 0
     except BaseException:  # the parent reads the run itself, and refuses it as ever
@@ -178,11 +180,11 @@ def _next(f: IO[bytes]) -> bytes:
     return data
 
 
-def _read(path: str) -> Columns:
+def _read(f: IO[bytes]) -> Columns:
     out = Columns()
-    with open(path, "rb") as f, paused_collector():
+    with paused_collector():
         keys, names, first, targets, other_ids, total, warmup, failed = marshal.loads(_next(f))
-        out.others = pickle.loads(_next(f))  # our own child's, in our own dir
+        out.others = pickle.loads(_next(f))  # our own child's, by our own unnamed file
         for k, fields in zip(keys, names, strict=True):
             group: dict[str, tuple[Any, ...]] = {}
             for name in fields:
