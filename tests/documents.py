@@ -92,8 +92,10 @@ def synthetic_doc(*, run_id: str = "20260101-000000-aaaa", host: str = "vm", ker
 HOSTILE = ("\x1b[2J\x1b]0;pwned\x07\x1b]8;;https://evil.example/\x1b\\L\x1b]8;;\x1b\\\x9b31m"
            "\u202e[bold]{}[/bold][link=file:///etc/passwd]:x:")
 HOSTILE_SHOWN = "L\ufffd[bold]{}[/bold][link=file:///etc/passwd]:x:"
-# Values whose meaning the reports rely on stay as they are (a sample's status, a direction).
-_FIXED = {"abibench-run", "ok", "higher", "lower", "timed", "counters"}
+# Values whose meaning the reports rely on stay as they are (a sample's status, a direction),
+# and the sampling designs, which the import takes only by name (a bent sample names one).
+_FIXED = {"abibench-run", "ok", "higher", "lower", "timed", "counters", "sequential",
+          "simultaneous", "covariate", "short"}
 # Objects whose keys are data (workload ids, metric names, parameters, file names), not fields.
 _DATA_KEYS = {"workloads", "metrics", "params", "compilers", "sizes", "effective", "elf",
               "outcomes", "digests", "plan"}

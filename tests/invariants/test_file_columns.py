@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -25,18 +26,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from abibench.codec import Invalid
-from abibench.errors import AbibenchError
+from abibench.errors import EXIT_STORE_CORRUPT, AbibenchError
 from abibench.records import ResultSet, RunDoc, Sample
 from abibench.runcheck import sample_checker
 from abibench.store import exchange, filecolumns
 from abibench.store.batch import Batches
-from abibench.store.columns import ColumnDoc, load_columns
+from abibench.store.beside import Beside, started
+from abibench.store.columns import ColumnDoc, Columns, load_columns, queried
 from abibench.store.exchange import SchemaError, load_file
 from abibench.store.filecolumns import load_file_columns
 from abibench.store.schema import SAMPLE_FIELDS
 from abibench.store.shapes import ShapeDecoder
-from abibench.store.sources import load_sources
+from abibench.store.sources import _cpus, _Later, _worth, load_sources
+from abibench.store.sql import guarded
 from tests.documents import HOSTILE, rewrite_strings, synthetic_doc
+from tests.hostile.test_stored_numbers import _set, damage
 from tests.invariants.test_columnar import SCALE, _answers, _head, _views, samples, stored
 from tests.store.test_import_generated import VALID, broken
 from tests.store.test_import_rows import _bend, mutated
@@ -241,3 +245,143 @@ def test_a_run_as_abibench_writes_it_is_read_by_lists(rounds: int, hostile: bool
     assert {k for k, _ in kinds} == {"Fields"}
     assert sum(n for _, n in kinds) == len(doc["samples"])
     assert same_reading(text) == "read"
+
+
+# --- Round 8: a stored run's columns read by a second process beside the file (store/beside.py)
+
+def _columns_of(cols: Columns) -> tuple[Any, ...]:
+    """Everything a `Columns` holds, values typed (repr) and in their order."""
+    return (repr(list(cols.groups.items())), cols.first, cols.targets, cols.others,
+            cols.other_ids, cols.total, cols.warmup, cols.failed, cols.rows)
+
+
+def _refusal(read: Callable[[], Any]) -> Any:
+    try:
+        return read()
+    except AbibenchError as exc:
+        return ("refused", type(exc).__name__, exc.exit_code, str(exc))
+
+
+def _children() -> set[int]:
+    """This process's children (by /proc), zombies too: one not reaped is left behind."""
+    me, out = str(os.getpid()), set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[1] == me:
+                out.add(int(entry))
+    return out
+
+
+@settings(SETTINGS, max_examples=10 * SCALE)
+@given(ss=samples(), where=st.integers(0, 100), hurt=st.one_of(st.none(), damage()))
+def test_a_run_read_beside_is_its_columns_read_here(
+        ss: list[Sample], where: int, hurt: tuple[str, str, str] | None) -> None:
+    """The child's columns are `queried`'s, every value of the same type in the same place; a
+    run `queried` refuses (a stored number that is not finite) gives no columns, and is then
+    read, and refused, here."""
+    with stored(ss) as (store, run_id):
+        if hurt is not None and ss:
+            _set(store, run_id, where, hurt[0], hurt[1])
+        here = _refusal(lambda: guarded(queried)(store, run_id))
+        before = _children()
+        got = Beside(store, run_id).columns()
+        assert _children() <= before
+        if isinstance(here, Columns):
+            assert got is not None and _columns_of(got) == _columns_of(here)
+        else:
+            assert got is None and here[2] == EXIT_STORE_CORRUPT
+
+
+@settings(SETTINGS, max_examples=8 * SCALE)
+@given(a=samples(), b=samples(), where=st.integers(0, 100),
+       hurt=st.one_of(st.none(), damage()), text=st.one_of(st.none(), spoiled()))
+def test_compare_run_file_beside_answers_and_refuses_as_in_turn(
+        a: list[Sample], b: list[Sample], where: int, hurt: tuple[str, str, str] | None,
+        text: str | None) -> None:
+    """`compare RUN FILE` (and FILE RUN, RUN FILE RUN) with the run read beside the file or in
+    turn: the same views, or the same refusal (the first source's that has one: a damaged
+    stored run before a broken file is the run's), and no process left."""
+    with stored(a) as (store, run_id), \
+            written(json.dumps(_doc_of(b)) if text is None else text) as path:
+        if hurt is not None and a:
+            _set(store, run_id, where, hurt[0], hurt[1])
+        before = _children()
+        for refs in ([run_id, str(path)], [str(path), run_id], [run_id, str(path), run_id]):
+            def read(beside_from: int, refs: list[str] = refs) -> Any:
+                return _views(load_sources(refs, store, columns=True, beside_from=beside_from))
+            assert _refusal(lambda: read(0)) == _refusal(lambda: read(1 << 62))
+        assert _children() <= before
+
+
+def test_a_run_whose_reader_died_is_read_here() -> None:
+    """The second process killed before it gave its columns: the run is read in this process,
+    the same document."""
+    with stored(synthetic_samples()) as (store, run_id):
+        later = _Later(store, run_id)
+        assert later._beside is not None and later._beside.pid is not None
+        os.kill(later._beside.pid, signal.SIGKILL)
+        assert _answers(later.doc()) == _answers(load_columns(store, run_id))
+
+
+def _interrupted_while_a_child_lives(attempt: Callable[[Callable[[], Any]], Any]) -> None:
+    """Run `attempt` until a Ctrl-C (KeyboardInterrupt) lands while a child of this process
+    is alive: a timer, armed when the attempt calls the function it is given, has a handler
+    that raises it only once it sees one (until then it asks again 2 ms later); an attempt
+    that ends first is made again. Then no child is left, not even one unreaped."""
+    seen: list[int] = []
+    before = _children()
+
+    def interrupt(signum: int, frame: Any) -> None:
+        if _children() - before:
+            seen.append(1)
+            raise KeyboardInterrupt
+        signal.setitimer(signal.ITIMER_REAL, 0.002)
+
+    old = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        for _ in range(20):
+            try:
+                attempt(lambda: signal.setitimer(signal.ITIMER_REAL, 0.002))
+            except KeyboardInterrupt:
+                break
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+    finally:
+        signal.signal(signal.SIGALRM, old)
+    assert seen and _children() <= before
+
+
+def test_ctrl_c_while_the_second_process_reads_stops_it() -> None:
+    """Ctrl-C while a stored run is read beside a file (the interrupt anywhere: the file's
+    reading, the wait for the child), and while the child alone is waited for: it
+    propagates, and the child is killed and reaped."""
+    with stored(synthetic_samples(rounds=60)) as (store, run_id), \
+            written(json.dumps(synthetic_doc(rounds=60))) as path:
+        def compare(arm: Callable[[], Any]) -> None:
+            arm()
+            load_sources([run_id, str(path)], store, columns=True, beside_from=0)
+
+        def wait(arm: Callable[[], Any]) -> None:  # the interrupt in `columns` (its wait)
+            with started():
+                beside = Beside(store, run_id)
+                arm()
+                beside.columns()
+        if _cpus() >= 2:  # else load_sources reads in turn: no child to interrupt
+            _interrupted_while_a_child_lives(compare)
+        _interrupted_while_a_child_lives(wait)
+
+
+def synthetic_samples(rounds: int = 3) -> list[Sample]:
+    return list(RunDoc.from_dict(synthetic_doc(rounds=rounds)).samples)
+
+
+def test_a_run_is_read_beside_only_when_the_file_hides_it() -> None:
+    """`_worth`: a run of at most `most` samples (any for None, none for -1), counted."""
+    ss = synthetic_samples()
+    with stored(ss) as (store, run_id):
+        assert _worth(store, run_id, len(ss)) and not _worth(store, run_id, len(ss) - 1)
+        assert _worth(store, run_id, None) and not _worth(store, run_id, -1)

@@ -421,7 +421,7 @@ def _block(res: WorkloadResult, doc: RunDoc, reference: str | None) -> WorkloadB
         better = better_of("lower" if metric in MEMORY_METRICS else info.better)
         bars = []
         for row in res.rows:
-            vals = [v for v in doc.values(res.id, row.label, metric) if math.isfinite(v)]
+            vals = list(filter(math.isfinite, doc.values(res.id, row.label, metric)))
             if vals:
                 lo, hi = stats.median_ci(vals)
                 bars.append(Bar(row.label, row.state, len(vals), stats.median(vals), lo, hi))

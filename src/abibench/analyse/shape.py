@@ -20,7 +20,9 @@ often it fires on one clean mode.
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -72,7 +74,7 @@ def _oriented_logs(values: Sequence[float], higher_is_better: bool,
         return None
     logs = list(map(math.log, values))  # each pass in C: a target may have 10^5 samples
     if higher_is_better:
-        logs = [-x for x in logs]
+        logs = list(map(operator.neg, logs))
     return logs if keep_order else sorted(logs)
 
 
@@ -129,7 +131,7 @@ def describe(target: str, values: Sequence[float], higher_is_better: bool) -> Sh
         return None
     xs = sorted(order)
     typical = _quantile(xs, 0.25)
-    points = tuple(math.expm1(x - typical) for x in order)
+    points = tuple(map(math.expm1, map(operator.sub, order, itertools.repeat(typical))))
     modes = two_modes(xs)
     if modes is not None:
         count, gap = modes

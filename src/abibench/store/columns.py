@@ -324,8 +324,19 @@ def load_columns(store: SqlStore, run_id: str, rows: bool = False) -> ColumnDoc:
     (and as records read on demand while the store is open). rows: every sample's fields are
     read too, in one pass (`scanned`), for a view that writes every sample (the JSON report,
     the samples CSV); else only what the questions read (`queried`)."""
-    head = RunDoc.from_dict(store.load_run_dict(run_id, with_samples=False))
-    cols = scanned(store, run_id) if rows else queried(store, run_id)
+    head = load_head(store, run_id)
+    return column_doc(store, run_id, head,
+                      scanned(store, run_id) if rows else queried(store, run_id))
+
+
+def load_head(store: SqlStore, run_id: str) -> RunDoc:
+    """The run's head (everything but its samples) as `load_run` reads it."""
+    return RunDoc.from_dict(store.load_run_dict(run_id, with_samples=False))
+
+
+def column_doc(store: SqlStore, run_id: str, head: RunDoc, cols: Columns) -> ColumnDoc:
+    """The `ColumnDoc` of a run's head and its columns (`queried`'s or `scanned`'s, read here or
+    by store/beside.py's reader), its records read from `store` when walked."""
     doc = ColumnDoc(run=head.run, host=head.host,
                     samples=StoredSamples(store, run_id, cols),  # type: ignore[arg-type]
                     artifacts=head.artifacts, statuses=head.statuses, warnings=head.warnings,
