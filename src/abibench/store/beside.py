@@ -47,6 +47,14 @@ _SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM}
 _LIVE: set[Beside] = set()
 
 
+def _pending_handlers_run_here() -> None:
+    """Nothing, called: a signal that arrived just before the mask was set has its Python
+    handler run at the next Python function's start (CPython checks there). Without this call
+    that start is inside os.fork, in an at-fork hook (logging's), where a KeyboardInterrupt is
+    printed as "Exception ignored" and lost: a Ctrl-C at that moment would not stop abibench.
+    Here it is raised in our code, before the fork, and the caller cleans up as for any other."""
+
+
 class Beside:
     """A stored run's `queried` columns being read by a child process (see the module)."""
 
@@ -58,6 +66,7 @@ class Beside:
         parent, prctl = os.getpid(), _prctl()
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
         try:
+            _pending_handlers_run_here()
             pid = os.fork()
             if pid == 0:
                 _child(store.path, run_id, self._file.fileno(), (parent, prctl), mask)
