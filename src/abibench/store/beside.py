@@ -48,11 +48,40 @@ _LIVE: set[Beside] = set()
 
 
 def _pending_handlers_run_here() -> None:
-    """Nothing, called: a signal that arrived just before the mask was set has its Python
-    handler run at the next Python function's start (CPython checks there). Without this call
-    that start is inside os.fork, in an at-fork hook (logging's), where a KeyboardInterrupt is
-    printed as "Exception ignored" and lost: a Ctrl-C at that moment would not stop abibench.
-    Here it is raised in our code, before the fork, and the caller cleans up as for any other."""
+    """Nothing, called: a signal that arrived just before the handlers were held has its Python
+    handler run at the next Python function's start (CPython checks there), in our code."""
+
+
+@contextlib.contextmanager
+def _handlers_held() -> Iterator[None]:
+    """Around a fork: every handler of `_SIGNALS` only notes its signal, and once the fork is
+    done the noted signals are raised again, in our code, for the handlers of before.
+
+    Why: os.fork runs Python's at-fork hooks (logging's lock), and a handler that raises there
+    (Ctrl-C's KeyboardInterrupt) is printed as "Exception ignored" and lost. Blocking the
+    signals in this thread is not enough: another thread of the process (pytest-xdist's, a
+    library's) can take a process-directed signal, and this thread then runs the handler at
+    its next check, which can be inside the hook. A handler that only notes cannot be lost.
+    Handlers can be set only from the main thread; elsewhere nothing is held (and no handler
+    of ours runs in that thread)."""
+    noted: list[int] = []
+
+    def note(signum: int, _frame: Any) -> None:
+        noted.append(signum)
+
+    _pending_handlers_run_here()
+    try:
+        before = {sig: signal.signal(sig, note) for sig in _SIGNALS}
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+        for signum in dict.fromkeys(noted):  # each once, in the order they came
+            signal.raise_signal(signum)
 
 
 class Beside:
@@ -64,19 +93,19 @@ class Beside:
         # even when both are SIGKILLed. The child writes through the same open file.
         self._file = tempfile.TemporaryFile(prefix="abibench-beside-")  # noqa: SIM115 - closed by close()
         parent, prctl = os.getpid(), _prctl()
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
-        try:
-            _pending_handlers_run_here()
-            pid = os.fork()
-            if pid == 0:
-                _child(store.path, run_id, self._file.fileno(), (parent, prctl), mask)
-            self.pid = pid
-        except BaseException:
-            self._file.close()
-            raise
-        finally:
-            _LIVE.add(self)
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        with _handlers_held():
+            mask = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+            try:
+                pid = os.fork()
+                if pid == 0:
+                    _child(store.path, run_id, self._file.fileno(), (parent, prctl), mask)
+                self.pid = pid
+            except BaseException:
+                self._file.close()
+                raise
+            finally:
+                _LIVE.add(self)
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
     def columns(self) -> Columns | None:
         """The child's columns, or None when it gave none (the caller then reads them)."""
