@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
-import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -37,14 +36,10 @@ BLACK = "#000000"
 _LIMIT = 1e6  # no coordinate lies further out than this (marks are inside a figure of ~500 pt)
 
 
-# What XML 1.0 has no place for and text.one_line leaves: a lone surrogate, U+FFFE, U+FFFF.
-_NOT_XML = re.compile("[\ud800-\udfff\ufffe\uffff]")
-
-
 def shown(text: str) -> str:
     """Text as a chart shows it: text.one_line (no controls, no bidi overrides, no line
-    breaks), and U+FFFD for a character XML cannot hold."""
-    return _NOT_XML.sub("\ufffd", one_line(text))
+    breaks, U+FFFD for a lone surrogate or a noncharacter XML cannot hold)."""
+    return one_line(text)
 
 
 def esc(text: str) -> str:

@@ -47,11 +47,6 @@ _SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM}
 _LIVE: set[Beside] = set()
 
 
-def _pending_handlers_run_here() -> None:
-    """Nothing, called: a signal that arrived just before the handlers were held has its Python
-    handler run at the next Python function's start (CPython checks there), in our code."""
-
-
 @contextlib.contextmanager
 def _handlers_held() -> Iterator[None]:
     """Around a fork: every handler of `_SIGNALS` only notes its signal, and once the fork is
@@ -69,7 +64,8 @@ def _handlers_held() -> Iterator[None]:
     def note(signum: int, _frame: Any) -> None:
         noted.append(signum)
 
-    _pending_handlers_run_here()
+    # A signal that came before this point has had its handler run already, in our code:
+    # CPython runs pending handlers at a Python function's start, and this is one.
     try:
         before = {sig: signal.signal(sig, note) for sig in _SIGNALS}
     except ValueError:  # not the main thread
